@@ -1,0 +1,143 @@
+"""The toy-model builder: ``HookedTransformerConfig`` + surgeries -> ``HookedTransformer``.
+
+    from mechrecall import build_toy_model, SetWeight, ZeroBiases
+    model = build_toy_model(
+        dict(n_layers=2, n_heads=1, d_model=64, d_head=64, d_mlp=256, d_vocab=66, n_ctx=64,
+             act_fn="relu", normalization_type=None),
+        [ZeroBiases(), SetWeight(("embed.W_E", "pos_embed.W_pos"), "normal"),
+         SetWeight(("blocks.*.attn.W_Q",), "identity")],
+        seed=0,
+    )
+
+The result is a plain ``HookedTransformer`` (``run_with_cache``, ``run_with_hooks`` and every TL tool
+work on it). It carries its own recipe, ``model_spec(model)`` (config + surgeries + seed, JSON), from
+which ``build_from_spec`` rebuilds it exactly: that recipe is what checkpoints store.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from mechrecall._tl import HookedTransformer, HookedTransformerConfig
+from mechrecall.surgeries import Surgery, surgery_from_dict
+
+SPEC_FORMAT = 1
+_RUNTIME_CFG_KEYS = ("device", "n_devices", "n_params")  # not part of a model's identity
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed derived from integers (e.g. ``(seed, step)``) with no collisions between parts."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def make_config(cfg: HookedTransformerConfig | dict[str, Any], *, seed: int | None = None) -> HookedTransformerConfig:
+    """A ``HookedTransformerConfig`` from a config or a dict; TL's assertion failures become ``ValueError``."""
+    if isinstance(cfg, HookedTransformerConfig):
+        d = cfg_to_dict(cfg)
+    elif isinstance(cfg, dict):
+        d = dict(cfg)
+    else:
+        raise ValueError(f"cfg must be a HookedTransformerConfig or a dict, got {type(cfg).__name__}")
+    if isinstance(d.get("dtype"), str):
+        d["dtype"] = _dtype(d["dtype"])
+    if seed is not None:
+        d["seed"] = seed
+    for key in ("d_model", "d_head", "n_layers", "n_ctx"):
+        if key not in d:
+            raise ValueError(f"model config is missing {key!r} (required: d_model, d_head, n_layers, n_ctx, d_vocab)")
+    for key in ("d_model", "d_head", "n_layers", "n_ctx", "n_heads", "d_vocab", "d_mlp"):
+        value = d.get(key)
+        if value is not None and not (key in ("n_heads", "d_vocab") and value == -1):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"model config {key}={value!r}; expected a positive int")
+    known = {f.name for f in dataclasses.fields(HookedTransformerConfig)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"unknown HookedTransformerConfig fields {unknown}")
+    try:
+        return HookedTransformerConfig(**d)
+    except AssertionError as exc:
+        raise ValueError(f"invalid model config: {exc}") from None
+
+
+def cfg_to_dict(cfg: HookedTransformerConfig) -> dict[str, Any]:
+    """JSON-able dict of a config (dtype as a string; runtime-only fields dropped)."""
+    d = dict(cfg.to_dict())  # to_dict() returns the live __dict__: copy before editing
+    for key in _RUNTIME_CFG_KEYS:
+        d.pop(key, None)
+    d["dtype"] = str(cfg.dtype).removeprefix("torch.")
+    return json.loads(json.dumps(d, default=str))
+
+
+def _dtype(name: str) -> torch.dtype:
+    dtype = getattr(torch, name.removeprefix("torch."), None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}; expected e.g. 'float32' or 'float64'")
+    return dtype
+
+
+def build_toy_model(
+    cfg: HookedTransformerConfig | dict[str, Any],
+    surgeries: Sequence[Surgery] = (),
+    *,
+    seed: int | None = None,
+) -> HookedTransformer:
+    """Build ``HookedTransformer(cfg)`` and apply ``surgeries`` in order.
+
+    Args:
+        cfg: the TL config (or its fields as a dict).
+        surgeries: ``mechrecall.surgeries`` objects (or their ``to_dict()`` forms).
+        seed: seeds TL's weight init and every surgery's random draws (surgery ``i`` uses its own
+            generator seeded from ``(seed, i)``); defaults to ``cfg.seed``, else 0. Same seed -> same model.
+
+    Raises:
+        ValueError: a bad config or surgery (naming the value and what was expected), before any training.
+    """
+    surgeries = [surgery_from_dict(s) if isinstance(s, dict) else s for s in surgeries]
+    for s in surgeries:
+        if not isinstance(s, Surgery):
+            raise ValueError(f"surgeries must be Surgery objects or dicts, got {type(s).__name__}")
+    if seed is None:
+        seed = cfg.seed if isinstance(cfg, HookedTransformerConfig) else (cfg.get("seed") if isinstance(cfg, dict) else None)
+    seed = 0 if seed is None else int(seed)
+    with torch.random.fork_rng(devices=[]):
+        config = make_config(cfg, seed=seed)
+        torch.manual_seed(seed)
+        with warnings.catch_warnings():  # TL 3.x: "HookedTransformer is deprecated ... use TransformerBridge"
+            warnings.simplefilter("ignore", DeprecationWarning)
+            model = HookedTransformer(config)
+    for index, surgery in enumerate(surgeries):
+        generator = torch.Generator().manual_seed(derive_seed(seed, index))
+        surgery.apply(model, generator)
+        model.setup()  # registers HookPoints of swapped-in modules
+    model.mechrecall_spec = {"format": SPEC_FORMAT, "cfg": cfg_to_dict(config), "surgeries": [s.to_dict() for s in surgeries], "seed": seed}
+    return model
+
+
+def model_spec(model: HookedTransformer) -> dict[str, Any]:
+    """The JSON recipe of a model built here (config, surgeries, seed).
+
+    For a model not built by ``build_toy_model`` (e.g. a loaded checkpoint of a pretrained model) the
+    recipe is just its config, with no surgeries.
+    """
+    spec = getattr(model, "mechrecall_spec", None)
+    if spec is None:
+        return {"format": SPEC_FORMAT, "cfg": cfg_to_dict(model.cfg), "surgeries": [], "seed": model.cfg.seed}
+    return json.loads(json.dumps(spec))
+
+
+def build_from_spec(spec: dict[str, Any]) -> HookedTransformer:
+    """Rebuild a model (fresh weights from its seed) from ``model_spec(model)``."""
+    if spec.get("format") != SPEC_FORMAT:
+        raise ValueError(f"model spec format {spec.get('format')!r}; expected {SPEC_FORMAT}")
+    return build_toy_model(spec["cfg"], spec["surgeries"], seed=spec["seed"])
+
+
+def trainable_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
+    """Name -> parameter for every parameter that requires grad."""
+    return {n: p for n, p in model.named_parameters() if p.requires_grad}

@@ -1,0 +1,116 @@
+"""Named permanent hooks: architecture changes that live in hooks because TL's config can't say them.
+
+A permanent hook is part of the *model* (it survives ``model.reset_hooks()``), so the toy-model builder
+records it by name and keyword arguments, and a checkpoint rebuilds it. Each factory takes the model
+and its keyword arguments, validates them (``ValueError`` before any work), and returns the
+``(hook_name, hook_fn)`` pairs to attach with ``is_permanent=True``.
+
+Registered here:
+
+- ``no_skip_connection(layer)`` -- ``resid_post = resid_post - resid_pre`` in one block, i.e. the block
+  outputs only what it adds (Vasudeva et al. 2026, §4 Model B: "no residual connection").
+- ``relative_key_positions(layer, pos_offset, n_pos)`` -- key ``i`` seen from query ``t`` carries the
+  one-hot position ``h(p_{i-t}) = e_{pos_offset + n_pos - 1 + (i - t)}`` on the *key side only*
+  (Vasudeva et al. 2026, Eq. 1). Implemented as ``scores[b,h,t,i] += q_t · (h(p_{i-t}) W_K[h])``.
+- ``strict_causal_mask(layers)`` -- a position may not attend to itself (Musat et al., App. B.2); the
+  first row then has no admissible key and TL writes a zero pattern row.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable
+
+import torch
+
+from mechrecall._tl import HookedTransformer
+
+HookFn = Callable[..., torch.Tensor | None]
+HookFactory = Callable[..., list[tuple[str, HookFn]]]
+
+PERMANENT_HOOKS: dict[str, HookFactory] = {}
+
+
+def register_permanent_hook(name: str) -> Callable[[HookFactory], HookFactory]:
+    """Decorator: make a hook factory available to the ``PermanentHook`` surgery under ``name``."""
+
+    def decorate(factory: HookFactory) -> HookFactory:
+        if name in PERMANENT_HOOKS:
+            raise ValueError(f"permanent hook {name!r} is already registered")
+        PERMANENT_HOOKS[name] = factory
+        return factory
+
+    return decorate
+
+
+def _check_layer(model: HookedTransformer, layer: int, hook: str) -> None:
+    if not isinstance(layer, int) or not 0 <= layer < model.cfg.n_layers:
+        raise ValueError(
+            f"permanent hook {hook!r}: layer={layer!r} is not a block index; expected 0..{model.cfg.n_layers - 1}"
+        )
+
+
+@register_permanent_hook("no_skip_connection")
+def no_skip_connection(model: HookedTransformer, layer: int) -> list[tuple[str, HookFn]]:
+    _check_layer(model, layer, "no_skip_connection")
+    stash: dict[str, torch.Tensor] = {}
+
+    def save_resid_pre(resid_pre: torch.Tensor, hook) -> None:
+        stash["resid_pre"] = resid_pre
+
+    def drop_resid_pre(resid_post: torch.Tensor, hook) -> torch.Tensor:
+        return resid_post - stash.pop("resid_pre")
+
+    return [
+        (f"blocks.{layer}.hook_resid_pre", save_resid_pre),
+        (f"blocks.{layer}.hook_resid_post", drop_resid_pre),
+    ]
+
+
+@register_permanent_hook("relative_key_positions")
+def relative_key_positions(
+    model: HookedTransformer, layer: int, pos_offset: int, n_pos: int
+) -> list[tuple[str, HookFn]]:
+    _check_layer(model, layer, "relative_key_positions")
+    if not (isinstance(n_pos, int) and n_pos >= 1 and isinstance(pos_offset, int) and pos_offset >= 0):
+        raise ValueError(f"relative_key_positions: need ints pos_offset >= 0 and n_pos >= 1, got {pos_offset!r}, {n_pos!r}")
+    if pos_offset + n_pos > model.cfg.d_model:
+        raise ValueError(
+            f"relative_key_positions: the position subspace [{pos_offset}, {pos_offset + n_pos}) does not fit in "
+            f"d_model={model.cfg.d_model}"
+        )
+    if n_pos < model.cfg.n_ctx:
+        raise ValueError(f"relative_key_positions: n_pos={n_pos} must be >= n_ctx={model.cfg.n_ctx} (one offset per distance)")
+    attn = model.blocks[layer].attn
+    stash: dict[str, torch.Tensor] = {}
+
+    def save_q(q: torch.Tensor, hook) -> None:  # q: [batch, pos, head, d_head]
+        stash["q"] = q
+
+    def add_relative_keys(scores: torch.Tensor, hook) -> torch.Tensor:  # scores: [batch, head, q_pos, k_pos]
+        q = stash.pop("q")
+        pos_keys = attn.W_K[:, pos_offset : pos_offset + n_pos, :]  # [head, n_pos, d_head]
+        q_dot_pos = torch.einsum("bthe,hoe->bhto", q, pos_keys) / attn.attn_scale  # [b, h, t, n_pos]
+        n_q, n_k = scores.shape[-2:]
+        t = torch.arange(n_q, device=scores.device)[:, None]
+        i = torch.arange(n_k, device=scores.device)[None, :]
+        offset_index = (n_pos - 1 + (i - t)).clamp(0, n_pos - 1)  # [t, i]; entries i > t are masked anyway
+        index = offset_index.expand(*q_dot_pos.shape[:2], n_q, n_k)
+        return scores + torch.gather(q_dot_pos, -1, index)  # -inf (masked) stays -inf
+
+    return [
+        (f"blocks.{layer}.attn.hook_q", save_q),
+        (f"blocks.{layer}.attn.hook_attn_scores", add_relative_keys),
+    ]
+
+
+@register_permanent_hook("strict_causal_mask")
+def strict_causal_mask(model: HookedTransformer, layers: Iterable[int]) -> list[tuple[str, HookFn]]:
+    layers = list(layers)
+    for layer in layers:
+        _check_layer(model, layer, "strict_causal_mask")
+
+    def mask_diagonal(scores: torch.Tensor, hook) -> torch.Tensor:
+        n_q, n_k = scores.shape[-2:]
+        diagonal = torch.eye(n_q, n_k, dtype=torch.bool, device=scores.device)
+        return scores.masked_fill(diagonal, float("-inf"))
+
+    return [(f"blocks.{layer}.attn.hook_attn_scores", mask_diagonal) for layer in layers]

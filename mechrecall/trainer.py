@@ -1,0 +1,403 @@
+"""One trainer for every paper's toy model.
+
+    result = train(model, batch_fn, TrainConfig(steps=500, optimizer="sgd", lr=0.03, momentum=0.9),
+                   evals={"acc": my_eval}, out_dir="runs/x")
+
+- **Online data.** ``batch_fn(step, generator) -> Batch``; the generator is seeded from
+  ``(cfg.seed, step)``, so the batch of step ``s`` is the same whether or not the run was interrupted.
+- **Loss.** Cross-entropy of ``logits[b, t]`` against ``targets[b, t]`` on the positions chosen by
+  ``cfg.loss_positions``: ``"last"``, ``"all"``, ``"mask"`` (the batch's ``loss_mask``), or an explicit
+  tuple of positions. Targets equal to ``-100`` are ignored. Or pass ``loss_fn(model, batch) -> loss``.
+- **Optimiser.** SGD (momentum), Adam or AdamW; ``param_groups`` give name patterns their own
+  ``lr`` / ``weight_decay`` (e.g. Chen et al.'s separate step sizes η_f, η_v); optional grad clipping
+  and a constant / cosine schedule with warm-up. Only parameters with ``requires_grad`` are trained.
+- **Evaluation.** ``evals[name](model) -> float | dict`` every ``eval_every`` steps (and at each of
+  ``eval_steps``, the first and the last step), in ``torch.no_grad`` and eval mode; recorded with the
+  step in ``history["eval"]``; the training loss of every step is in ``history["train"]``.
+- **Checkpoints.** With ``out_dir`` and ``checkpoint_every``, a checkpoint (weights, optimiser, RNG,
+  history) is written atomically every k steps and at the end; ``train`` resumes from the newest one,
+  and a resumed run ends with exactly the weights of an uninterrupted one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import math
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+from jaxtyping import Bool, Float, Int
+from tqdm.auto import tqdm
+
+from mechrecall._tl import HookedTransformer
+from mechrecall.builder import derive_seed
+from mechrecall.checkpoint import load_optimizer_state, load_rng_state, load_weights, read_checkpoint_meta, save_checkpoint
+from mechrecall.io import atomic_write_json
+
+OPTIMIZERS = ("sgd", "adam", "adamw")
+SCHEDULES = ("constant", "cosine")
+LOSS_POSITIONS = ("last", "all", "mask")
+
+
+@dataclass
+class Batch:
+    """One training batch.
+
+    ``tokens``: model input, ``[batch, pos]`` token ids (or a ``[batch, pos, d_model]`` residual stream when
+    the loss_fn feeds it with ``start_at_layer=0``). ``targets``: ``[batch, pos]`` labels aligned with the
+    logits (``targets[b, t]`` is the label for position ``t``), or ``[batch]`` with ``loss_positions="last"``.
+    ``loss_mask``: ``[batch, pos]`` bool, used with ``loss_positions="mask"``. ``extras``: anything else
+    a custom loss_fn or eval needs.
+    """
+
+    tokens: Int[torch.Tensor, "batch pos"] | Float[torch.Tensor, "batch pos d_model"]
+    targets: Int[torch.Tensor, "batch pos"] | Int[torch.Tensor, "batch"] | Float[torch.Tensor, "batch ..."]
+    loss_mask: Bool[torch.Tensor, "batch pos"] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TrainConfig:
+    """Everything that determines a training run (JSON-serialisable; saved in checkpoints)."""
+
+    steps: int
+    optimizer: str = "adamw"
+    lr: float = 1e-3
+    momentum: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    weight_decay: float = 0.0
+    param_groups: tuple[dict[str, Any], ...] = ()  # ({"params": ("blocks.*.mlp.*",), "lr": 0.1}, ...)
+    grad_clip: float | None = None
+    schedule: str = "constant"
+    warmup_steps: int = 0
+    loss_positions: str | tuple[int, ...] = "last"
+    eval_every: int = 0
+    eval_steps: tuple[int, ...] = ()
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 2
+    seed: int = 0
+    progress: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TrainConfig":
+        d = dict(d)
+        for key in ("betas", "eval_steps", "param_groups"):
+            if key in d and isinstance(d[key], list):
+                d[key] = tuple(d[key])
+        if isinstance(d.get("loss_positions"), list):
+            d["loss_positions"] = tuple(d["loss_positions"])
+        return cls(**d)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first bad field."""
+        if not isinstance(self.steps, int) or self.steps < 0:
+            raise ValueError(f"TrainConfig.steps={self.steps!r}; expected an int >= 0")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"TrainConfig.optimizer={self.optimizer!r}; expected one of {OPTIMIZERS}")
+        if not self.lr > 0:
+            raise ValueError(f"TrainConfig.lr={self.lr!r}; expected > 0")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"TrainConfig.schedule={self.schedule!r}; expected one of {SCHEDULES}")
+        if self.grad_clip is not None and not self.grad_clip > 0:
+            raise ValueError(f"TrainConfig.grad_clip={self.grad_clip!r}; expected None or > 0")
+        lp = self.loss_positions
+        if isinstance(lp, str):
+            if lp not in LOSS_POSITIONS:
+                raise ValueError(f"TrainConfig.loss_positions={lp!r}; expected one of {LOSS_POSITIONS} or a tuple of positions")
+        elif not (isinstance(lp, (tuple, list)) and lp and all(isinstance(p, int) for p in lp)):
+            raise ValueError(f"TrainConfig.loss_positions={lp!r}; expected one of {LOSS_POSITIONS} or a non-empty tuple of ints")
+        for name in ("eval_every", "checkpoint_every", "warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"TrainConfig.{name}={getattr(self, name)!r}; expected >= 0")
+        if self.keep_checkpoints < 1:
+            raise ValueError(f"TrainConfig.keep_checkpoints={self.keep_checkpoints!r}; expected >= 1")
+        for group in self.param_groups:
+            if "params" not in group or not group["params"]:
+                raise ValueError(f"TrainConfig.param_groups entry {group!r} needs 'params' (name patterns)")
+            unknown = set(group) - {"params", "lr", "weight_decay", "momentum", "betas"}
+            if unknown:
+                raise ValueError(f"TrainConfig.param_groups entry {group!r}: unknown keys {sorted(unknown)}")
+
+
+@dataclass
+class TrainResult:
+    model: HookedTransformer
+    history: dict[str, list[dict[str, Any]]]
+    step: int
+    resumed_from: int | None
+
+
+BatchFn = Callable[[int, torch.Generator], Batch]
+LossFn = Callable[[HookedTransformer, Batch], torch.Tensor]
+EvalFn = Callable[[HookedTransformer], float | Mapping[str, float]]
+
+
+def select_positions(
+    logits: Float[torch.Tensor, "batch pos d_vocab"],
+    targets: torch.Tensor,
+    loss_positions: str | Sequence[int],
+    loss_mask: torch.Tensor | None = None,
+) -> tuple[Float[torch.Tensor, "n d_vocab"], Int[torch.Tensor, "n"]]:
+    """The (logits, targets) rows the loss is taken on, flattened. Shapes are checked.
+
+    Raises:
+        ValueError: targets or mask of the wrong shape, or positions outside ``[-pos, pos)``.
+    """
+    batch, pos = logits.shape[:2]
+    if loss_positions == "last" and targets.shape == (batch,):
+        return logits[:, -1], targets
+    if targets.shape != (batch, pos):
+        raise ValueError(
+            f"targets have shape {tuple(targets.shape)}; expected [batch, pos] = {(batch, pos)}"
+            + (" or [batch] with loss_positions='last'" if loss_positions == "last" else "")
+        )
+    if loss_positions == "last":
+        return logits[:, -1], targets[:, -1]
+    if loss_positions == "all":
+        return logits.reshape(batch * pos, -1), targets.reshape(-1)
+    if loss_positions == "mask":
+        if loss_mask is None:
+            raise ValueError("loss_positions='mask' but the batch has no loss_mask")
+        if loss_mask.shape != (batch, pos) or loss_mask.dtype != torch.bool:
+            raise ValueError(
+                f"loss_mask has shape {tuple(loss_mask.shape)} and dtype {loss_mask.dtype}; "
+                f"expected a bool mask of shape [batch, pos] = {(batch, pos)}"
+            )
+        return logits[loss_mask], targets[loss_mask]
+    positions = list(loss_positions)
+    bad = [p for p in positions if not -pos <= p < pos]
+    if bad:
+        raise ValueError(f"loss_positions {bad} are outside the sequence (length {pos})")
+    index = torch.tensor(positions, device=logits.device)
+    return logits[:, index].reshape(batch * len(positions), -1), targets[:, index].reshape(-1)
+
+
+def next_token_loss(model: HookedTransformer, batch: Batch, loss_positions: str | Sequence[int]) -> torch.Tensor:
+    """Mean cross-entropy on the chosen positions (targets == -100 ignored)."""
+    logits = model(batch.tokens)
+    rows, labels = select_positions(logits, batch.targets, loss_positions, batch.loss_mask)
+    return F.cross_entropy(rows.float(), labels, ignore_index=-100)
+
+
+def build_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """The optimiser over trainable parameters, one group per ``cfg.param_groups`` entry + the rest.
+
+    Raises:
+        ValueError: a group pattern that matches no trainable parameter, or nothing to train.
+    """
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    if not trainable:
+        raise ValueError("the model has no trainable parameters (every parameter is frozen)")
+    assigned: dict[str, int] = {}
+    for gi, group in enumerate(cfg.param_groups):
+        patterns = (group["params"],) if isinstance(group["params"], str) else tuple(group["params"])
+        for pattern in patterns:
+            hits = [n for n, _ in trainable if fnmatch.fnmatchcase(n, pattern)]
+            if not hits:
+                names = ", ".join(n for n, _ in trainable)
+                raise ValueError(f"param_groups[{gi}] pattern {pattern!r} matches no trainable parameter; trainable: {names}")
+            for n in hits:
+                assigned.setdefault(n, gi)
+    groups: list[dict[str, Any]] = []
+    for gi, group in enumerate(cfg.param_groups):
+        opts = {k: (tuple(v) if k == "betas" else v) for k, v in group.items() if k != "params"}
+        groups.append({"params": [p for n, p in trainable if assigned.get(n) == gi], **opts})
+    rest = [p for n, p in trainable if n not in assigned]
+    if rest:
+        groups.append({"params": rest})
+    groups = [g for g in groups if g["params"]]
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    if cfg.optimizer == "adam":
+        return torch.optim.Adam(groups, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+
+
+def lr_factor(cfg: TrainConfig, step: int) -> float:
+    """Multiplier of every group's base lr at ``step`` (0-based): linear warm-up, then constant/cosine."""
+    if cfg.warmup_steps and step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    if cfg.schedule == "cosine":
+        span = max(1, cfg.steps - cfg.warmup_steps)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - cfg.warmup_steps) / span)))
+    return 1.0
+
+
+def _comparable(cfg: TrainConfig) -> dict[str, Any]:
+    # Fields that may change between an interrupted run and its resumption.
+    d = cfg.to_dict()
+    for key in ("steps", "progress", "checkpoint_every", "keep_checkpoints", "eval_every", "eval_steps"):
+        d.pop(key)
+    if cfg.schedule == "constant":
+        return d
+    d["steps"] = cfg.steps  # a cosine schedule depends on the total
+    return d
+
+
+def _checkpoint_dir(out_dir: Path) -> Path:
+    return out_dir / "checkpoints"
+
+
+def latest_checkpoint(out_dir: str | os.PathLike) -> Path | None:
+    """The newest complete checkpoint written by ``train`` into ``out_dir``, or None."""
+    pointer = _checkpoint_dir(Path(out_dir)) / "latest.json"
+    if not pointer.is_file():
+        return None
+    path = _checkpoint_dir(Path(out_dir)) / json.loads(pointer.read_text())["name"]
+    return path if path.is_dir() else None
+
+
+def train(
+    model: HookedTransformer,
+    batch_fn: BatchFn,
+    cfg: TrainConfig,
+    *,
+    loss_fn: LossFn | None = None,
+    evals: Mapping[str, EvalFn] | None = None,
+    out_dir: str | os.PathLike | None = None,
+    resume: bool = True,
+) -> TrainResult:
+    """Train ``model`` in place for ``cfg.steps`` steps; see the module docstring.
+
+    Everything is validated before the first optimiser step: the config, the parameter groups, and the
+    first batch against the loss positions (``ValueError`` naming the bad value). With ``out_dir`` and
+    ``resume=True``, an existing checkpoint there must belong to the same model and training config.
+    """
+    cfg.validate()
+    evals = dict(evals or {})
+    out = Path(out_dir) if out_dir is not None else None
+    if cfg.checkpoint_every and out is None:
+        raise ValueError("TrainConfig.checkpoint_every > 0 needs an out_dir to write checkpoints into")
+    optimizer = build_optimizer(model, cfg)
+    base_lrs = [g["lr"] for g in optimizer.param_groups]
+    entry_masks = {
+        model.get_parameter(n): m for n, m in (getattr(model, "mechrecall_entry_masks", None) or {}).items()
+    }
+    history: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
+    start, resumed_from = 0, None
+
+    if out is not None and resume and (ckpt := latest_checkpoint(out)) is not None:
+        meta = read_checkpoint_meta(ckpt)
+        saved_cfg = TrainConfig.from_dict(meta["state"]["train_config"])
+        if _comparable(saved_cfg) != _comparable(cfg):
+            a, b = _comparable(saved_cfg), _comparable(cfg)
+            diffs = [f"{k}: {a.get(k)!r} (checkpoint) vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            raise ValueError(f"cannot resume from {ckpt}: the training config differs: " + "; ".join(diffs))
+        load_weights(model, ckpt, check_seed=False)
+        load_optimizer_state(optimizer, ckpt)
+        load_rng_state(ckpt)
+        history = meta["state"]["history"]
+        start = resumed_from = meta["step"]
+        if start > cfg.steps:
+            raise ValueError(f"checkpoint {ckpt} is at step {start}, beyond TrainConfig.steps={cfg.steps}")
+
+    def compute_loss(batch: Batch) -> torch.Tensor:
+        if loss_fn is not None:
+            return loss_fn(model, batch)
+        return next_token_loss(model, batch, cfg.loss_positions)
+
+    def batch_at(step: int) -> Batch:
+        batch = batch_fn(step, torch.Generator().manual_seed(derive_seed(cfg.seed, step)))
+        if not isinstance(batch, Batch):
+            raise ValueError(f"batch_fn must return a mechrecall.trainer.Batch, got {type(batch).__name__}")
+        return batch
+
+    def run_evals(step: int) -> None:
+        if not evals or (history["eval"] and history["eval"][-1]["step"] == step):
+            return
+        was_training = model.training
+        model.eval()
+        row: dict[str, Any] = {"step": step}
+        with torch.no_grad():
+            for name, fn in evals.items():
+                value = fn(model)
+                if isinstance(value, Mapping):
+                    row.update({f"{name}.{k}": float(v) for k, v in value.items()})
+                else:
+                    row[name] = float(value)
+        model.train(was_training)
+        history["eval"].append(row)
+
+    def should_eval(step: int) -> bool:
+        return step in (0, cfg.steps) or step in cfg.eval_steps or bool(cfg.eval_every and step % cfg.eval_every == 0)
+
+    # Validate the data against the loss before any update (also the shape checks of select_positions).
+    if start < cfg.steps:
+        with torch.no_grad():
+            compute_loss(batch_at(start))
+
+    if start == 0:
+        run_evals(0)
+    model.train()
+    bar = tqdm(total=cfg.steps, initial=start, disable=not cfg.progress, desc="train", dynamic_ncols=True, mininterval=0.5)
+    for step in range(start, cfg.steps):
+        factor = lr_factor(cfg, step)
+        for group, base in zip(optimizer.param_groups, base_lrs):
+            group["lr"] = base * factor
+        batch = batch_at(step)
+        optimizer.zero_grad(set_to_none=True)
+        loss = compute_loss(batch)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training loss is {loss.item()} at step {step}; lower the learning rate")
+        loss.backward()
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        if cfg.grad_clip is not None:
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
+        else:
+            norms = [p.grad.norm() for p in params if p.grad is not None]
+            grad_norm = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0
+        kept = {p: p.detach()[~m].clone() for p, m in entry_masks.items()}
+        optimizer.step()
+        with torch.no_grad():
+            for p, values in kept.items():
+                p[~entry_masks[p]] = values
+        history["train"].append({"step": step + 1, "loss": loss.item(), "grad_norm": grad_norm, "lr": base_lrs[0] * factor})
+        bar.update(1)
+        bar.set_postfix(loss=f"{history['train'][-1]['loss']:.4f}")
+        done = step + 1
+        if should_eval(done):
+            run_evals(done)
+        if out is not None and cfg.checkpoint_every and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
+            _write_checkpoint(out, model, optimizer, done, cfg, history)
+    bar.close()
+    if cfg.steps == start and start > 0:
+        run_evals(start)
+    return TrainResult(model=model, history=history, step=cfg.steps, resumed_from=resumed_from)
+
+
+def _write_checkpoint(
+    out: Path, model: HookedTransformer, optimizer: torch.optim.Optimizer, step: int, cfg: TrainConfig, history: dict
+) -> Path:
+    root = _checkpoint_dir(out)
+    name = f"step-{step:08d}"
+    path = root / name
+    if path.exists():  # re-running a finished step (e.g. after a crash between write and pointer update)
+        shutil.rmtree(path)
+    save_checkpoint(path, model, optimizer=optimizer, step=step, state={"train_config": cfg.to_dict(), "history": history})
+    atomic_write_json(root / "latest.json", {"name": name, "step": step})
+    kept = sorted(p for p in root.glob("step-*") if p.is_dir())
+    for old in kept[: -cfg.keep_checkpoints]:
+        shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
+__all__ = [
+    "Batch",
+    "TrainConfig",
+    "TrainResult",
+    "train",
+    "build_optimizer",
+    "next_token_loss",
+    "select_positions",
+    "latest_checkpoint",
+    "lr_factor",
+]

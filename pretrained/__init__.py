@@ -1,0 +1,28 @@
+"""Load pretrained GPT-2 / Pythia models as ``HookedTransformer``s, by name or from a local folder.
+
+    import pretrained
+    model = pretrained.load("pythia-70m", checkpoint=1000, processing="raw")   # hub (or its cache)
+    model = pretrained.load("/data/pythia-70m")                                # save_pretrained dir, offline
+    model = pretrained.load("/data/pythia-70m-mirror", checkpoint=1000)        # .../step1000/
+
+``processing="tl"`` (default) applies TransformerLens' processing (fold_ln, centring, value-bias
+folding); ``"raw"`` keeps the weights as stored, which weight-editing analyses need
+(:func:`require_raw` checks it; :func:`processing_of` reads what was used).
+Without network, a hub model that isn't cached raises :class:`PretrainedNotAvailableError` at once.
+:mod:`pretrained.testing` builds tiny random GPT-NeoX / GPT-2 checkpoints for tests.
+"""
+from pretrained._local import SUPPORTED_ARCHITECTURES
+from pretrained._names import PYTHIA_CHECKPOINTS
+from pretrained.errors import PretrainedNotAvailableError
+from pretrained.loading import load, processing_of, require_raw
+from pretrained import testing
+
+__all__ = [
+    "load",
+    "processing_of",
+    "require_raw",
+    "PretrainedNotAvailableError",
+    "PYTHIA_CHECKPOINTS",
+    "SUPPORTED_ARCHITECTURES",
+    "testing",
+]

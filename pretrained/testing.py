@@ -1,0 +1,194 @@
+"""Tiny random GPT-NeoX / GPT-2 checkpoints, built offline, for tests and examples.
+
+:func:`tiny_checkpoint` writes what ``AutoModelForCausalLM.from_pretrained(name).save_pretrained(dir)``
+plus the tokenizer's ``save_pretrained(dir)`` would write for a real model -- config.json,
+model.safetensors, tokenizer files -- for a model of a few thousand parameters, so that
+``pretrained.load(dir)`` and HF's own loaders can be compared without the hub.
+
+Tokenizer: a word-level vocabulary behind GPT-2's byte-level pre-tokenizer. Every word is in
+the vocabulary twice, bare (``"Madrid"``) and space-prefixed (``"ĠMadrid"``, i.e. ``" Madrid"``),
+as in real GPT-2/Pythia vocabularies, so ``tokenizer(" the")`` is one token and a prompt such as
+``"Madrid is located in"`` is ``["Madrid", "Ġis", "Ġlocated", "Ġin"]``. Decoding is exact
+(``decode(encode(text)) == text``) for any text made of vocabulary words, single spaces and
+newlines; unknown words map to ``<|endoftext|>`` (which is also BOS, EOS and UNK, id 0, as in GPT-2).
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Iterable, Literal, Union
+
+import torch
+
+from pretrained.loading import resolve_dtype
+
+#: The special token (BOS = EOS = UNK), id 0.
+EOT = "<|endoftext|>"
+
+#: Default words of :func:`tiny_tokenizer`: enough for factual-recall style prompts.
+DEFAULT_WORDS: tuple[str, ...] = tuple(
+    """
+    the The a A an An of in In is was are were be has had located capital city country river
+    on at to from by for with and or not as that which who it It its his her their this This
+    plays played speaks spoke language lives lived born works worked team sport famous known
+    president king queen new old big small first last called named near north south east west
+    Madrid Spain Spanish Paris France French Rome Italy Italian Berlin Germany German London
+    England English Tokyo Japan Japanese Beijing China Chinese Moscow Russia Russian Ottawa Canada
+    Cairo Egypt Athens Greece Lisbon Portugal Europe Asia Africa America
+    Eiffel Tower Colosseum Seine Thames Tiber
+    John Mary Alice Bob Michael Jordan Lionel Messi Marie Curie Albert Einstein Tom Anna Paul
+    basketball football soccer tennis chess music science physics
+    one two three
+    . , ? ! : 's
+    """.split()
+)
+
+
+def tiny_tokenizer(vocab: Iterable[str] | None = None, *, model_max_length: int = 1024):
+    """A word-level ``PreTrainedTokenizerFast`` covering ``vocab`` (default :data:`DEFAULT_WORDS`).
+
+    Built offline with the ``tokenizers`` library: WordLevel model, ByteLevel pre-tokenizer
+    (``add_prefix_space=False``) and decoder. Ids: 0 = ``<|endoftext|>``, 1 = ``"Ġ"`` (a lone
+    space), 2 = ``"Ċ"`` (newline), then for each word the pieces of ``word`` and of ``" " + word``
+    in order of first appearance (a word with punctuation, e.g. ``"don't"``, contributes the
+    pieces the pre-tokenizer splits it into). Deterministic in ``vocab``'s order.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = list(DEFAULT_WORDS if vocab is None else vocab)
+    pre = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    table: dict[str, int] = {EOT: 0, "Ġ": 1, "Ċ": 2}
+    for word in words:
+        if not isinstance(word, str) or not word.strip() or word != word.strip():
+            raise ValueError(f"vocabulary entries must be non-empty words without surrounding spaces, got {word!r}")
+        for text in (word, " " + word):
+            for piece, _ in pre.pre_tokenize_str(text):
+                table.setdefault(piece, len(table))
+    tok = Tokenizer(models.WordLevel(table, unk_token=EOT))
+    tok.pre_tokenizer = pre
+    tok.decoder = decoders.ByteLevel()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=EOT,
+        eos_token=EOT,
+        unk_token=EOT,
+        clean_up_tokenization_spaces=False,  # else decode(" .") -> "." and round trips break
+        model_max_length=model_max_length,
+    )
+
+
+def _init_(model: torch.nn.Module, *, seed: int, d_model: int, d_mlp: int) -> None:
+    """Overwrite every parameter with seeded random values (independent of HF's init scheme).
+
+    LayerNorm weights ~ U(0.5, 1.5) and biases ~ N(0, 0.2^2), so folding them (TL's fold_ln) is
+    far from a no-op; all other biases ~ N(0, 0.1^2) (so value-bias folding matters too); token
+    embeddings ~ N(0, 1) (GPT-2's tied ones N(0, 0.35^2)), position embeddings ~ N(0, 0.3^2),
+    matrices ~ N(0, 1/fan_in), which keeps logits O(1) so log-probs are far from uniform.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    for name, p in model.named_parameters():
+        with torch.no_grad():
+            if any(k in name for k in ("layernorm", "layer_norm", ".ln_")):
+                if name.endswith("weight"):
+                    p.copy_(0.5 + torch.rand(p.shape, generator=gen))
+                else:
+                    p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+            elif name.endswith("bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+            elif name.endswith(("embed_in.weight", "wte.weight")):
+                std = 0.35 if name.endswith("wte.weight") else 1.0
+                p.copy_(std * torch.randn(p.shape, generator=gen))
+            elif name.endswith("wpe.weight"):
+                p.copy_(0.3 * torch.randn(p.shape, generator=gen))
+            else:
+                fan_in = d_mlp if any(k in name for k in ("dense_4h_to_h", "mlp.c_proj")) else d_model
+                p.copy_(torch.randn(p.shape, generator=gen) / math.sqrt(fan_in))
+
+
+def tiny_checkpoint(
+    path: str | os.PathLike[str],
+    arch: Literal["gpt_neox", "gpt2"] = "gpt_neox",
+    *,
+    vocab: Iterable[str] | None = None,
+    seed: int = 0,
+    d_model: int = 32,
+    n_layers: int = 2,
+    n_heads: int = 4,
+    d_mlp: int | None = None,
+    n_ctx: int = 64,
+    dtype: Union[str, torch.dtype] = torch.float32,
+) -> Path:
+    """Write a tiny random HF causal LM and its tokenizer to ``path`` (created); return ``Path(path)``.
+
+    Args:
+        path: output folder (``save_pretrained`` layout: config.json, model.safetensors, tokenizer files).
+        arch: ``"gpt_neox"`` (Pythia-like: parallel residual, rotary on a quarter of each head
+            (``rotary_pct=0.25`` for the default ``d_head=8``), untied unembedding) or ``"gpt2"``
+            (learned positions, tied embeddings; config.json also carries ``n_ctx`` like GPT-2's own).
+        vocab: words the tokenizer covers (see :func:`tiny_tokenizer`); default :data:`DEFAULT_WORDS`.
+        seed: all weights are a deterministic function of ``seed`` (and the sizes).
+        d_model, n_layers, n_heads, n_ctx: sizes; ``d_mlp`` defaults to ``4 * d_model``.
+        dtype: dtype the weights are saved in.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch_dtype = resolve_dtype(dtype)
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+    d_mlp = d_mlp or 4 * d_model
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = tiny_tokenizer(vocab, model_max_length=n_ctx)
+    n_vocab = len(tokenizer)
+    common = dict(bos_token_id=0, eos_token_id=0, pad_token_id=None)
+
+    if arch == "gpt_neox":
+        d_head = d_model // n_heads
+        rotary_dim = 2 * max(1, d_head // 8)  # even and exact: HF truncates, TL rounds
+        config = GPTNeoXConfig(
+            vocab_size=n_vocab,
+            hidden_size=d_model,
+            num_hidden_layers=n_layers,
+            num_attention_heads=n_heads,
+            intermediate_size=d_mlp,
+            max_position_embeddings=n_ctx,
+            rotary_pct=rotary_dim / d_head,
+            use_parallel_residual=True,
+            hidden_act="gelu",
+            layer_norm_eps=1e-5,
+            tie_word_embeddings=False,
+            attention_dropout=0.0,
+            hidden_dropout=0.0,
+            **common,
+        )
+        model_cls = GPTNeoXForCausalLM
+    elif arch == "gpt2":
+        config = GPT2Config(
+            vocab_size=n_vocab,
+            n_embd=d_model,
+            n_layer=n_layers,
+            n_head=n_heads,
+            n_inner=d_mlp,
+            n_positions=n_ctx,
+            n_ctx=n_ctx,  # GPT-2's own config.json has it; transformers 5 keeps it as an extra key
+            activation_function="gelu_new",
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            **common,
+        )
+        model_cls = GPT2LMHeadModel
+    else:
+        raise ValueError(f"arch={arch!r} is not supported; expected 'gpt_neox' or 'gpt2'")
+
+    with torch.random.fork_rng(devices=[]):  # HF's own init draws from the global RNG
+        torch.manual_seed(seed)
+        model = model_cls(config)
+    _init_(model, seed=seed, d_model=d_model, d_mlp=d_mlp)
+    model.config.architectures = [model_cls.__name__]
+    model.to(torch_dtype).eval()
+    model.save_pretrained(out)  # safetensors (the default, and the only format in transformers 5)
+    tokenizer.save_pretrained(out)
+    return out

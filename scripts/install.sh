@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Create (or reuse) a virtual environment and install mechrecall into it, editable, with test extras.
+#
+#   scripts/install.sh [VENV_DIR]          (default: .venv)
+#
+# torch is installed first, chosen for the machine:
+#   - already importable in the venv        -> left as it is;
+#   - $TORCH_SPEC set (e.g. "torch==2.13.0 --index-url URL")  -> exactly that;
+#   - an NVIDIA GPU answers `nvidia-smi -L` -> the registry's default (CUDA) build;
+#   - otherwise (CPU-only machine)          -> a local CPU wheel if pip's find-links has one
+#     (found with `pip download --no-index`), else PyTorch's CPU-only wheel index.
+# Then `pip install -e .[test]`: its `torch>=2.1` is already satisfied, so no CUDA wheels are pulled.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${1:-.venv}
+TORCH_VERSION=${TORCH_VERSION:-2.13.0}
+PY=${PYTHON:-python3}
+STAMP="$VENV/.mechrecall-installed"
+
+if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt scripts/install.sh ]; then
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+pip() { "$VENV/bin/python" -m pip "$@"; }
+# pip, minus the noise of this machine's file:// index warnings; keeps pip's exit status (pipefail).
+quiet_pip() { pip "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; }
+pip install -q --upgrade pip >/dev/null 2>&1 || true
+
+if "$VENV/bin/python" -c "import torch" 2>/dev/null; then
+  echo "install: torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)') already present"
+elif [ -n "${TORCH_SPEC:-}" ]; then
+  echo "install: torch from TORCH_SPEC=$TORCH_SPEC"
+  # shellcheck disable=SC2086
+  pip install -q $TORCH_SPEC
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  echo "install: GPU found, installing the default (CUDA) torch build"
+  pip install -q torch
+elif wheel_dir=$(mktemp -d) && pip download -q --no-deps --no-index -d "$wheel_dir" "torch==$TORCH_VERSION" 2>/dev/null; then
+  # pip's find-links (pip.conf / PIP_FIND_LINKS) holds a CPU wheel of this version: install that file.
+  echo "install: no GPU, installing torch==$TORCH_VERSION from the local wheel $(ls "$wheel_dir")"
+  quiet_pip install -q "$wheel_dir"/torch-*.whl
+else
+  echo "install: no GPU, installing torch==$TORCH_VERSION from PyTorch's CPU-only index"
+  pip install -q "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
+fi
+
+quiet_pip install -q -e ".[test]"
+"$VENV/bin/python" -c "from mechrecall import analyses; import hooks, pretrained, transformer_lens, torch; print('install: ok, torch', torch.__version__, '| transformer-lens', transformer_lens.__version__ if hasattr(transformer_lens, '__version__') else '?')"
+touch "$STAMP"

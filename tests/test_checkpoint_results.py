@@ -1,0 +1,122 @@
+"""Checkpoints (safetensors + JSON, atomic, no pickle) and the one results format."""
+import json
+import math
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+import mechrecall.checkpoint as checkpoint_module
+from mechrecall import (
+    Claim,
+    LinearFeedForward,
+    PermanentHook,
+    SetWeight,
+    ZeroBiases,
+    build_toy_model,
+    load_model,
+    load_weights,
+    save_checkpoint,
+    write_results,
+)
+
+
+def toy(seed=0, d_mlp=32):
+    return build_toy_model(
+        dict(n_layers=2, n_heads=1, d_model=16, d_head=16, d_mlp=d_mlp, d_vocab=9, n_ctx=6, act_fn="relu", normalization_type=None),
+        [ZeroBiases(), SetWeight(("blocks.*.attn.W_Q",), "identity"), LinearFeedForward((1,)),
+         PermanentHook("strict_causal_mask", {"layers": [1]})],
+        seed=seed,
+    )
+
+
+def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
+    model = toy()
+    with torch.no_grad():
+        model.blocks[1].mlp.W_F.add_(1.0)  # "trained": differs from what the seed alone gives
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    model(torch.zeros(1, 6, dtype=torch.long)).sum().backward()
+    optimizer.step()
+    path = save_checkpoint(tmp_path / "ckpt", model, optimizer=optimizer, step=3, state={"note": "hi"})
+    assert sorted(p.name for p in path.iterdir()) == ["checkpoint.json", "model.safetensors", "optimizer.safetensors", "rng.safetensors"]
+
+    def no_unpickling(*args, **kwargs):
+        raise AssertionError("a checkpoint load must never unpickle")
+
+    monkeypatch.setattr(pickle, "load", no_unpickling)
+    monkeypatch.setattr(pickle, "loads", no_unpickling)
+    monkeypatch.setattr(torch, "load", no_unpickling)
+    loaded = load_model(path)
+    tokens = torch.randint(0, 9, (2, 6), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
+    _, cache = loaded.run_with_cache(tokens)
+    assert not cache["blocks.1.attn.hook_pattern"][0, 0].diagonal().any()  # the permanent hook came back
+    assert {n for n, p in loaded.named_parameters() if p.requires_grad} == {n for n, p in model.named_parameters() if p.requires_grad}
+
+    fresh_opt = torch.optim.Adam([p for p in loaded.parameters() if p.requires_grad], lr=0.1)
+    checkpoint_module.load_optimizer_state(fresh_opt, path)
+    saved, restored = optimizer.state_dict(), fresh_opt.state_dict()
+    assert saved["param_groups"] == restored["param_groups"]
+    assert saved["state"].keys() == restored["state"].keys()
+    for index, entries in saved["state"].items():
+        for key, value in entries.items():
+            assert torch.equal(value, restored["state"][index][key]), (index, key)
+    meta = json.loads((path / "checkpoint.json").read_text())
+    assert meta["step"] == 3 and meta["state"] == {"note": "hi"}
+
+
+def test_load_weights_refuses_a_different_config(tmp_path):
+    save_checkpoint(tmp_path / "c", toy(d_mlp=32))
+    with pytest.raises(ValueError, match="cfg.d_mlp: 32 vs 64"):
+        load_weights(toy(d_mlp=64), tmp_path / "c")
+    load_weights(toy(seed=5), tmp_path / "c")  # another seed is the same architecture: fine
+
+
+def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
+    model = toy()
+    save_checkpoint(tmp_path / "c", model)
+    with pytest.raises(FileExistsError):
+        save_checkpoint(tmp_path / "c", model)
+
+    real_save_file = checkpoint_module.save_file
+
+    def dies_on_second_file(tensors, filename, *args, **kwargs):
+        if not filename.endswith("model.safetensors"):
+            raise OSError("disk full")
+        return real_save_file(tensors, filename, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_module, "save_file", dies_on_second_file)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(tmp_path / "d", model)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]  # no partial "d", no temp dir left
+
+
+def test_not_a_checkpoint(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a mechrecall checkpoint"):
+        load_model(tmp_path)
+
+
+def test_results_json_has_config_versions_claims_and_figures(tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    path = write_results(
+        tmp_path / "out",
+        {"p": torch.tensor([0.5, 0.25]), "nan": math.nan, "nested": {"x": (1, 2)}},
+        experiment="unit", config={"alpha": 0.5}, seed=3,
+        claims=[Claim("p(ȳ | drop F2)", 0.97, 0.98, "Fig. 3")],
+        figures={"curve.png": fig, "pattern.html": "<html></html>"},
+    )
+    data = json.loads(Path(path).read_text())
+    assert data["schema"] == "mechrecall.results/1" and data["experiment"] == "unit" and data["seed"] == 3
+    assert data["config"] == {"alpha": 0.5}
+    assert data["results"] == {"p": [0.5, 0.25], "nan": None, "nested": {"x": [1, 2]}}
+    assert data["claims"] == [{"claim": "p(ȳ | drop F2)", "ours": 0.97, "paper": 0.98, "where": "Fig. 3", "note": ""}]
+    assert data["versions"]["torch"] == torch.__version__ and data["versions"]["transformer_lens"].startswith("3.")
+    assert data["figures"] == ["curve.png", "pattern.html"]
+    assert (tmp_path / "out" / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.png", "pattern.html", "results.json"]
+    with pytest.raises(TypeError, match="object"):
+        write_results(tmp_path / "bad", {"x": object()}, experiment="unit", config={}, seed=0)
