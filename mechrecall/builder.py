@@ -67,9 +67,9 @@ def make_config(cfg: HookedTransformerConfig | dict[str, Any], *, seed: int | No
 
 def cfg_to_dict(cfg: HookedTransformerConfig) -> dict[str, Any]:
     """JSON-able dict of a config (dtype as a string; runtime-only fields dropped)."""
-    d = dict(cfg.to_dict())  # to_dict() returns the live __dict__: copy before editing
-    for key in _RUNTIME_CFG_KEYS:
-        d.pop(key, None)
+    fields = {f.name for f in dataclasses.fields(HookedTransformerConfig)}
+    # to_dict() returns the live __dict__, extra attributes included: copy only the config's fields.
+    d = {k: v for k, v in cfg.to_dict().items() if k in fields and k not in _RUNTIME_CFG_KEYS}
     d["dtype"] = str(cfg.dtype).removeprefix("torch.")
     return json.loads(json.dumps(d, default=str))
 
@@ -122,20 +122,29 @@ def build_toy_model(
 def model_spec(model: HookedTransformer) -> dict[str, Any]:
     """The JSON recipe of a model built here (config, surgeries, seed).
 
-    For a model not built by ``build_toy_model`` (e.g. a loaded checkpoint of a pretrained model) the
-    recipe is just its config, with no surgeries.
+    For a model not built by ``build_toy_model`` (e.g. from ``pretrained.load``) the recipe is just its
+    config, with no surgeries. ``mechrecall_*`` attributes on ``model.cfg`` (such as the weight processing
+    recorded by ``pretrained.load``) travel as ``cfg_extras``. The tokenizer is not part of the recipe.
     """
     spec = getattr(model, "mechrecall_spec", None)
     if spec is None:
-        return {"format": SPEC_FORMAT, "cfg": cfg_to_dict(model.cfg), "surgeries": [], "seed": model.cfg.seed}
-    return json.loads(json.dumps(spec))
+        spec = {"format": SPEC_FORMAT, "cfg": cfg_to_dict(model.cfg), "surgeries": [], "seed": model.cfg.seed}
+    spec = json.loads(json.dumps(spec))
+    # Facts recorded on the config by mechrecall (e.g. pretrained.load's mechrecall_processing).
+    extras = {k: v for k, v in vars(model.cfg).items() if k.startswith("mechrecall_")}
+    if extras:
+        spec["cfg_extras"] = json.loads(json.dumps(extras, default=str))
+    return spec
 
 
 def build_from_spec(spec: dict[str, Any]) -> HookedTransformer:
     """Rebuild a model (fresh weights from its seed) from ``model_spec(model)``."""
     if spec.get("format") != SPEC_FORMAT:
         raise ValueError(f"model spec format {spec.get('format')!r}; expected {SPEC_FORMAT}")
-    return build_toy_model(spec["cfg"], spec["surgeries"], seed=spec["seed"])
+    model = build_toy_model(spec["cfg"], spec["surgeries"], seed=spec["seed"])
+    for key, value in spec.get("cfg_extras", {}).items():
+        setattr(model.cfg, key, value)
+    return model
 
 
 def trainable_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:

@@ -100,6 +100,29 @@ def match_params(model: HookedTransformer, patterns: Sequence[str], what: str) -
     return matched
 
 
+Region = tuple[tuple[int, int] | None, ...]
+
+
+def region_index(p: torch.Tensor, region: Region | None, what: str) -> tuple[slice, ...]:
+    """Index of a block of ``p``: one ``(start, stop)`` (or ``None`` for the whole axis) per leading axis."""
+    if region is None:
+        return (slice(None),) * p.ndim
+    if len(region) > p.ndim:
+        raise ValueError(f"{what}: region {region!r} has {len(region)} axes; the parameter has shape {tuple(p.shape)}")
+    index = []
+    for axis, bounds in enumerate(region):
+        if bounds is None:
+            index.append(slice(None))
+            continue
+        start, stop = bounds
+        if not 0 <= start < stop <= p.shape[axis]:
+            raise ValueError(
+                f"{what}: {tuple(bounds)!r} on axis {axis} (size {p.shape[axis]}) is empty or out of range"
+            )
+        index.append(slice(start, stop))
+    return tuple(index) + (slice(None),) * (p.ndim - len(index))
+
+
 def _check_blocks(model: HookedTransformer, blocks: Sequence[int], what: str) -> list[int]:
     blocks = list(blocks)
     bad = [b for b in blocks if not isinstance(b, int) or not 0 <= b < model.cfg.n_layers]
@@ -144,7 +167,7 @@ INITS = ("zeros", "normal", "uniform", "torch_linear", "one_hot", "identity", "o
 @_register
 @dataclass(frozen=True)
 class SetWeight(Surgery):
-    """Overwrite parameters with a fixed initialisation, frozen unless ``freeze=False``.
+    """Overwrite parameters with an initialisation: frozen (fixed) by default, trainable with ``freeze=False``.
 
     ``init``:
       - ``zeros``; ``normal`` (N(0, scale²)); ``uniform`` (U(-scale, scale));
@@ -156,6 +179,9 @@ class SetWeight(Surgery):
         from the Q factor of one seeded Gaussian matrix; needs ``d_model >=`` the total number of items;
       - ``identity``: ``scale · I`` in the last two dims (per head for ``W_Q``/``W_K``/``W_V``/``W_O``); needs
         them square, e.g. ``d_head == d_model`` for an unfactorised ``W_QK = W_Kᵀ`` with ``W_Q = I``.
+
+    ``region``: set only a block of each parameter, one ``(start, stop)`` or ``None`` per leading axis
+    (e.g. ``((0, 1), (0, 8), (8, 16))`` puts an identity in ``W_O[0, 0:8, 8:16]``); the rest is untouched.
     """
 
     params: tuple[str, ...]
@@ -163,22 +189,24 @@ class SetWeight(Surgery):
     scale: float = 1.0
     offset: int = 0
     freeze: bool = True
+    region: Region | None = None
     kind: ClassVar[str] = "set_weight"
 
     def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
         if self.init not in INITS:
             raise ValueError(f"SetWeight: init={self.init!r}; expected one of {INITS}")
         names = match_params(model, self.params, "SetWeight")
-        params = {n: model.get_parameter(n) for n in names}
+        index = {n: region_index(model.get_parameter(n), self.region, f"SetWeight region of {n}") for n in names}
+        targets = {n: model.get_parameter(n).detach()[index[n]] for n in names}  # views of the regions
         if self.init == "orthonormal":
-            values = self._orthonormal(params, generator)
+            values = self._orthonormal(targets, generator)
         else:
-            values = {n: self._single(n, p, generator) for n, p in params.items()}
+            values = {n: self._single(n, t, generator) for n, t in targets.items()}
         with torch.no_grad():
-            for n, p in params.items():
-                p.copy_(values[n])
-                if self.freeze:
-                    p.requires_grad_(False)
+            for n in names:
+                p = model.get_parameter(n)
+                p[index[n]] = values[n]
+                p.requires_grad_(not self.freeze)
 
     def _single(self, name: str, p: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         shape, dtype = p.shape, p.dtype
@@ -358,35 +386,25 @@ class TrainableEntries(Surgery):
     """Train only a block of one parameter; its other entries keep their values exactly.
 
     ``slices`` holds one ``(start, stop)`` pair (or ``None`` for the whole axis) per leading axis, e.g.
-    ``((0, 1), (0, 7), (0, 7))`` for ``W_K[0, 0:7, 0:7]``. Gradients outside are zeroed by a tensor hook,
+    ``((0, 1), (0, 7), (0, 7))`` for ``W_K[0, 0:7, 0:7]``; several ``TrainableEntries`` on one parameter
+    train the union of their blocks. Gradients outside are zeroed by a tensor hook,
     and the trainer restores those entries after every step (so weight decay and momentum can't move
     them either). The mask is kept in ``model.mechrecall_entry_masks[param]`` (True = trainable).
     """
 
     param: str
-    slices: tuple[tuple[int, int] | None, ...]
+    slices: Region
     kind: ClassVar[str] = "trainable_entries"
 
     def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
         (name,) = match_params(model, (self.param,), "TrainableEntries")
         p = model.get_parameter(name)
-        if len(self.slices) > p.ndim:
-            raise ValueError(f"TrainableEntries: {len(self.slices)} slices for {name} of shape {tuple(p.shape)}")
-        index = []
-        for axis, sl in enumerate(self.slices):
-            if sl is None:
-                index.append(slice(None))
-                continue
-            start, stop = sl
-            if not 0 <= start < stop <= p.shape[axis]:
-                raise ValueError(f"TrainableEntries: slice {sl!r} on axis {axis} of {name} (size {p.shape[axis]}) is empty or out of range")
-            index.append(slice(start, stop))
-        mask = torch.zeros(p.shape, dtype=torch.bool, device=p.device)
-        mask[tuple(index)] = True
-        p.requires_grad_(True)
-        p.register_hook(lambda grad, mask=mask: grad * mask)
+        index = region_index(p, self.slices, f"TrainableEntries on {name}")
         masks = getattr(model, "mechrecall_entry_masks", None)
         if masks is None:
-            masks = {}
-            model.mechrecall_entry_masks = masks
-        masks[name] = mask if name not in masks else masks[name] & mask
+            masks = model.mechrecall_entry_masks = {}
+        p.requires_grad_(True)
+        if name not in masks:  # the first region of this parameter: one hook that reads the current mask
+            masks[name] = torch.zeros(p.shape, dtype=torch.bool, device=p.device)
+            p.register_hook(lambda grad: grad * masks[name])
+        masks[name][index] = True  # several regions of one parameter add up

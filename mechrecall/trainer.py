@@ -61,6 +61,11 @@ class Batch:
     loss_mask: Bool[torch.Tensor, "batch pos"] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    def to(self, device: torch.device | str) -> "Batch":
+        """The same batch with every tensor (extras included) on ``device``."""
+        move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x  # noqa: E731
+        return Batch(move(self.tokens), move(self.targets), move(self.loss_mask), {k: move(v) for k, v in self.extras.items()})
+
 
 @dataclass
 class TrainConfig:
@@ -305,11 +310,14 @@ def train(
             return loss_fn(model, batch)
         return next_token_loss(model, batch, cfg.loss_positions)
 
+    device = next(model.parameters()).device
+
     def batch_at(step: int) -> Batch:
+        # Data is drawn on the CPU (same numbers on any device), then moved to the model's device.
         batch = batch_fn(step, torch.Generator().manual_seed(derive_seed(cfg.seed, step)))
         if not isinstance(batch, Batch):
             raise ValueError(f"batch_fn must return a mechrecall.trainer.Batch, got {type(batch).__name__}")
-        return batch
+        return batch.to(device)
 
     def run_evals(step: int) -> None:
         if not evals or (history["eval"] and history["eval"][-1]["step"] == step):

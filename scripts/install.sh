@@ -45,5 +45,9 @@ else
 fi
 
 quiet_pip install -q -e ".[test]"
-"$VENV/bin/python" -c "from mechrecall import analyses; import hooks, pretrained, transformer_lens, torch; print('install: ok, torch', torch.__version__, '| transformer-lens', transformer_lens.__version__ if hasattr(transformer_lens, '__version__') else '?')"
+"$VENV/bin/python" - <<'PY'
+from importlib.metadata import version
+from mechrecall import analyses, hooks, pretrained  # noqa: F401  (the four packages import)
+print(f"install: ok (torch {version('torch')}, transformer-lens {version('transformer-lens')}, transformers {version('transformers')})")
+PY
 touch "$STAMP"

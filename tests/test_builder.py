@@ -232,3 +232,88 @@ def test_bad_input_raises_value_error_naming_it(cfg, surgeries, message):
     with pytest.raises(ValueError, match=None) as info:
         build_toy_model(cfg, surgeries)
     assert message in str(info.value)
+
+
+def test_theory_model_of_chen_eq2():
+    """Chen et al. Eq. 2: x_t = W_E(z_t) + W̃_E(z_{t-1}); ξ = W_U φ + W_U W_F x_T, with φ the attention output
+    of the last position, W_QK and W_V single matrices, W_E, W̃_E, W_U mutually orthonormal (so the direct
+    path W_U x_T is exactly 0), and F reading x_T in parallel with attention."""
+    n_tokens, d = 6, 24
+    model = build_toy_model(
+        dict(n_layers=1, n_heads=1, d_model=d, d_head=d, d_mlp=d, d_vocab=n_tokens, n_ctx=T, act_fn="relu",
+             normalization_type=None, use_attn_scale=False, parallel_attn_mlp=True, dtype="float64"),
+        [ZeroBiases(), PreviousTokenEmbedding(), SetWeight(("embed.W_E", "embed.W_E_prev", "unembed.W_U"), "orthonormal"),
+         SetWeight(("pos_embed.W_pos",), "zeros"), SetWeight(("blocks.0.attn.W_Q", "blocks.0.attn.W_O"), "identity"),
+         SetWeight(("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "zeros", freeze=False), LinearFeedForward((0,), init="zeros")],
+        seed=4,
+    )
+    assert set(trainable_parameters(model)) == {"blocks.0.attn.W_K", "blocks.0.attn.W_V", "blocks.0.mlp.W_F"}
+    zero_init_logits = model(torch.randint(0, n_tokens, (2, T), generator=torch.Generator().manual_seed(1)))
+    torch.testing.assert_close(zero_init_logits, torch.zeros_like(zero_init_logits), rtol=0, atol=1e-12)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name in trainable_parameters(model):
+            model.get_parameter(name).copy_(torch.randn(model.get_parameter(name).shape, generator=g, dtype=torch.float64))
+    tokens = torch.randint(0, n_tokens, (3, T), generator=g)
+    x = model.embed.W_E[tokens].clone()
+    x[:, 1:] += model.embed.W_E_prev[tokens[:, :-1]]
+    x_T = x[:, -1]
+    W_K, W_V, W_F = model.blocks[0].attn.W_K[0], model.blocks[0].attn.W_V[0], model.blocks[0].mlp.W_F
+    alpha = torch.softmax(torch.einsum("bd,btd->bt", x_T, x @ W_K), -1)
+    phi = torch.einsum("bt,btd->bd", alpha, x @ W_V)
+    xi = phi @ model.unembed.W_U + (x_T @ W_F) @ model.unembed.W_U
+    torch.testing.assert_close(model(tokens)[:, -1], xi, rtol=0, atol=1e-10)
+
+
+def disentangled_reference(X, W1, W2, W3):
+    """Musat et al. eq. 1 (strict causal mask), written from the spec, in plain torch."""
+    def causal_softmax(S):
+        allowed = torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool).tril(-1)
+        return torch.nan_to_num(torch.softmax(S.masked_fill(~allowed, float("-inf")), -1), nan=0.0)
+
+    U = torch.cat([X, causal_softmax(X @ W1 @ X.transpose(1, 2)) @ X], -1)
+    V = torch.cat([U, causal_softmax(U @ W2 @ U.transpose(1, 2)) @ U], -1)
+    return V[:, -1] @ W3
+
+
+def test_disentangled_transformer_of_musat_et_al():
+    """The concatenated (2D -> 4D -> 8D) residual stream as frozen identity blocks in one 8D-wide model;
+    only the W_Q blocks (W1, W2) and W_U (W3) train."""
+    Dm, N = 3, 3
+    L = 2 * N + 1
+    model = build_toy_model(
+        dict(n_layers=2, n_heads=1, d_model=8 * Dm, d_head=4 * Dm, n_ctx=L, d_vocab=1, d_vocab_out=Dm, attn_only=True,
+             normalization_type=None, use_attn_scale=False, dtype="float64"),
+        [SetWeight(("*",), "zeros"),
+         SetWeight(("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "identity", region=((0, 1), (0, 2 * Dm), (0, 2 * Dm))),
+         SetWeight(("blocks.0.attn.W_O",), "identity", region=((0, 1), (0, 2 * Dm), (2 * Dm, 4 * Dm))),
+         SetWeight(("blocks.1.attn.W_K", "blocks.1.attn.W_V"), "identity", region=((0, 1), (0, 4 * Dm), (0, 4 * Dm))),
+         SetWeight(("blocks.1.attn.W_O",), "identity", region=((0, 1), (0, 4 * Dm), (4 * Dm, 8 * Dm))),
+         TrainableEntries("blocks.0.attn.W_Q", ((0, 1), (0, 2 * Dm), (0, 2 * Dm))),
+         TrainableEntries("blocks.1.attn.W_Q", ((0, 1), (0, 4 * Dm), (0, 4 * Dm))),
+         SetWeight(("unembed.W_U",), "normal", freeze=False),
+         PermanentHook("strict_causal_mask", {"layers": [0, 1]})],
+    )
+    assert set(trainable_parameters(model)) == {"blocks.0.attn.W_Q", "blocks.1.attn.W_Q", "unembed.W_U"}
+    g = torch.Generator().manual_seed(0)
+    W1 = torch.randn(2 * Dm, 2 * Dm, generator=g, dtype=torch.float64)
+    W2 = torch.randn(4 * Dm, 4 * Dm, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        model.blocks[0].attn.W_Q[0, : 2 * Dm, : 2 * Dm] = W1
+        model.blocks[1].attn.W_Q[0, : 4 * Dm, : 4 * Dm] = W2
+    X = torch.randn(4, L, 2 * Dm, generator=g, dtype=torch.float64)
+    resid = torch.cat([X, torch.zeros(4, L, 6 * Dm, dtype=torch.float64)], -1)
+    z = model(resid, start_at_layer=0)[:, -1]
+    torch.testing.assert_close(z, disentangled_reference(X, W1, W2, model.unembed.W_U), rtol=0, atol=1e-10)
+    z.sum().backward()
+    grad = model.blocks[1].attn.W_Q.grad
+    assert grad[0, : 4 * Dm, : 4 * Dm].abs().sum() > 0 and not grad[0, 4 * Dm :].any() and not grad[0, :, 4 * Dm :].any()
+
+
+def test_several_trainable_regions_add_up():
+    model = build_toy_model(chen_config(), [TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 7), (5, 6))),
+                                            TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 7), (6, 7)))])
+    mask = model.mechrecall_entry_masks["blocks.0.attn.W_K"]
+    assert mask.sum() == 14 and mask[0, :7, 5:7].all()
+    model(torch.zeros(1, T, dtype=torch.long)).sum().backward()
+    assert not model.blocks[0].attn.W_K.grad[~mask].any()

@@ -120,3 +120,17 @@ def test_results_json_has_config_versions_claims_and_figures(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.png", "pattern.html", "results.json"]
     with pytest.raises(TypeError, match="object"):
         write_results(tmp_path / "bad", {"x": object()}, experiment="unit", config={}, seed=0)
+
+
+def test_pretrained_model_round_trips_through_a_checkpoint(tmp_path):
+    import pretrained
+    from pretrained.testing import tiny_checkpoint
+
+    model = pretrained.load(tiny_checkpoint(tmp_path / "hf", arch="gpt_neox"), processing="raw")
+    path = save_checkpoint(tmp_path / "ckpt", model)
+    loaded = load_model(path)
+    tokens = model.to_tokens("Madrid is located in", prepend_bos=False)
+    torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
+    assert pretrained.processing_of(loaded) == "raw"
+    with pytest.raises(ValueError, match="cfg.d_model"):
+        load_weights(toy(), path)
