@@ -297,13 +297,13 @@ def train(
             a, b = _comparable(saved_cfg), _comparable(cfg)
             diffs = [f"{k}: {a.get(k)!r} (checkpoint) vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
             raise ValueError(f"cannot resume from {ckpt}: the training config differs: " + "; ".join(diffs))
+        if meta["step"] > cfg.steps:
+            raise ValueError(f"checkpoint {ckpt} is at step {meta['step']}, beyond TrainConfig.steps={cfg.steps}")
         load_weights(model, ckpt, check_seed=False)
         load_optimizer_state(optimizer, ckpt)
         load_rng_state(ckpt)
         history = meta["state"]["history"]
         start = resumed_from = meta["step"]
-        if start > cfg.steps:
-            raise ValueError(f"checkpoint {ckpt} is at step {start}, beyond TrainConfig.steps={cfg.steps}")
 
     def compute_loss(batch: Batch) -> torch.Tensor:
         if loss_fn is not None:

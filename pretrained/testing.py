@@ -135,6 +135,8 @@ def tiny_checkpoint(
     from transformers import GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM
 
     torch_dtype = resolve_dtype(dtype)
+    if arch not in ("gpt_neox", "gpt2"):
+        raise ValueError(f"arch={arch!r} is not supported; expected 'gpt_neox' or 'gpt2'")
     if d_model % n_heads:
         raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
     d_mlp = d_mlp or 4 * d_model
@@ -164,7 +166,7 @@ def tiny_checkpoint(
             **common,
         )
         model_cls = GPTNeoXForCausalLM
-    elif arch == "gpt2":
+    else:  # gpt2
         config = GPT2Config(
             vocab_size=n_vocab,
             n_embd=d_model,
@@ -180,8 +182,6 @@ def tiny_checkpoint(
             **common,
         )
         model_cls = GPT2LMHeadModel
-    else:
-        raise ValueError(f"arch={arch!r} is not supported; expected 'gpt_neox' or 'gpt2'")
 
     with torch.random.fork_rng(devices=[]):  # HF's own init draws from the global RNG
         torch.manual_seed(seed)

@@ -30,7 +30,7 @@ def test_main_job_runs_end_to_end_and_resumes(tmp_path):
     assert first.returncode == 0, first.stderr
     data = json.loads((out / "results.json").read_text())
     final = data["results"]["final"]
-    # Chance is 1/64; an induction circuit solves the task (measured: 0.94 at step 300, seeds 0-2).
+    # Chance is 1/64. Measured at 400 steps, seeds 0-4: accuracy 0.946-0.953, L1 induction attention 0.85-0.87.
     assert final["accuracy"] > 0.6
     assert final["attention.L1_induction"] > 0.5
     assert data["results"]["reloaded_checkpoint_accuracy"] == final["accuracy"]

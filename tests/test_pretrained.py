@@ -398,3 +398,13 @@ def test_pythia_checkpoints_match_tl():
     from transformer_lens.loading_from_pretrained import PYTHIA_CHECKPOINTS as TL_LABELS
 
     assert len(PYTHIA_CHECKPOINTS) == 154 and list(PYTHIA_CHECKPOINTS) == list(TL_LABELS)
+
+
+def test_tiny_checkpoint_rejects_bad_arguments_before_writing(tmp_path):
+    from pretrained.testing import tiny_checkpoint
+
+    with pytest.raises(ValueError, match="arch='llama'"):
+        tiny_checkpoint(tmp_path / "x", arch="llama")
+    with pytest.raises(ValueError, match="n_heads=5"):
+        tiny_checkpoint(tmp_path / "x", d_model=32, n_heads=5)
+    assert not (tmp_path / "x").exists()
