@@ -8,7 +8,7 @@
 #   - $TORCH_SPEC set (e.g. "torch==2.13.0 --index-url URL")  -> exactly that;
 #   - an NVIDIA GPU answers `nvidia-smi -L` -> the registry's default (CUDA) build;
 #   - otherwise (CPU-only machine)          -> a local CPU wheel if pip's find-links has one
-#     (found with `pip download --no-index`), else PyTorch's CPU-only wheel index (else the default build).
+#     (found with `pip download --no-index`), else PyTorch's CPU-only wheel index (if unreachable: stop, and say how to choose).
 # Then `pip install -e .[test]`: its `torch>=2.1` is already satisfied, so no CUDA wheels are pulled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,8 +42,10 @@ elif wheel_dir=$(mktemp -d) && pip download -q --no-deps --no-index -d "$wheel_d
 else
   echo "install: no GPU, installing torch==$TORCH_VERSION from PyTorch's CPU-only index"
   if ! pip install -q "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu --retries 1 --timeout 30; then
-    echo "install: PyTorch's CPU index is unreachable; falling back to the default torch build"
-    quiet_pip install -q "torch==$TORCH_VERSION"
+    # Never fall back to the default build silently: on a CPU-only Linux machine it is several GB of CUDA wheels.
+    echo "install: PyTorch's CPU-only index is unreachable. Install torch yourself into $VENV, or set" >&2
+    echo "  TORCH_SPEC (e.g. TORCH_SPEC='torch==$TORCH_VERSION' for the default build, CUDA wheels included) and rerun." >&2
+    exit 1
   fi
 fi
 
