@@ -50,22 +50,21 @@ def induction_accuracy(model, test: Batch) -> float:
 
 
 def circuit_attention(model, test: Batch) -> dict[str, float]:
-    """The two halves of an induction circuit, read from the attention patterns.
+    """The two halves of an induction circuit, read from the attention patterns (``analyses.heads``).
 
     ``L0_previous_token``: layer-0 attention from each query ``t >= 1`` to key ``t - 1``.
-    ``L1_induction``: layer-1 attention, from the predictable queries, summed over the keys ``j <= t``
-    whose previous token equals the query's token (``tokens[j-1] == tokens[t]``), i.e. the tokens that
-    followed earlier occurrences of the current one.
+    ``L1_induction``: layer-1 attention, from the predictable queries, on the keys ``j <= t`` whose
+    previous token equals the query's token (the tokens that followed earlier occurrences of it).
     """
+    from analyses.heads import attention_mass, attention_patterns, induction_keys, previous_token_keys
+
     tokens = test.tokens
-    _, cache = model.run_with_cache(tokens, names_filter=lambda n: n.endswith("hook_pattern"))
-    t = torch.arange(1, tokens.shape[1])
-    prev = cache["blocks.0.attn.hook_pattern"][:, 0, t, t - 1].mean().item()
-    follows_same = torch.zeros(tokens.shape[0], tokens.shape[1], tokens.shape[1], dtype=torch.bool)
-    follows_same[:, :, 1:] = tokens[:, :, None] == tokens[:, None, :-1]  # [batch, query t, key j]
-    follows_same &= torch.ones_like(follows_same[0]).tril()  # causal: j <= t
-    mass = (cache["blocks.1.attn.hook_pattern"][:, 0] * follows_same).sum(-1)  # [batch, query]
-    return {"L0_previous_token": prev, "L1_induction": mass[test.loss_mask].mean().item()}
+    patterns = attention_patterns(model, tokens)
+    after_first = torch.ones_like(tokens, dtype=torch.bool)
+    after_first[:, 0] = False
+    prev = attention_mass(model, tokens, previous_token_keys(tokens), after_first, patterns=patterns)
+    induction = attention_mass(model, tokens, induction_keys(tokens), test.loss_mask, patterns=patterns)
+    return {"L0_previous_token": prev[0, 0].item(), "L1_induction": induction[1, 0].item()}
 
 
 def run_demo(out: str | Path, c: DemoConfig = DemoConfig(), *, progress: bool = True) -> dict:
@@ -107,8 +106,17 @@ def run_demo(out: str | Path, c: DemoConfig = DemoConfig(), *, progress: bool = 
         Claim("layer-0 attention on the previous token", final["attention.L0_previous_token"], None, "",
               "a previous-token head"),
     ]
+    from analyses import attention_pattern_html, head_roles, head_roles_figure
+
+    roles = head_roles(model)
+    results["head_roles"] = roles.to_dict(orient="records")
+    figures = {
+        "training.png": _figure(result.history),
+        "head_roles.png": head_roles_figure(roles, title="head roles after training"),
+        "attention_L1.html": attention_pattern_html(model, test.tokens[:1], layer=1),
+    }
     write_results(out, results, experiment="demo_induction", config=asdict(c), seed=c.seed, claims=claims,
-                  figures={"training.png": _figure(result.history)})
+                  figures=figures)
     return results
 
 
@@ -152,6 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         f"L0 previous-token attention {final['attention.L0_previous_token']:.2f}, "
         f"L1 induction attention {final['attention.L1_induction']:.2f}; "
         f">=90% accuracy from step {results['steps_to_90pct_accuracy']}\n"
-        f"wrote {Path(args.out) / 'results.json'}, {Path(args.out) / 'training.png'}, {Path(args.out) / results['checkpoint']}"
+        f"wrote {Path(args.out) / 'results.json'}, training.png, head_roles.png, attention_L1.html, {results['checkpoint']}"
     )
     return 0

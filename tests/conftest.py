@@ -11,3 +11,40 @@ matplotlib.use("Agg")
 import torch
 
 torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------ models shared by the analysis tests
+
+import pytest  # noqa: E402
+
+ANY_MODEL = ["toy", "gpt_neox", "gpt2"]
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory):
+    """Tiny ``save_pretrained`` checkpoints (GPT-NeoX and GPT-2), built once per session."""
+    from pretrained.testing import tiny_checkpoint
+
+    root = tmp_path_factory.mktemp("tiny-analysis")
+    return {arch: tiny_checkpoint(root / arch, arch, seed=0) for arch in ("gpt_neox", "gpt2")}
+
+
+def make_toy_model(seed: int = 0):
+    """A small toy model with MLPs, LayerNorm and biases: every matrix kind exists."""
+    from mechrecall.builder import build_toy_model
+
+    return build_toy_model(
+        dict(n_layers=2, n_heads=2, d_model=16, d_head=8, d_mlp=32, d_vocab=24, n_ctx=32, act_fn="gelu",
+             normalization_type="LN"),
+        [], seed=seed,
+    )
+
+
+@pytest.fixture(params=ANY_MODEL)
+def any_model(request, tiny_dirs):
+    """The same analysis runs on a toy model and on tiny pretrained checkpoints (raw weights)."""
+    import pretrained
+
+    if request.param == "toy":
+        return make_toy_model()
+    return pretrained.load(str(tiny_dirs[request.param]), processing="raw")

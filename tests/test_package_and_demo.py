@@ -35,6 +35,11 @@ def test_main_job_runs_end_to_end_and_resumes(tmp_path):
     assert final["attention.L1_induction"] > 0.5
     assert data["results"]["reloaded_checkpoint_accuracy"] == final["accuracy"]
     assert (out / "training.png").stat().st_size > 10_000
+    # The head-role analysis finds the trained circuit: L0 is the previous-token head, L1 the induction head.
+    roles = {(r["layer"], r["head"], r["score"]): r["value"] for r in data["results"]["head_roles"]}
+    assert roles[(0, 0, "previous_token")] > roles[(1, 0, "previous_token")]
+    assert roles[(1, 0, "induction")] > roles[(0, 0, "induction")]
+    assert "circuits-vis" in (out / "attention_L1.html").read_text() and (out / "head_roles.png").exists()
     assert data["config"]["steps"] == 400 and data["versions"]["torch"] == torch.__version__
     # Re-running with more steps resumes from the last checkpoint instead of starting over.
     second = subprocess.run(cmd[:-3] + ["--steps", "450", "--no-progress"], capture_output=True, text=True, timeout=600)
