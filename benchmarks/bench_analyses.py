@@ -1,0 +1,221 @@
+"""Benchmarks for the analysis tools, each timed against a baseline measured in the same run.
+
+    .venv/bin/python benchmarks/bench_analyses.py            # full, ~1-2 min on one CPU thread
+    .venv/bin/python benchmarks/bench_analyses.py --quick    # small models, ~10 s
+    .venv/bin/python benchmarks/bench_analyses.py --json runs/bench.json --threads 2
+
+1. LASER sweep vs naive truncations, on a random-init GPT-NeoX loaded raw. For every MLP matrix
+   (mlp_in, mlp_out of every layer) and R kept-rank fractions rho:
+     naive        for each matrix and rho: ``with hooks.low_rank(model, layer, kind, rho): metric(model)``
+                  -> one SVD per (matrix, rho), R SVDs per matrix
+     laser_sweep  ``analyses.lowrank.laser_sweep(model, metric, rhos=...)`` -> one SVD per matrix, reused
+   speed-up = naive / laser_sweep (> 1: the sweep is faster). Both give the same metric values (checked).
+   "SVD part only" times just the matrix arithmetic: R ``truncate`` calls per matrix vs one ``svd``
+   plus R ``from_svd`` reconstructions -- where the savings come from. The metric is one cheap forward
+   pass (mean log-prob of a fixed target at the last position of a small fixed batch).
+
+2. Hook overhead, on a toy HookedTransformer and the GPT-NeoX model, under ``torch.no_grad()``:
+   ``run_with_cache`` with a names_filter (one layer's attention pattern), ``run_with_cache`` caching
+   everything, and a forward inside ``hooks.ablate(model, heads=[(0, 0)])`` (entering and leaving the
+   context included), each as a ratio to a plain ``model(tokens)``: 1.10x = 10% slower than a forward.
+
+Timing: each function is called once to warm up, then the candidates of one comparison are run in
+turn (round-robin, so background load hits all of them alike) for ``--repeats`` rounds; a round
+calls a fast function several times (>= ~20 ms in all). Reported: median seconds per call.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+import torch  # noqa: E402
+
+import hooks  # noqa: E402
+import pretrained  # noqa: E402
+from analyses.lowrank import laser_sweep  # noqa: E402
+from hooks import weights  # noqa: E402
+from mechrecall.builder import build_toy_model  # noqa: E402
+from mechrecall.io import atomic_write_json  # noqa: E402
+from pretrained.testing import tiny_checkpoint  # noqa: E402
+
+FULL = dict(neox=dict(d_model=256, n_layers=4, n_heads=8, d_mlp=1024), Rs=(4, 8, 16), repeats=3, hook_repeats=15)
+QUICK = dict(neox=dict(d_model=64, n_layers=2, n_heads=4, d_mlp=256), Rs=(4, 8), repeats=3, hook_repeats=10)
+TOY = dict(n_layers=2, n_heads=4, d_model=64, d_head=16, d_mlp=256, d_vocab=64, n_ctx=32, act_fn="relu")
+MATRICES = ("mlp_in", "mlp_out")
+
+
+def measure(fns: dict, repeats: int, min_time: float = 0.0) -> tuple[dict, dict]:
+    """Median seconds per call of each function in ``fns`` (interleaved rounds), and each one's last result."""
+    number, results = {}, {}
+    for name, fn in fns.items():  # warm-up call, also used to pick how many calls make one sample
+        t = time.perf_counter()
+        results[name] = fn()
+        number[name] = max(1, math.ceil(min_time / max(time.perf_counter() - t, 1e-9)))
+    samples = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            for _ in range(number[name]):
+                results[name] = fn()
+            samples[name].append((time.perf_counter() - t) / number[name])
+    return {name: statistics.median(s) for name, s in samples.items()}, results
+
+
+def load_neox(sizes: dict):
+    with tempfile.TemporaryDirectory() as tmp:
+        tiny_checkpoint(tmp, "gpt_neox", n_ctx=64, **sizes)
+        return pretrained.load(tmp, processing="raw")
+
+
+# ----------------------------------------------------------------------------- 1. LASER sweep
+
+
+def make_metric(model, batch: int = 2, seq: int = 16):
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, model.cfg.d_vocab, (batch, seq), generator=gen)
+    target = torch.randint(0, model.cfg.d_vocab, (batch,), generator=gen)
+
+    @torch.no_grad()
+    def metric(m) -> float:
+        logp = m(tokens)[:, -1].log_softmax(-1)
+        return logp[torch.arange(batch), target].mean().item()
+
+    return metric
+
+
+def naive_sweep(model, metric, targets, rhos) -> dict:
+    out = {}
+    for layer, kind in targets:
+        for rho in rhos:
+            with hooks.low_rank(model, layer, kind, rho):
+                out[layer, kind, rho] = metric(model)
+    return out
+
+
+def shared_sweep(model, metric, rhos) -> dict:
+    res = laser_sweep(model, metric, matrices=MATRICES, rhos=rhos)
+    return {(r.layer, r.matrix, r.rho): r.value for r in res.table.itertuples()}
+
+
+def svd_naive(mats, rhos) -> list:
+    return [weights.truncate(W, rho) for W in mats for rho in rhos]
+
+
+def svd_shared(mats, rhos) -> list:
+    out = []
+    for W in mats:
+        factors = weights.svd(W)
+        out += [weights.from_svd(factors, weights.rank_for(rho, tuple(W.shape)), W) for rho in rhos]
+    return out
+
+
+def bench_laser(model, Rs, repeats) -> list[dict]:
+    metric = make_metric(model)
+    targets = [(l, k) for l in range(model.cfg.n_layers) for k in MATRICES]
+    mats = [weights.get_matrix(model, l, k).clone() for l, k in targets]
+    rows = []
+    for R in Rs:
+        rhos = [(i + 1) / (R + 1) for i in range(R)]  # in (0, 1): every rho truncates (no full-rank shortcut)
+        t, res = measure({"naive": lambda: naive_sweep(model, metric, targets, rhos),
+                          "laser": lambda: shared_sweep(model, metric, rhos)}, repeats)
+        ts, mres = measure({"naive": lambda: svd_naive(mats, rhos), "shared": lambda: svd_shared(mats, rhos)}, repeats)
+        diff = max(abs(res["naive"][key] - res["laser"][key]) for key in res["naive"])
+        diff_svd = max((a - b).abs().max().item() for a, b in zip(mres["naive"], mres["shared"]))
+        assert len(res["laser"]) == len(res["naive"]) == len(targets) * R
+        assert diff < 1e-5, f"laser_sweep and the naive loop disagree by {diff:.3g} (R={R})"
+        assert diff_svd < 1e-5, f"truncate and svd + from_svd disagree by {diff_svd:.3g} (R={R})"
+        rows.append(dict(R=R, n_matrices=len(targets), naive_s=t["naive"], laser_s=t["laser"],
+                         speedup=t["naive"] / t["laser"], max_abs_diff=diff, svd_naive_s=ts["naive"],
+                         svd_shared_s=ts["shared"], svd_speedup=ts["naive"] / ts["shared"],
+                         svd_max_abs_diff=diff_svd))
+    return rows
+
+
+# ----------------------------------------------------------------------------- 2. hook overhead
+
+
+@torch.no_grad()
+def bench_hooks(name, model, repeats, batch: int = 8, seq: int = 32) -> list[dict]:
+    tokens = torch.randint(0, model.cfg.d_vocab, (batch, seq), generator=torch.Generator().manual_seed(1))
+    pattern = ["blocks.0.attn.hook_pattern"]
+
+    def ablated():
+        with hooks.ablate(model, heads=[(0, 0)]):
+            return model(tokens)
+
+    fns = {
+        "forward": lambda: model(tokens),
+        "run_with_cache(filtered)": lambda: model.run_with_cache(tokens, names_filter=pattern),
+        "run_with_cache(all)": lambda: model.run_with_cache(tokens),
+        "ablate(heads=[(0, 0)])": ablated,
+    }
+    t, _ = measure(fns, repeats, min_time=0.02)
+    return [dict(model=name, variant=v, ms=1e3 * s, ratio=s / t["forward"]) for v, s in t.items()]
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="small models and fewer repeats (~10 s)")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    p.add_argument("--repeats", type=int, default=None, help="rounds per comparison (median over them)")
+    p.add_argument("--json", metavar="PATH", help="also write the numbers to PATH (atomically)")
+    args = p.parse_args(argv)
+    cfg = QUICK if args.quick else FULL
+    repeats = args.repeats or cfg["repeats"]
+    hook_repeats = args.repeats or cfg["hook_repeats"]
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    started = time.perf_counter()
+
+    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"), threads=torch.get_num_threads(), cpus=os.cpu_count(),
+                   python=platform.python_version(), platform=platform.platform(), processor=platform.machine())
+    print(f"mechrecall benchmarks ({'quick' if args.quick else 'full'}): torch {machine['torch']}, "
+          f"TransformerLens {machine['transformer_lens']}, "
+          f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, {machine['platform']}")
+
+    neox = load_neox(cfg["neox"])
+    toy = build_toy_model(TOY, seed=0)
+    sizes = ", ".join(f"{k}={v}" for k, v in cfg["neox"].items())
+
+    print(f"\n1. LASER sweep vs naive low_rank loop -- GPT-NeoX ({sizes}), matrices {'+'.join(MATRICES)} "
+          f"x {neox.cfg.n_layers} layers, metric = one forward on 2x16 tokens; median of {repeats}")
+    laser = bench_laser(neox, cfg["Rs"], repeats)
+    print(f"{'R':>4} {'SVDs naive/laser':>17} {'naive s':>9} {'laser_sweep s':>14} {'speed-up':>9} {'max|diff|':>10}"
+          f" | {'R x truncate s':>15} {'svd+R x from_svd s':>19} {'speed-up':>9}")
+    for r in laser:
+        svds = f"{r['n_matrices'] * r['R']}/{r['n_matrices']}"
+        print(f"{r['R']:>4} {svds:>17} {r['naive_s']:>9.3f} {r['laser_s']:>14.3f} {r['speedup']:>8.2f}x "
+              f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} {r['svd_speedup']:>8.2f}x")
+
+    print(f"\n2. Hook overhead under no_grad, tokens 8x32; ms per call (median of {hook_repeats}), ratio vs forward")
+    overhead = bench_hooks("toy", toy, hook_repeats) + bench_hooks("gpt_neox", neox, hook_repeats)
+    print(f"{'model':<9} {'variant':<26} {'ms':>8} {'ratio':>7}")
+    for r in overhead:
+        print(f"{r['model']:<9} {r['variant']:<26} {r['ms']:>8.3f} {r['ratio']:>6.2f}x")
+
+    total = time.perf_counter() - started
+    print(f"\ntotal {total:.1f} s")
+    out = dict(machine=machine, quick=args.quick, repeats=repeats, hook_repeats=hook_repeats,
+               neox=cfg["neox"], toy=TOY, laser=laser, hook_overhead=overhead, total_s=total)
+    if args.json:
+        atomic_write_json(args.json, out)
+        print(f"wrote {args.json}")
+    return out
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
