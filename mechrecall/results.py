@@ -94,7 +94,9 @@ def write_results(
 
 
 def save_figure(path: str | os.PathLike, figure: Any, *, dpi: int = 120) -> Path:
-    """Save a matplotlib figure (PNG), an HTML string or raw bytes to ``path`` atomically."""
+    """Save a matplotlib figure (PNG), an HTML string or raw bytes to ``path`` atomically.
+
+    A pyplot figure is closed once saved (experiments make many; pyplot would keep them all alive)."""
     path = Path(path)
     if isinstance(figure, bytes):
         return atomic_write_bytes(path, figure)
@@ -105,5 +107,9 @@ def save_figure(path: str | os.PathLike, figure: Any, *, dpi: int = 120) -> Path
 
         buffer = io.BytesIO()
         figure.savefig(buffer, format=path.suffix.lstrip(".") or "png", dpi=dpi, bbox_inches="tight")
-        return atomic_write_bytes(path, buffer.getvalue())
+        written = atomic_write_bytes(path, buffer.getvalue())
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+        return written
     raise TypeError(f"cannot save a {type(figure).__name__} as a figure; expected a matplotlib Figure, str or bytes")

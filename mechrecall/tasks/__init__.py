@@ -4,5 +4,14 @@ Every generator takes an explicit ``torch.Generator`` (the trainer seeds one per
 seed gives the same data whatever ran before.
 """
 from mechrecall.tasks.induction import induction_batch, repeated_random_tokens
+from mechrecall.tasks.noisy_icl import (
+    MULTI_TRIGGERS,
+    NoisyICLConfig,
+    noisy_icl_batch_fn,
+    sample_lam,
+    sample_noisy_icl,
+    sample_synthetic_ioi,
+)
 
-__all__ = ["induction_batch", "repeated_random_tokens"]
+__all__ = ["MULTI_TRIGGERS", "NoisyICLConfig", "induction_batch", "noisy_icl_batch_fn", "repeated_random_tokens",
+           "sample_lam", "sample_noisy_icl", "sample_synthetic_ioi"]

@@ -1,0 +1,158 @@
+"""Measurements of Chen, Bruna & Bietti's noisy in-context recall (§3, App. B), on any ``HookedTransformer``.
+
+Test metrics (``recall_metrics``, Figs 3, 8, 10-13, 19-20) are read at a batch's ``loss_mask`` positions;
+interventions (``interventions``: drop / rank-truncate F₁, F₂ or the first-layer OV product) come from
+``hooks`` and are undone after each measurement. Weight-space read-outs (Figs 3 right, 7, 9) are the raw
+bilinear forms the model computes (spec §9.41): no softmax, and ``1/√d_head`` only where the model uses it.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, ContextManager, Sequence
+
+import torch
+from jaxtyping import Float
+
+from analyses.heads import attention_mass
+from analyses.ov import full_ov_circuit
+from hooks import low_rank
+from mechrecall._tl import HookedTransformer
+from mechrecall.trainer import Batch
+
+Intervention = Callable[[HookedTransformer], ContextManager]
+
+
+# ----------------------------------------------------------------------------------- interventions
+
+
+def has_ff(model: HookedTransformer, layer: int) -> bool:
+    """Whether block ``layer`` has a feed-forward layer with an input matrix (MLP ``W_in`` or linear ``W_F``)."""
+    mlp = getattr(model.blocks[layer], "mlp", None)
+    return not model.cfg.attn_only and (hasattr(mlp, "W_in") or hasattr(mlp, "W_F"))
+
+
+def interventions(model: HookedTransformer, rhos: Sequence[float] = (0.1, 0.2)) -> dict[str, Intervention]:
+    """``{name: model -> context manager}``: ``full``; per FF layer ``l`` (1-indexed as in the paper),
+    ``drop_F{l}`` (its input matrix at rank 0 — with zero biases exactly dropping it) and, for the last
+    FF layer, ``F{L}_rho{ρ}``; for an attention-only model, ``OV1_rho{ρ}`` (Fig 13: the first-layer
+    ``W_V W_O`` product truncated; ρ = 0 drops the head's output)."""
+    out: dict[str, Intervention] = {"full": lambda m: contextlib.nullcontext()}
+    ff_layers = [l for l in range(model.cfg.n_layers) if has_ff(model, l)]
+    for layer in ff_layers:
+        out[f"drop_F{layer + 1}"] = lambda m, layer=layer: low_rank(m, layer, "mlp_in", 0.0)
+    if ff_layers:
+        last = ff_layers[-1]
+        for rho in rhos:
+            out[f"F{last + 1}_rho{rho:g}"] = lambda m, rho=rho, last=last: low_rank(m, last, "mlp_in", rho)
+    else:
+        for rho in rhos:
+            out[f"OV1_rho{rho:g}"] = lambda m, rho=rho: low_rank(m, 0, "attn_ov", rho, head=0)
+    return out
+
+
+# ----------------------------------------------------------------------------------- test metrics
+
+
+@torch.no_grad()
+def recall_metrics(model: HookedTransformer, batch: Batch, noise_token: int) -> dict[str, float]:
+    """Mean over the ``loss_mask`` positions of a clean (α = 0) test batch:
+
+    ``p_correct`` = p(ȳ) (the target there), ``p_noise`` = p(τ), ``loss`` = cross-entropy (the "clean test
+    loss"), ``acc`` = argmax accuracy, ``argmax_noise`` = fraction of argmax = τ.
+    """
+    logits = model(batch.tokens)[batch.loss_mask]  # [n, d_vocab]
+    target = batch.targets[batch.loss_mask]
+    logprobs = logits.float().log_softmax(-1)
+    probs = logprobs.exp()
+    argmax = logits.argmax(-1)
+    return {
+        "p_correct": probs.gather(-1, target[:, None]).mean().item(),
+        "p_noise": probs[:, noise_token].mean().item(),
+        "loss": -logprobs.gather(-1, target[:, None]).mean().item(),
+        "acc": (argmax == target).float().mean().item(),
+        "argmax_noise": (argmax == noise_token).float().mean().item(),
+    }
+
+
+def metrics_under_interventions(
+    model: HookedTransformer, batch: Batch, noise_token: int, edits: dict[str, Intervention]
+) -> dict[str, float]:
+    """``recall_metrics`` under each intervention, flattened as ``{"{name}.{metric}": value}``."""
+    out = {}
+    for name, edit in edits.items():
+        with edit(model):
+            out.update({f"{name}.{k}": v for k, v in recall_metrics(model, batch, noise_token).items()})
+    return out
+
+
+# ----------------------------------------------------------------------------------- attention
+
+
+@torch.no_grad()
+def trigger_successor_attention(model: HookedTransformer, batch: Batch, layer: int = 1, head: int = 0) -> dict[str, float]:
+    """Fig 4's aggregate: attention of layer ``layer`` (0-indexed; the paper's "layer 2" is 1), from the
+    ``loss_mask`` queries, on the tokens right after a trigger that are the correct output (``[q, ȳ]``)
+    and on those that are the noise token (``[q, τ]``). Use a batch generated with α > 0."""
+    successor, noise = batch.extras["trigger_successor"], batch.extras["noise"]
+    queries = batch.loss_mask
+    correct = attention_mass(model, batch.tokens, successor & ~noise, queries, layers=[layer])[0, head].item()
+    noisy = attention_mass(model, batch.tokens, successor & noise, queries, layers=[layer])[0, head].item()
+    return {"on_correct": correct, "on_noise": noisy}
+
+
+# ----------------------------------------------------------------------------------- weight-space read-outs
+
+
+@torch.no_grad()
+def ff_logits(model: HookedTransformer, layer: int, tokens: Sequence[int] | None = None) -> Float[torch.Tensor, "n d_vocab"]:
+    """``W_U F_l(W_E(i))`` for input tokens ``i`` (default all): the FF layer's direct logits on a raw
+    token embedding (no position, no attention), ``+ b_U``. Fig 7 middle is this matrix."""
+    if not has_ff(model, layer):
+        raise ValueError(f"block {layer} has no feed-forward layer")
+    ids = torch.arange(model.cfg.d_vocab) if tokens is None else torch.as_tensor(tokens)
+    x = model.W_E[ids.to(model.W_E.device)][None]  # [1, n, d_model]
+    return (model.blocks[layer].mlp(x)[0] @ model.W_U + model.b_U).float()
+
+
+def ff_noise_margin(model: HookedTransformer, noise_token: int, triggers: Sequence[int] = (1,), layer: int | None = None) -> float:
+    """Fig 3 right: ``[W_U F(W_E(q))]_τ − max_{k ≠ τ} [W_U F(W_E(q))]_k`` of the last FF layer (default),
+    the minimum over ``triggers``. Positive: the trigger → noise association is stored in that FF layer."""
+    layer = max(l for l in range(model.cfg.n_layers) if has_ff(model, l)) if layer is None else layer
+    logits = ff_logits(model, layer, list(triggers))
+    others = logits.clone()
+    others[:, noise_token] = float("-inf")
+    return (logits[:, noise_token] - others.max(-1).values).min().item()
+
+
+@torch.no_grad()
+def ov_memory_matrix(model: HookedTransformer, layer: int = 1, head: int = 0) -> Float[torch.Tensor, "d_vocab d_vocab"]:
+    """Fig 7 right: ``W_E W_V W_O W_U`` of head ``(layer, head)`` — identity-like for a copying head."""
+    return full_ov_circuit(model, layer, head).AB.float()
+
+
+@torch.no_grad()
+def qk_trigger_matching(model: HookedTransformer, head: int = 0) -> Float[torch.Tensor, "d_vocab d_vocab"]:
+    """Fig 9: ``S[i, j] = (W_E(j) W²_Q) · (W_E(i) W¹_V W¹_O W²_K)`` (``/√d_head`` if the model scales):
+    the layer-2 score of a query token ``j`` for a key that layer 1 tagged with previous token ``i``.
+    An induction head makes it large only at ``i = j ∈ Q`` (the triggers)."""
+    a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+    query = model.W_E @ a1.W_Q[head]  # [V, d_head]
+    key = model.W_E @ a0.W_V[head] @ a0.W_O[head] @ a1.W_K[head]  # [V, d_head]
+    scale = model.cfg.d_head**-0.5 if model.cfg.use_attn_scale else 1.0
+    return (key @ query.T * scale).float()  # [i (previous token), j (query token)]
+
+
+def memory_recall_accuracy(M: Float[torch.Tensor, "n n"], exclude: Sequence[int] = ()) -> float:
+    """``mean_i [argmax_j M[i, j] == i]`` over rows ``i`` not in ``exclude`` (Bietti et al.'s memory probe)."""
+    rows = torch.tensor([i for i in range(M.shape[0]) if i not in set(exclude)], device=M.device)
+    return (M[rows].argmax(-1) == rows).float().mean().item()
+
+
+@torch.no_grad()
+def previous_token_score(model: HookedTransformer, tokens: torch.Tensor, layer: int = 0, head: int = 0) -> float:
+    """Fig 7 left, aggregated: mean attention of ``(layer, head)`` from ``t ≥ 1`` to ``t − 1``."""
+    from analyses.heads import previous_token_keys
+
+    queries = torch.ones_like(tokens, dtype=torch.bool)
+    queries[:, 0] = False
+    return attention_mass(model, tokens, previous_token_keys(tokens), queries, layers=[layer])[0, head].item()

@@ -1,0 +1,109 @@
+"""Packaged data: tiny-Shakespeare character statistics (π_u, π_b of seed 003 §3, spec §0 and §2.1).
+
+    stats = load_char_stats()
+    stats.vocab            # "\\n !$&',-.3:;?ABC...xyz" (65 characters sorted by code point; id = index)
+    stats.pi_u             # [65] float64 unigram frequencies
+    stats.pi_b             # [65, 65] float64, row c = π_b(· | c)
+    stats.encode("to be")  # [5] int64 ids
+
+The counts were computed once by ``python -m mechrecall.data.make_char_stats PATH`` from the public
+file ``data/tinyshakespeare/input.txt`` of ``karpathy/char-rnn`` (sha256 recorded in the JSON); the
+text itself is not shipped.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from jaxtyping import Float, Int
+
+__all__ = ["CharStats", "load_char_stats", "CHAR_STATS_FILE"]
+
+CHAR_STATS_FILE = "tinyshakespeare_char_stats.json"
+
+
+@dataclass(frozen=True)
+class CharStats:
+    """Character statistics of a text.
+
+    ``vocab``: the ``V`` distinct characters sorted by code point (id ``i`` = ``vocab[i]``).
+    ``unigram_counts [V]``, ``bigram_counts [V, V]`` (int64; ``bigram_counts[i, j]`` = number of
+    consecutive pairs ``(vocab[i], vocab[j])``). ``pi_u [V]``, ``pi_b [V, V]`` (float64): the unigram
+    distribution and the row-normalised bigram counts. A row with zero count (a character seen only as the
+    last character of the text) has no bigram estimate; its ``pi_b`` row is set to ``pi_u`` (the same
+    fallback the noisy-ICL generator uses after the appended noise token) and its id is listed in
+    ``empty_rows``. Tiny Shakespeare has no such row (the smallest row total is 1).
+    """
+
+    vocab: str
+    unigram_counts: Int[torch.Tensor, "V"]
+    bigram_counts: Int[torch.Tensor, "V V"]
+    pi_u: Float[torch.Tensor, "V"]
+    pi_b: Float[torch.Tensor, "V V"]
+    source: str
+    sha256: str
+    n_chars: int
+    empty_rows: tuple[int, ...] = ()
+
+    @property
+    def n_tokens(self) -> int:
+        return len(self.vocab)
+
+    def encode(self, text: str) -> Int[torch.Tensor, "n"]:
+        """Ids of the characters of ``text``; ``ValueError`` for a character outside the vocabulary."""
+        index = {c: i for i, c in enumerate(self.vocab)}
+        missing = sorted({c for c in text if c not in index})
+        if missing:
+            raise ValueError(f"characters {missing!r} are not in the {self.n_tokens}-character vocabulary")
+        return torch.tensor([index[c] for c in text], dtype=torch.int64)
+
+    def decode(self, ids) -> str:
+        """The characters of ``ids`` (ints or a 1-D tensor); ids outside the vocabulary become ``'<id>'``."""
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        return "".join(self.vocab[i] if 0 <= i < self.n_tokens else f"<{i}>" for i in ids)
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged_json() -> dict:
+    return json.loads(importlib.resources.files(__name__).joinpath(CHAR_STATS_FILE).read_text(encoding="utf-8"))
+
+
+def _read_json(path: str | None) -> dict:
+    return _packaged_json() if path is None else json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def load_char_stats(path: str | Path | None = None) -> CharStats:
+    """The packaged tiny-Shakespeare statistics (or those in the JSON file ``path``) as a fresh ``CharStats``.
+
+    Raises ``FileNotFoundError`` if the JSON is missing and ``ValueError`` if it is inconsistent (shapes,
+    totals). The packaged JSON is parsed once per process; every call returns new tensors.
+    """
+    try:
+        d = _read_json(None if path is None else str(path))
+    except FileNotFoundError as err:
+        raise FileNotFoundError(
+            f"character statistics {path or CHAR_STATS_FILE} not found; build them with "
+            "`python -m mechrecall.data.make_char_stats PATH/TO/tinyshakespeare.txt`"
+        ) from err
+    vocab = d["vocab"]
+    uni = torch.tensor(d["unigram_counts"], dtype=torch.int64)
+    bi = torch.tensor(d["bigram_counts"], dtype=torch.int64)
+    V = len(vocab)
+    if uni.shape != (V,) or bi.shape != (V, V):
+        raise ValueError(f"char stats: unigram {tuple(uni.shape)}, bigram {tuple(bi.shape)}; expected ({V},), ({V}, {V})")
+    if int(uni.sum()) != d["n_chars"] or int(bi.sum()) != d["n_chars"] - 1:
+        raise ValueError(f"char stats: counts sum to {int(uni.sum())} / {int(bi.sum())}; expected n_chars={d['n_chars']} / n_chars-1")
+    if (uni < 0).any() or (bi < 0).any() or "".join(sorted(set(vocab))) != vocab:
+        raise ValueError("char stats: negative counts or a vocabulary that is not sorted and unique")
+    pi_u = uni.double() / uni.sum()
+    rows = bi.sum(1, keepdim=True)
+    empty = rows.squeeze(1) == 0
+    pi_b = torch.where(empty[:, None], pi_u[None, :], bi.double() / rows.clamp(min=1))
+    return CharStats(
+        vocab=vocab, unigram_counts=uni, bigram_counts=bi, pi_u=pi_u, pi_b=pi_b, source=d["source"],
+        sha256=d["sha256"], n_chars=int(d["n_chars"]), empty_rows=tuple(torch.nonzero(empty).flatten().tolist()),
+    )

@@ -1,0 +1,240 @@
+"""``python -m analyses.noisy_icl`` and its probes: the models, the measurements, and a ``micro`` run end to end."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from analyses.noisy_icl_probes import (
+    ff_logits,
+    ff_noise_margin,
+    interventions,
+    memory_recall_accuracy,
+    qk_trigger_matching,
+    recall_metrics,
+    trigger_successor_attention,
+)
+from hooks import ablate
+from mechrecall.models.noisy_icl import FF_VARIANTS, theory_model, two_layer_model
+from mechrecall.tasks.noisy_icl import NoisyICLConfig, sample_noisy_icl
+
+
+def _model(ff=("mlp", "mlp"), seed=0):
+    return two_layer_model(d_vocab=65, n_ctx=32, d_model=32, d_mlp=64, ff=ff, seed=seed)
+
+
+def _batch(alpha=0.5, n=16, seed=0):
+    return sample_noisy_icl(NoisyICLConfig.preset("official_code", seq_len=32), n, torch.Generator().manual_seed(seed),
+                            alpha=alpha)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def test_two_layer_model_matches_eq1_and_trains_only_what_the_paper_trains():
+    model = _model()
+    trainable = sorted(n for n, p in model.named_parameters() if p.requires_grad)
+    assert trainable == sorted(f"blocks.{l}.{w}" for l in (0, 1) for w in
+                               ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out"))
+    assert torch.equal(model.blocks[1].attn.W_Q[0], torch.eye(32))
+    assert all((p == 0).all() for n, p in model.named_parameters() if n.split(".")[-1].startswith("b_"))
+    # Eq. 1 by hand: x = W_E z + p; h = softmax(x W_K^T x^T / sqrt(d)) x W_V W_O; x += h; x += F(x); logits = x W_U.
+    tokens = _batch().tokens[:2]
+    x = model.W_E[tokens] + model.W_pos[: tokens.shape[1]]
+    mask = torch.ones(32, 32, dtype=torch.bool).tril()
+    for block in model.blocks:
+        a = block.attn
+        scores = (x @ a.W_Q[0]) @ (x @ a.W_K[0]).transpose(-1, -2) / 32**0.5
+        h = scores.masked_fill(~mask, float("-inf")).softmax(-1) @ (x @ a.W_V[0]) @ a.W_O[0]
+        x = x + h
+        x = x + torch.relu(x @ block.mlp.W_in) @ block.mlp.W_out
+    torch.testing.assert_close(model(tokens), x @ model.W_U, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", sorted(FF_VARIANTS))
+def test_ff_variants_have_the_right_feed_forward_layers(variant):
+    model = _model(FF_VARIANTS[variant])
+    kinds = []
+    for block in model.blocks:
+        mlp = getattr(block, "mlp", None)
+        kinds.append("linear" if hasattr(mlp, "W_F") else "mlp" if hasattr(mlp, "W_in") else "none")
+    assert tuple(kinds) == FF_VARIANTS[variant]
+    assert model(_batch().tokens).shape == (16, 32, 65)
+
+
+def test_theory_model_is_eq2_with_orthonormal_embeddings():
+    model = theory_model(n_tokens=8, d_model=27, n_ctx=16)
+    E = torch.cat([model.embed.W_E, model.embed.W_E_prev, model.W_U.T])  # 27 vectors in R^27
+    torch.testing.assert_close(E @ E.T, torch.eye(27), atol=1e-5, rtol=0)
+    assert sorted(n for n, p in model.named_parameters() if p.requires_grad) == [
+        "blocks.0.attn.W_K", "blocks.0.attn.W_V", "blocks.0.mlp.W_F"]
+    with pytest.raises(ValueError, match="d_model >= 3"):
+        theory_model(n_tokens=8, d_model=20, n_ctx=16)
+
+
+def test_bad_model_arguments():
+    with pytest.raises(ValueError, match="ff=.*expected one of"):
+        _model(("mlp", "conv"))
+    with pytest.raises(ValueError, match="embed_init="):
+        two_layer_model(d_vocab=65, n_ctx=8, d_model=8, embed_init="xavier")
+
+
+# --------------------------------------------------------------------------- probes
+
+
+@torch.no_grad()
+def test_recall_metrics_by_hand():
+    model, batch = _model(), _batch(alpha=0.0)
+    probs = model(batch.tokens).softmax(-1)[batch.loss_mask]
+    target = batch.targets[batch.loss_mask]
+    m = recall_metrics(model, batch, noise_token=2)
+    assert m["p_correct"] == pytest.approx(probs[torch.arange(len(target)), target].mean().item(), rel=1e-5)
+    assert m["p_noise"] == pytest.approx(probs[:, 2].mean().item(), rel=1e-5)
+    assert m["acc"] == pytest.approx((probs.argmax(-1) == target).float().mean().item())
+    assert (target == batch.extras["clean_target"][batch.loss_mask]).all()  # α = 0: the target is ȳ
+
+
+@torch.no_grad()
+def test_dropping_an_ff_by_rank_zero_equals_ablating_its_output():
+    """With zero biases, W_in at rank 0 is exactly removing the MLP (``hooks.ablate`` at hook_mlp_out)."""
+    model, batch = _model(), _batch()
+    edits = interventions(model, rhos=(0.1,))
+    assert set(edits) == {"full", "drop_F1", "drop_F2", "F2_rho0.1"}
+    for layer in (0, 1):
+        with edits[f"drop_F{layer + 1}"](model):
+            dropped = model(batch.tokens)
+        with ablate(model, mlps=[layer]):
+            ablated = model(batch.tokens)
+        torch.testing.assert_close(dropped, ablated, rtol=1e-5, atol=1e-5)
+    no_ff = _model(("none", "none"))
+    assert set(interventions(no_ff, rhos=(0.05,))) == {"full", "OV1_rho0.05"}
+
+
+@torch.no_grad()
+def test_ff_margin_and_memory_readouts_by_hand():
+    model = _model()
+    mlp = model.blocks[1].mlp
+    x = model.W_E[1]
+    logits = torch.relu(x @ mlp.W_in) @ mlp.W_out @ model.W_U
+    others = torch.cat([logits[:2], logits[3:]])
+    assert ff_noise_margin(model, noise_token=2, triggers=(1,)) == pytest.approx((logits[2] - others.max()).item(), abs=1e-5)
+    torch.testing.assert_close(ff_logits(model, 1)[1], logits, rtol=1e-5, atol=1e-5)
+    M = torch.eye(5) + 0.1
+    M[3, 0] = 5.0
+    assert memory_recall_accuracy(M) == pytest.approx(0.8) and memory_recall_accuracy(M, exclude=[3]) == 1.0
+
+
+@torch.no_grad()
+def test_qk_trigger_matching_equals_the_layer2_attention_score():
+    """S[i, j] is the score TL's own layer-2 attention gives a query W_E(j) for a key W_E(i) W¹_V W¹_O."""
+    model = _model()
+    S = qk_trigger_matching(model)
+    a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+    for i, j in [(1, 1), (3, 7), (40, 2)]:
+        key = model.W_E[i] @ a0.W_V[0] @ a0.W_O[0]
+        resid = torch.stack([key, model.W_E[j]])[None]  # key at position 0, query at position 1
+        scores = {}
+        a1.hook_attn_scores.add_hook(lambda act, hook: scores.setdefault("s", act.clone()))
+        try:
+            a1(resid, resid, resid)
+        finally:
+            a1.hook_attn_scores.remove_hooks()
+        assert S[i, j].item() == pytest.approx(scores["s"][0, 0, 1, 0].item(), rel=1e-4, abs=1e-5)
+
+
+@torch.no_grad()
+def test_trigger_successor_attention_sums_the_right_keys():
+    model, batch = _model(), _batch(alpha=0.5, n=8)
+    _, cache = model.run_with_cache(batch.tokens, names_filter="blocks.1.attn.hook_pattern")
+    pattern = cache["blocks.1.attn.hook_pattern"][:, 0]
+    succ, noise = batch.extras["trigger_successor"], batch.extras["noise"]
+    on_correct, on_noise, n = 0.0, 0.0, 0
+    for b, q in batch.loss_mask.nonzero().tolist():
+        on_correct += pattern[b, q][succ[b] & ~noise[b]].sum().item()
+        on_noise += pattern[b, q][succ[b] & noise[b]].sum().item()
+        n += 1
+    got = trigger_successor_attention(model, batch)
+    assert got["on_correct"] == pytest.approx(on_correct / n, rel=1e-5)
+    assert got["on_noise"] == pytest.approx(on_noise / n, rel=1e-5)
+
+
+# --------------------------------------------------------------------------- the runnable module
+
+
+def _run(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "analyses.noisy_icl", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--alpha", "1.5"], "--alpha=1.5"),
+    (["--preset", "tiny"], "invalid choice: 'tiny'"),
+    (["--experiment", "ioi", "--preset", "micro"], "needs --preset paper"),
+    (["--steps", "0"], "--steps=0"),
+])
+def test_bad_arguments_fail_before_any_work(tmp_path, capsys, args, message):
+    from analyses.noisy_icl import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(tmp_path / "x"), *args])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_help_documents_every_option(capsys):
+    from analyses.noisy_icl import main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    for option in ("--preset", "--experiment", "--out", "--data-preset", "--alpha", "--seed", "--steps", "--lr",
+                   "--device", "--threads", "--no-progress"):
+        assert option in text
+
+
+def test_micro_main_run_end_to_end_and_resume(tmp_path):
+    out = tmp_path / "micro"
+    first = _run("--preset", "micro", "--experiment", "main", "--out", str(out), "--no-progress")
+    assert first.returncode == 0, first.stderr
+    data = json.loads((out / "results.json").read_text())
+    final = data["results"]["main"]["final"]
+    # Measured at step 25 over seeds 0-4 (official_code): see the README for the numbers behind these bounds.
+    assert final["ff_margin"] > 0.3  # the trigger → τ association is in F₂ from the first steps
+    assert 0.25 < final["full.p_noise"] < 0.9
+    assert data["results"]["main"]["first_step_ff_margin_positive"] <= 10
+    assert data["results"]["main"]["checks"] and all(data["results"]["main"]["checks"].values())
+    assert "PASS  main: FF-2 noise margin > 0.3" in first.stdout
+    claims = {c["claim"]: c for c in data["claims"]}
+    assert claims["p(ȳ) with F₂ dropped (ρ = 0)"]["paper"] == 0.98
+    for name in ("fig3_truncation.png", "fig4_attention.png", "fig7_readouts.png", "fig8_noise_fraction.png",
+                 "fig9_qk_matching.png", "attention_layer2.html"):
+        assert (out / name).stat().st_size > 1000, name
+    from analyses.noisy_icl import main
+
+    assert main(["--preset", "micro", "--experiment", "main", "--out", str(out), "--no-progress"]) == 0
+    rerun = json.loads((out / "results.json").read_text())["results"]["main"]["final"]
+    assert rerun == final  # resumed from the finished checkpoint: same numbers
+
+
+def test_micro_other_experiments_write_their_figures_and_claims(tmp_path):
+    from analyses.noisy_icl import main
+
+    out = tmp_path / "micro_all"
+    assert main(["--preset", "micro", "--experiment", "ff_variants", "finetune", "multi_trigger", "theory",
+                 "--out", str(out), "--no-progress"]) == 0
+    data = json.loads((out / "results.json").read_text())
+    assert set(data["results"]) == {"ff_variants", "finetune", "multi_trigger", "theory"}
+    assert set(data["results"]["ff_variants"]) == {"mlp_linear", "linear_mlp", "none"}
+    sweep = data["results"]["ff_variants"]["none"]["ov1_rho_sweep"]
+    assert [r["rho"] for r in sweep][0] == 0.0 and sweep[-1]["rho"] == 1.0
+    for name in ("fig11_mlp_linear.png", "fig12_linear_mlp.png", "fig13_no_ff.png", "fig8_finetune.png",
+                 "fig4_finetune_attention.png", "fig9_multi_trigger.png", "fig18_lam.png"):
+        assert (out / name).stat().st_size > 1000, name
+    wheres = {c["where"] for c in data["claims"]}
+    assert {"Fig 11", "Fig 12", "Fig 13", "Fig 8 right", "Fig 9 right", "Fig 18", "Theorem 1", "Theorem 3"} <= wheres
+    theory = data["results"]["theory"]
+    assert abs(theory["theorem1"]["8192"]["ff_margin"] - 0.5) < 0.05  # η_f α − O(1/N)
+    assert theory["b3_recursion"]["overshoot"] is False
