@@ -12,7 +12,7 @@ one trainer, with the measurements of ``analyses.noisy_icl_probes`` as eval call
 - ``finetune``: clean pre-training, then noisy fine-tuning of all weights — Figs 4 (right), 8 (right).
 - ``multi_trigger``: five triggers Q = {1, 39, 43, 53, 58} — Fig 9 (right).
 - ``ioi``: synthetic IOI with L = 3..7 layers (SGD, drop the last MLP) and L = 3..5 (Adam, ρ = 0.01) —
-  Figs 19-20 (``paper`` preset only: these need a GPU).
+  Figs 19-20 (``paper`` preset; ``micro`` runs L = 3 only, to exercise the pipeline).
 - ``theory``: Theorem 1 one-step margins, the App. B.3 recursion, Theorem 3 and the linear associative
   memory of Fig 18 (``analyses.noisy_icl_theory``).
 
@@ -69,7 +69,8 @@ class Preset:
 
 
 PRESETS = {
-    "micro": Preset(d_model=32, seq_len=32, batch=32, d_mlp=128, steps=25, n_test=256, finetune_steps=10),
+    "micro": Preset(d_model=32, seq_len=32, batch=32, d_mlp=128, steps=25, n_test=256, finetune_steps=10,
+                    ioi_layers=(3,), adam_layers=(3,)),  # IOI here only exercises the pipeline
     "smoke": Preset(d_model=64, seq_len=64, batch=64, d_mlp=256, steps=600, n_test=512, finetune_steps=300),
     "paper": Preset(d_model=256, seq_len=256, batch=512, d_mlp=1024, steps=2000, n_test=1024,
                     ioi_layers=(3, 4, 5, 6, 7), adam_layers=(3, 4, 5), finetune_steps=2000),
@@ -233,6 +234,7 @@ def experiment_main(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, lis
     ]
     figures = {
         "fig3_truncation.png": _fig_truncation(history, "F2"),
+        "fig10_mlp_mlp.png": _fig_drops(history, "Fig 10: MLP / MLP"),
         "fig4_attention.png": _fig_attention(model, noisy, data),
         "fig7_readouts.png": _fig_readouts(model, noisy, data),
         "fig8_noise_fraction.png": _fig_noise_fraction(history, "training on noisy data"),
@@ -493,7 +495,7 @@ def run(out: str | Path, experiments: Sequence[str], rc: RunConfig, *, progress:
         raise ValueError(f"preset={rc.preset!r}; expected one of {tuple(PRESETS)}")
     _data_config(rc)  # validates α, the data preset and T before any work
     if "ioi" in experiments and not PRESETS[rc.preset].ioi_layers:
-        raise ValueError(f"--experiment ioi needs --preset paper (preset {rc.preset!r} has no IOI runs)")
+        raise ValueError(f"--experiment ioi needs --preset paper or micro (preset {rc.preset!r} has no IOI runs)")
     results, claims, figures = {}, [], {}
     for name in experiments:
         r, c, f = RUNNERS[name](out, rc, progress)

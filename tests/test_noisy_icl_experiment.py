@@ -172,7 +172,7 @@ def _run(*args, timeout=600):
 @pytest.mark.parametrize("args,message", [
     (["--alpha", "1.5"], "--alpha=1.5"),
     (["--preset", "tiny"], "invalid choice: 'tiny'"),
-    (["--experiment", "ioi", "--preset", "micro"], "needs --preset paper"),
+    (["--experiment", "ioi", "--preset", "smoke"], "needs --preset paper"),
     (["--steps", "0"], "--steps=0"),
 ])
 def test_bad_arguments_fail_before_any_work(tmp_path, capsys, args, message):
@@ -210,7 +210,7 @@ def test_micro_main_run_end_to_end_and_resume(tmp_path):
     claims = {c["claim"]: c for c in data["claims"]}
     assert claims["p(ȳ) with F₂ dropped (ρ = 0)"]["paper"] == 0.98
     for name in ("fig3_truncation.png", "fig4_attention.png", "fig7_readouts.png", "fig8_noise_fraction.png",
-                 "fig9_qk_matching.png", "attention_layer2.html"):
+                 "fig9_qk_matching.png", "fig10_mlp_mlp.png", "attention_layer2.html"):
         assert (out / name).stat().st_size > 1000, name
     from analyses.noisy_icl import main
 
@@ -223,14 +223,17 @@ def test_micro_other_experiments_write_their_figures_and_claims(tmp_path):
     from analyses.noisy_icl import main
 
     out = tmp_path / "micro_all"
-    assert main(["--preset", "micro", "--experiment", "ff_variants", "finetune", "multi_trigger", "theory",
+    assert main(["--preset", "micro", "--experiment", "ff_variants", "finetune", "multi_trigger", "ioi", "theory",
                  "--out", str(out), "--no-progress"]) == 0
     data = json.loads((out / "results.json").read_text())
-    assert set(data["results"]) == {"ff_variants", "finetune", "multi_trigger", "theory"}
+    assert set(data["results"]) == {"ff_variants", "finetune", "multi_trigger", "ioi", "theory"}
+    assert set(data["results"]["ioi"]) == {"sgd_L3", "adam_L3"}
+    assert "drop_F3.acc" in data["results"]["ioi"]["sgd_L3"] and "F3_rho0.01.acc" in data["results"]["ioi"]["adam_L3"]
     assert set(data["results"]["ff_variants"]) == {"mlp_linear", "linear_mlp", "none"}
     sweep = data["results"]["ff_variants"]["none"]["ov1_rho_sweep"]
     assert [r["rho"] for r in sweep][0] == 0.0 and sweep[-1]["rho"] == 1.0
-    for name in ("fig11_mlp_linear.png", "fig12_linear_mlp.png", "fig13_no_ff.png", "fig8_finetune.png",
+    for name in ("fig19_ioi_sgd.png", "fig20_ioi_adam.png", "fig11_mlp_linear.png", "fig12_linear_mlp.png",
+                 "fig13_no_ff.png", "fig8_finetune.png",
                  "fig4_finetune_attention.png", "fig9_multi_trigger.png", "fig18_lam.png"):
         assert (out / name).stat().st_size > 1000, name
     wheres = {c["where"] for c in data["claims"]}
@@ -238,3 +241,32 @@ def test_micro_other_experiments_write_their_figures_and_claims(tmp_path):
     theory = data["results"]["theory"]
     assert abs(theory["theorem1"]["8192"]["ff_margin"] - 0.5) < 0.05  # η_f α − O(1/N)
     assert theory["b3_recursion"]["overshoot"] is False
+
+
+def test_theory_model_one_sgd_step_with_the_trainer_matches_theorem1_closed_form():
+    """Eq. 2 built with TL surgeries + one full-batch step of the library's trainer (separate step sizes)
+    give the FF and attention logits of ``noisy_icl_theory.one_step_logits`` (Theorem 1's closed form)."""
+    import numpy as np
+
+    from analyses.noisy_icl_theory import one_step_logits, sample_theory_sequences
+    from mechrecall.trainer import Batch, TrainConfig, train
+
+    N, T, m, alpha, eta_f, eta_v = 8, 16, 64, 0.3, 1.0, 2.0
+    rng = np.random.default_rng(0)
+    data = sample_theory_sequences(N, T, alpha, m, rng)
+    test = sample_theory_sequences(N, T, alpha, 5, rng)
+    tokens = torch.as_tensor(data["tokens"])
+    targets = torch.full_like(tokens, -100)
+    targets[:, -1] = torch.as_tensor(data["y"])
+    model = theory_model(n_tokens=N, d_model=3 * (N + 1), n_ctx=T, seed=1)
+    cfg = TrainConfig(steps=1, optimizer="sgd", lr=eta_v, momentum=0.0, weight_decay=0.0, loss_positions="last",
+                      param_groups=({"params": ("blocks.0.mlp.W_F",), "lr": eta_f},), progress=False)
+    train(model, lambda step, gen: Batch(tokens, targets), cfg)
+    with torch.no_grad():
+        _, cache = model.run_with_cache(torch.as_tensor(test["tokens"]))
+    ours_ff = (cache["blocks.0.hook_mlp_out"][:, -1] @ model.W_U).numpy()
+    ours_attn = (cache["blocks.0.hook_attn_out"][:, -1] @ model.W_U).numpy()
+    closed = one_step_logits(data["tokens"], data["y"], test["tokens"], N, eta_f=eta_f, eta_v=eta_v)
+    np.testing.assert_allclose(ours_ff, closed["ff"], atol=2e-6)
+    np.testing.assert_allclose(ours_attn, closed["attn"], atol=2e-6)
+    assert np.abs(closed["attn"]).max() > 1e-3  # a non-trivial comparison
