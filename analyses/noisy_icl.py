@@ -367,24 +367,33 @@ def _plt():
 def _fig_truncation(history: dict, which: str):
     """Fig 3 / Fig 13: p(ȳ), p(τ), clean loss for the full model and each truncation; FF margin."""
     plt = _plt()
-    keys = sorted({k.split(".")[1] for k in history["eval"][-1] if k.startswith("test.")
-                   and (k.split(".")[1] == "full" or k.split(".")[1].startswith((f"{which}_", "drop_F2")))})
+    names = {k.removeprefix("test.").rsplit(".", 1)[0] for k in history["eval"][-1] if k.endswith(".p_correct")}
+    keys = sorted((n for n in names if n in ("full", "drop_F2") or n.startswith(f"{which}_")), key=_curve_order)
     panels = [("p_correct", "p(ȳ)"), ("p_noise", "p(τ)"), ("loss", "clean test loss")]
     margin = "test.ff_margin" in history["eval"][-1]
     fig, axes = plt.subplots(1, len(panels) + margin, figsize=(4 * (len(panels) + margin), 3.2))
     for ax, (metric, label) in zip(axes, panels):
         for key in keys:
             steps, values = _series(history, f"{key}.{metric}")
-            ax.plot(steps, values, label=key.replace("drop_F2", "drop F₂ (ρ=0)"))
-        ax.set(xlabel="step", ylabel=label, xscale="symlog")
+            ax.plot(steps, values, label={"drop_F2": "drop F₂ (ρ = 0)", "full": "full (ρ = 1)"}.get(key, key))
+        ax.set(xlabel="step", ylabel=label, xscale="symlog", xlim=(0, None))
     axes[0].legend(fontsize=7)
     if margin:
         steps, values = _series(history, "ff_margin")
         axes[-1].plot(steps, values, color="k")
         axes[-1].axhline(0, color="grey", lw=0.5)
-        axes[-1].set(xlabel="step", ylabel="FF-2 margin τ vs max other", xscale="symlog")
+        axes[-1].set(xlabel="step", ylabel="FF-2 margin τ vs max other", xscale="symlog", xlim=(0, None))
     fig.tight_layout()
     return fig
+
+
+def _curve_order(name: str) -> float:
+    """Full model first, then truncations by decreasing ρ, then the dropped layer (ρ = 0)."""
+    if name == "full":
+        return -2.0
+    if "_rho" in name:
+        return -float(name.rsplit("_rho", 1)[1])
+    return 0.0
 
 
 def _fig_drops(history: dict, title: str):
@@ -429,6 +438,9 @@ def _fig_attention(model, noisy, data):
     positions = torch.arange(query + 1)
     ax.bar(positions[succ & ~noise], pattern[succ & ~noise], color="tab:green", width=1.0, label="[q, ȳ]")
     ax.bar(positions[succ & noise], pattern[succ & noise], color="tab:red", width=1.0, label="[q, τ]")
+    # mark where each kind of key sits, whatever attention it got
+    ax.scatter(positions[succ & ~noise], torch.full(((succ & ~noise).sum(),), -0.03), marker="^", color="tab:green", s=14)
+    ax.scatter(positions[succ & noise], torch.full(((succ & noise).sum(),), -0.03), marker="x", color="tab:red", s=14)
     ax.set(xlabel="key position", ylabel="attention", title=f"layer-2 attention of the query at position {query}")
     ax.legend(fontsize=7)
     fig.tight_layout()
