@@ -9,13 +9,30 @@
 folding); ``"raw"`` keeps the weights as stored, which weight-editing analyses need
 (:func:`require_raw` checks it; :func:`processing_of` reads what was used).
 Without network, a hub model that isn't cached raises :class:`PretrainedNotAvailableError` at once.
-:mod:`pretrained.testing` builds tiny random GPT-NeoX / GPT-2 checkpoints for tests.
+:mod:`pretrained.testing` builds tiny random GPT-NeoX / GPT-2 checkpoints for tests;
+:mod:`pretrained.prompts` holds the prompt sets of paper 003 (Table 1, Table 5, App. I.1, IOI).
 """
 from pretrained._local import SUPPORTED_ARCHITECTURES
 from pretrained._names import PYTHIA_CHECKPOINTS
 from pretrained.errors import PretrainedNotAvailableError
 from pretrained.loading import load, processing_of, require_raw
-from pretrained import testing
+from pretrained import prompts, testing
+from pretrained.prompts import (
+    FACTUAL_20,
+    GPT2_IOI,
+    GPT2_IOI_TOKENS,
+    IOI_NAMES,
+    IOI_TEMPLATE,
+    MADRID,
+    PREPOSITION_SENTENCES,
+    PREPOSITIONS,
+    AnswerToken,
+    IOIPrompt,
+    Prompt,
+    ioi_prompts,
+    load_prompt_file,
+    prompt_words,
+)
 
 __all__ = [
     "load",
@@ -25,4 +42,19 @@ __all__ = [
     "PYTHIA_CHECKPOINTS",
     "SUPPORTED_ARCHITECTURES",
     "testing",
+    "prompts",
+    "Prompt",
+    "IOIPrompt",
+    "AnswerToken",
+    "MADRID",
+    "FACTUAL_20",
+    "PREPOSITIONS",
+    "PREPOSITION_SENTENCES",
+    "IOI_NAMES",
+    "IOI_TEMPLATE",
+    "GPT2_IOI",
+    "GPT2_IOI_TOKENS",
+    "ioi_prompts",
+    "load_prompt_file",
+    "prompt_words",
 ]

@@ -1,0 +1,143 @@
+"""``python -m analyses.laser_pythia`` end to end on tiny GPT-NeoX / GPT-2 checkpoints (offline).
+
+The numbers are meaningless on random weights; the pipeline is not: prompts, layer indexing, LASER on the
+raw matrix (checked against truncating the Hugging Face model's own weight), restoration, the JSON schema.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import pretrained
+from analyses.laser_pythia import main
+from pretrained.prompts import FACTUAL_20, MADRID
+from pretrained.testing import prompt_vocab, tiny_checkpoint
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("laser_pythia")
+    vocab = prompt_vocab()
+    out = {"neox": tiny_checkpoint(root / "pythia-tiny", "gpt_neox", vocab=vocab, seed=0, n_layers=3),
+           "gpt2": tiny_checkpoint(root / "gpt2-tiny", "gpt2", vocab=vocab, seed=0, n_layers=2)}
+    for step, seed in ((0, 1), (1000, 2)):
+        tiny_checkpoint(root / "mirror" / f"step{step}", "gpt_neox", vocab=vocab, seed=seed, n_layers=3)
+    out["mirror"] = root / "mirror"
+    return out
+
+
+def _results(out):
+    return json.loads((out / "results.json").read_text())
+
+
+def test_every_experiment_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
+    out = tmp_path / "all"
+    assert main(["--experiment", "factual", "factual20", "ioi", "prepositions", "sweep", "--model", str(dirs["mirror"]),
+                 "--checkpoints", "0,1000", "--layer", "3", "--rho", "0.25", "--n-prompts", "12", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert main(["--experiment", "gpt2-ioi", "--model", str(dirs["gpt2"]), "--out", str(tmp_path / "gpt2"),
+                 "--no-progress"]) == 0
+    data = _results(out)
+    assert data["schema"] == "mechrecall.results/1"
+    model = str(dirs["mirror"])
+    for experiment in ("factual", "factual20", "ioi", "prepositions", "sweep"):
+        assert set(data["results"][experiment][model]) == {"0", "1000"}, experiment
+    factual = data["results"]["factual"][model]["1000"]
+    assert factual["intervention"] == {"paper_layer": 3, "tl_block": 2, "matrix": "mlp_in", "rho": 0.25, "rank_kept": 8,
+                                "full_rank": 32}
+    assert len(factual["full"]["top5"]) == 5 and factual["full"]["p_answer"] != factual["laser"]["p_answer"]
+    ioi = data["results"]["ioi"][model]["0"]
+    assert ioi["n_prompts"] == 12 and len(ioi["full"]["p_io"]) == 12
+    assert 0 <= ioi["laser"]["accuracy_io_over_s"] <= 1
+    assert len(data["results"]["factual20"][model]["0"]["full"]["per_prompt"]) == 20
+    ranks = data["results"]["prepositions"][model]["0"]
+    assert len(ranks["raw_prepositions"]["ranks"]) == 30 and len(ranks["sentences"]["ranks"]) == 40
+    sweep = data["results"]["sweep"][model]["0"]
+    assert sweep["best"]["paper_layer"] == 3 and sweep["n_svd"] == 2  # one layer x {W_in, W_out}
+    claims = {c["claim"]: c for c in data["claims"]}
+    assert claims["factual: P(Spain)/P(the), LASER"]["paper"] == 11.3
+    for name in ("fig5_factual_mirror.png", "fig5_ioi_mirror.png", "table1_mirror.png", "fig15_ioi.png",
+                 "fig16_factual20.png", "fig14_prepositions.png", "sweep_mirror_0.png"):
+        assert (out / name).stat().st_size > 1000, name
+    gpt2 = _results(tmp_path / "gpt2")["results"]["gpt2-ioi"][str(dirs["gpt2"])]["final"]
+    assert {r["paper_layer"] for r in gpt2["sweep"]} == {2}  # GPT-2's layers 9-12 do not exist: the last one
+    assert gpt2["n_svd"] == 1 and len(gpt2["full"]["top4"]) == 4
+    assert (tmp_path / "gpt2" / "fig17_gpt2-tiny.png").stat().st_size > 1000
+
+
+@torch.no_grad()
+def test_factual_laser_equals_truncating_the_hf_weight(dirs, tmp_path):
+    """P(Spain) under LASER (paper layer 2 = TL block 1, ρ = 0.25) equals the HF model with its own
+    ``dense_h_to_4h`` replaced by the rank-8 SVD truncation, computed with numpy."""
+    from transformers import AutoModelForCausalLM
+
+    assert main(["--experiment", "factual", "--model", str(dirs["neox"]), "--layer", "2", "--rho", "0.25",
+                 "--out", str(tmp_path / "f"), "--no-progress"]) == 0
+    row = _results(tmp_path / "f")["results"]["factual"][str(dirs["neox"])]["final"]
+    hf = AutoModelForCausalLM.from_pretrained(dirs["neox"], local_files_only=True).eval()
+    tokenizer = pretrained.load(str(dirs["neox"]), processing="raw").tokenizer
+    ids = tokenizer(MADRID.prompt, return_tensors="pt", add_special_tokens=False).input_ids  # no BOS (spec §9.31)
+    spain = tokenizer(" Spain", add_special_tokens=False).input_ids[0]
+    full = hf(ids).logits[0, -1].softmax(-1)[spain].item()
+    weight = hf.gpt_neox.layers[1].mlp.dense_h_to_4h.weight
+    U, S, Vh = np.linalg.svd(weight.double().numpy(), full_matrices=False)
+    weight.copy_(torch.from_numpy((U[:, :8] * S[:8]) @ Vh[:8]).float())
+    truncated = hf(ids).logits[0, -1].softmax(-1)[spain].item()
+    assert row["full"]["p_answer"] == pytest.approx(full, rel=1e-4)
+    assert row["laser"]["p_answer"] == pytest.approx(truncated, rel=1e-4)
+    assert abs(truncated - full) > 1e-6
+
+
+def test_weights_are_restored_bit_exact_after_every_experiment(dirs, tmp_path, monkeypatch):
+    loaded = []
+    real_load = pretrained.load
+    monkeypatch.setattr(pretrained, "load", lambda *a, **k: loaded.append(real_load(*a, **k)) or loaded[-1])
+    assert main(["--experiment", "factual", "factual20", "ioi", "sweep", "--model", str(dirs["neox"]), "--rho", "0.1",
+                 "--n-prompts", "5", "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    assert len(loaded) == 1  # loaded once, reused by every experiment
+    used = loaded[0]  # the very model object the experiments edited
+    fresh = pretrained.load(str(dirs["neox"]), processing="raw")
+    for name, value in fresh.state_dict().items():
+        assert torch.equal(value, used.state_dict()[name]), name
+
+
+def test_sweep_reads_a_user_prompt_file(dirs, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("\n".join(json.dumps({"prompt": p.prompt, "answer": p.answer}) for p in FACTUAL_20[:3]))
+    assert main(["--experiment", "sweep", "--model", str(dirs["neox"]), "--prompts", str(prompts), "--rho", "0.5",
+                 "--out", str(tmp_path / "s"), "--no-progress"]) == 0
+    row = _results(tmp_path / "s")["results"]["sweep"][str(dirs["neox"])]["final"]
+    assert row["n_prompts"] == 3
+    assert {r["paper_layer"] for r in row["table"]} == {2, 3}  # the last half of 3 layers
+    assert {r["matrix"] for r in row["table"]} == {"mlp_in", "mlp_out"}
+
+
+def test_no_weights_and_no_network_exits_at_once_naming_what_to_pass(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code = main(["--experiment", "factual", "--out", str(tmp_path / "x"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--model" in err and "pythia-1b" in err
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--checkpoints", "a,b"], "--checkpoints='a,b'"),
+    (["--layer", "9"], "--layer=9 (1-indexed, as in the paper) is out of range"),
+    (["--rho", "1.5"], "rho=1.5"),
+    (["--n-prompts", "0"], "--n-prompts=0"),
+])
+def test_bad_arguments(dirs, tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--model", str(dirs["neox"]), "--out", str(tmp_path / "x"), "--no-progress", *args])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bad_prompt_file_fails_before_loading(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "x"}\n')
+    with pytest.raises(SystemExit):
+        main(["--experiment", "sweep", "--model", "pythia-1b", "--prompts", str(bad), "--out", str(tmp_path / "x")])
+    assert "line 1" in capsys.readouterr().err
