@@ -212,7 +212,7 @@ def run_factual(models, opts: Options) -> tuple[dict, list[Claim]]:
                 probs = next_token_probs(model, [MADRID.prompt], opts)[0]
                 continuation = greedy(model, MADRID.prompt, 4, opts)
             row[variant] = {"p_answer": float(probs[answer]), "p_the": float(probs[the]),
-                            "ratio_answer_the": float(probs[answer] / probs[the]), "top5": top_k(model, probs[None][0]),
+                            "ratio_answer_the": float(probs[answer] / probs[the]), "top5": top_k(model, probs),
                             "greedy": continuation}
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     last = _last_row(results, models)
