@@ -40,6 +40,7 @@ from typing import Any, Sequence
 import torch
 
 import pretrained
+from analyses.plotting import pyplot
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
 from mechrecall.results import Claim, write_results
@@ -391,21 +392,12 @@ def _last_row(results: dict, models: Sequence[str]) -> dict:
 # ----------------------------------------------------------------------------------- figures
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _steps(rows: dict) -> list[tuple[int, dict]]:
     return sorted(((int(k), v) for k, v in rows.items() if k != "final"), key=lambda kv: kv[0])
 
 
 def figures_for(experiment: str, results: dict) -> dict[str, Any]:
-    plt = _plt()
+    plt = pyplot()
     figs: dict[str, Any] = {}
     if experiment in ("factual", "ioi"):
         keys = {"factual": [("p_answer", "P(Spain)"), ("p_the", "P(the)")],

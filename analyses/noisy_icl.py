@@ -44,6 +44,7 @@ from analyses.noisy_icl_probes import (
     recall_metrics,
     trigger_successor_attention,
 )
+from analyses.plotting import pyplot
 from mechrecall.models.noisy_icl import FF_VARIANTS, two_layer_model
 from mechrecall.results import Claim, write_results
 from mechrecall.tasks.noisy_icl import NoisyICLConfig, noisy_icl_batch_fn, sample_noisy_icl, sample_synthetic_ioi
@@ -355,18 +356,9 @@ RUNNERS = {"main": experiment_main, "ff_variants": experiment_ff_variants, "fine
 # ----------------------------------------------------------------------------------- figures
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def _fig_truncation(history: dict, which: str):
     """Fig 3 / Fig 13: p(ȳ), p(τ), clean loss for the full model and each truncation; FF margin."""
-    plt = _plt()
+    plt = pyplot()
     names = {k.removeprefix("test.").rsplit(".", 1)[0] for k in history["eval"][-1] if k.endswith(".p_correct")}
     keys = sorted((n for n in names if n in ("full", "drop_F2") or n.startswith(f"{which}_")), key=_curve_order)
     panels = [("p_correct", "p(ȳ)"), ("p_noise", "p(τ)"), ("loss", "clean test loss")]
@@ -397,7 +389,7 @@ def _curve_order(name: str) -> float:
 
 
 def _fig_drops(history: dict, title: str):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
     for ax, metric in zip(axes, ("p_correct", "p_noise", "loss")):
         for key in ("full", "drop_F1", "drop_F2"):
@@ -411,7 +403,7 @@ def _fig_drops(history: dict, title: str):
 
 
 def _fig_noise_fraction(history: dict, title: str):
-    plt = _plt()
+    plt = pyplot()
     steps, values = _series(history, "noisy.p_noise")
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.plot(steps, values, label="p(τ)")
@@ -425,7 +417,7 @@ def _fig_noise_fraction(history: dict, title: str):
 @torch.no_grad()
 def _fig_attention(model, noisy, data):
     """Fig 4: layer-2 attention of the last trigger query of one noisy sequence over key positions."""
-    plt = _plt()
+    plt = pyplot()
     index = int(torch.argmax((noisy.extras["trigger_successor"] & noisy.extras["noise"]).sum(-1)))
     tokens = noisy.tokens[index : index + 1]
     query = int(noisy.loss_mask[index].nonzero().max())
@@ -450,7 +442,7 @@ def _fig_attention(model, noisy, data):
 @torch.no_grad()
 def _fig_readouts(model, noisy, data):
     """Fig 7: layer-1 attention (previous-token head), ⟨F₂(W_E(i)), W_U(j)⟩, ⟨W²_V W_E(i), W_U(j)⟩."""
-    plt = _plt()
+    plt = pyplot()
     _, cache = model.run_with_cache(noisy.tokens[:1], names_filter="blocks.0.attn.hook_pattern")
     n = min(40, noisy.tokens.shape[1])
     matrices = [
@@ -470,7 +462,7 @@ def _fig_readouts(model, noisy, data):
 
 
 def _fig_matrix(matrix, title, xlabel, ylabel):
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 4.2))
     image = ax.imshow(matrix.cpu(), cmap="viridis", aspect="auto")
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
@@ -480,7 +472,7 @@ def _fig_matrix(matrix, title, xlabel, ylabel):
 
 
 def _fig_ioi(histories: dict, optimizer: str):
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     for n_layers, history in histories.items():
         key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"

@@ -14,7 +14,8 @@ import torch
 from jaxtyping import Float
 
 
-def _plt():
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (no display needed), imported on first use."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,7 +57,7 @@ def heatmap(
     for name in [row, col, value] + ([panel] if panel else []):
         if name not in table.columns:
             raise ValueError(f"column {name!r} not in the table; it has {list(table.columns)}")
-    plt = _plt()
+    plt = pyplot()
     groups = list(table.groupby(panel, sort=False)) if panel else [(None, table)]
     fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups) + 0.6, 3.4), squeeze=False)
     for ax, (name, part) in zip(axes[0], groups):
@@ -86,7 +87,7 @@ def curves(
     for name in [x, y] + ([hue] if hue else []):
         if name not in table.columns:
             raise ValueError(f"column {name!r} not in the table; it has {list(table.columns)}")
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 3.4))
     for name, part in (table.groupby(hue, sort=False) if hue else [(None, table)]):
         part = part.sort_values(x)
