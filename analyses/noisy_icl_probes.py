@@ -13,7 +13,7 @@ from typing import Callable, ContextManager, Sequence
 import torch
 from jaxtyping import Float
 
-from analyses.heads import attention_mass
+from analyses.heads import attention_mass, attention_patterns
 from analyses.ov import full_ov_circuit
 from hooks import low_rank
 from mechrecall._tl import HookedTransformer
@@ -95,8 +95,9 @@ def trigger_successor_attention(model: HookedTransformer, batch: Batch, layer: i
     and on those that are the noise token (``[q, τ]``). Use a batch generated with α > 0."""
     successor, noise = batch.extras["trigger_successor"], batch.extras["noise"]
     queries = batch.loss_mask
-    correct = attention_mass(model, batch.tokens, successor & ~noise, queries, layers=[layer])[0, head].item()
-    noisy = attention_mass(model, batch.tokens, successor & noise, queries, layers=[layer])[0, head].item()
+    patterns = attention_patterns(model, batch.tokens, [layer])  # one forward pass for both masses
+    correct = attention_mass(model, batch.tokens, successor & ~noise, queries, patterns=patterns)[0, head].item()
+    noisy = attention_mass(model, batch.tokens, successor & noise, queries, patterns=patterns)[0, head].item()
     return {"on_correct": correct, "on_noise": noisy}
 
 

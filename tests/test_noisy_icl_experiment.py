@@ -231,7 +231,10 @@ def test_micro_other_experiments_write_their_figures_and_claims(tmp_path):
     assert "drop_F3.acc" in data["results"]["ioi"]["sgd_L3"] and "F3_rho0.01.acc" in data["results"]["ioi"]["adam_L3"]
     assert set(data["results"]["ff_variants"]) == {"mlp_linear", "linear_mlp", "none"}
     sweep = data["results"]["ff_variants"]["none"]["ov1_rho_sweep"]
-    assert [r["rho"] for r in sweep][0] == 0.0 and sweep[-1]["rho"] == 1.0
+    assert [r["rho"] for r in sweep] == [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
+    none_final = data["results"]["ff_variants"]["none"]["final"]
+    assert sweep[-1]["p_correct"] == pytest.approx(none_final["full.p_correct"], rel=1e-6)  # ρ = 1: the model itself
+    assert sweep[1]["p_correct"] == pytest.approx(none_final["OV1_rho0.01.p_correct"], rel=1e-5)  # same edit, two paths
     for name in ("fig19_ioi_sgd.png", "fig20_ioi_adam.png", "fig11_mlp_linear.png", "fig12_linear_mlp.png",
                  "fig13_no_ff.png", "fig8_finetune.png",
                  "fig4_finetune_attention.png", "fig9_multi_trigger.png", "fig18_lam.png"):
