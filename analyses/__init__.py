@@ -12,45 +12,40 @@ module              what it holds
 ``plotting``        tidy tables → heatmaps and curves (matplotlib)
 ==================  ==========================================================================
 
-Runnable experiments live beside them, one module each (``python -m analyses.<experiment>``).
+Each paper has one package under ``analyses/papers/`` (its data, models, probes, theory, figures and
+prompt tables); the runnable experiments are the short entry modules beside this file
+(``python -m analyses.<experiment> --help``). Names are imported on first use.
 """
-from analyses.heads import (
-    ATTENTION_ROLES,
-    ROLES,
-    attention_mass,
-    attention_patterns,
-    copying_scores,
-    duplicate_token_keys,
-    head_roles,
-    head_roles_figure,
-    induction_keys,
-    induction_performance,
-    previous_token_keys,
-    repeated_tokens,
-    role_scores,
-    top_heads,
-)
-from analyses.lowrank import DEFAULT_RHOS, SweepResult, laser_sweep, singular_values
-from analyses.ov import (
-    full_ov_circuit,
-    head_logit_lens,
-    ov_circuit,
-    project_to_vocab,
-    self_mapping_fraction,
-    token_strings,
-    top_tokens,
-    top_tokens_table,
-)
-from analyses.plotting import curves, heatmap, layer_head_table
-from analyses.attention_html import attention_pattern_html, save_attention_html
-from analyses.task_vectors import (
-    SITES,
-    coeff_sweep,
-    inject_task_vector,
-    latent_geometry,
-    latent_geometry_figure,
-    pca,
-    residual_vectors,
-    silhouette_score,
-    task_vector,
-)
+
+from __future__ import annotations
+
+import importlib as _importlib
+from typing import Any
+
+_MODULES = ("heads", "ov", "task_vectors", "lowrank", "attention_html", "plotting", "papers")
+_LAZY = {
+    **dict.fromkeys(('ATTENTION_ROLES', 'ROLES', 'attention_mass', 'attention_patterns', 'copying_scores', 'duplicate_token_keys', 'head_roles', 'head_roles_figure', 'induction_keys', 'induction_performance', 'previous_token_keys', 'repeated_tokens', 'role_scores', 'top_heads'), "analyses.heads"),
+    **dict.fromkeys(('DEFAULT_RHOS', 'SweepResult', 'laser_sweep', 'singular_values'), "analyses.lowrank"),
+    **dict.fromkeys(('full_ov_circuit', 'head_logit_lens', 'ov_circuit', 'project_to_vocab', 'self_mapping_fraction', 'token_strings', 'top_tokens', 'top_tokens_table'), "analyses.ov"),
+    **dict.fromkeys(('curves', 'heatmap', 'layer_head_table', 'subplots'), "analyses.plotting"),
+    **dict.fromkeys(('attention_pattern_html', 'save_attention_html'), "analyses.attention_html"),
+    **dict.fromkeys(('SITES', 'coeff_sweep', 'inject_task_vector', 'latent_geometry', 'latent_geometry_figure', 'pca', 'residual_vectors', 'silhouette_score', 'task_vector'), "analyses.task_vectors"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        value = _importlib.import_module(f"analyses.{name}")
+    elif name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name]), name)
+    else:
+        raise AttributeError(f"module 'analyses' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY, *_MODULES])
+
+
+__all__ = sorted(_LAZY)

@@ -32,7 +32,7 @@ from jaxtyping import Bool, Float, Int
 
 from analyses.plotting import heatmap, layer_head_table
 from mechrecall._tl import HookedTransformer
-from mechrecall.tasks.induction import repeated_random_tokens
+from mechrecall.sequences import repeated_random_tokens
 
 ATTENTION_ROLES = ("previous_token", "duplicate_token", "induction")
 ROLES = ATTENTION_ROLES + ("copying",)

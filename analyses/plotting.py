@@ -2,26 +2,26 @@
 
 Analyses return *tidy* ``pandas.DataFrame``s — one row per measurement, e.g. ``(layer, head, score,
 value)`` — and these helpers turn them into heatmaps (one panel per score) or curves. Figures are
-ordinary ``matplotlib.figure.Figure`` objects; pass them to ``mechrecall.results.write_results(...,
-figures={"name.png": fig})`` or ``fig.savefig``. The Agg backend is used, so no display is needed.
+ordinary ``matplotlib.figure.Figure`` objects, made without pyplot (:func:`subplots`): no backend is
+chosen and no pyplot state changes, so a notebook keeps its own; show one with ``display(fig)`` or save
+it with ``fig.savefig``.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 import torch
 from jaxtyping import Float
 
 
-def pyplot():
-    """``matplotlib.pyplot`` on the Agg backend (no display needed), imported on first use."""
-    import matplotlib
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, squeeze: bool = True,
+             **kwargs: Any) -> tuple[Any, Any]:
+    """``(Figure, axes)`` like ``pyplot.subplots``, on a bare ``matplotlib.figure.Figure`` (no pyplot state)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, squeeze=squeeze, **kwargs)
 
 
 def layer_head_table(scores: dict[str, Float[torch.Tensor, "layer head"]]) -> pd.DataFrame:
@@ -57,9 +57,8 @@ def heatmap(
     for name in [row, col, value] + ([panel] if panel else []):
         if name not in table.columns:
             raise ValueError(f"column {name!r} not in the table; it has {list(table.columns)}")
-    plt = pyplot()
     groups = list(table.groupby(panel, sort=False)) if panel else [(None, table)]
-    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups) + 0.6, 3.4), squeeze=False)
+    fig, axes = subplots(1, len(groups), figsize=(3.6 * len(groups) + 0.6, 3.4), squeeze=False)
     for ax, (name, part) in zip(axes[0], groups):
         grid = part.pivot_table(index=row, columns=col, values=value, aggfunc="mean")
         image = ax.imshow(grid.to_numpy(dtype=float), cmap=cmap, aspect="auto")
@@ -87,8 +86,7 @@ def curves(
     for name in [x, y] + ([hue] if hue else []):
         if name not in table.columns:
             raise ValueError(f"column {name!r} not in the table; it has {list(table.columns)}")
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.4))
+    fig, ax = subplots(figsize=(5, 3.4))
     for name, part in (table.groupby(hue, sort=False) if hue else [(None, table)]):
         part = part.sort_values(x)
         ax.plot(part[x], part[y], marker="o", ms=3, label=None if name is None else str(name))

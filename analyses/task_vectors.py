@@ -368,18 +368,17 @@ def latent_geometry_figure(result: dict[str, Any], labels: Any, label_names: Map
     labels; ``label_names`` maps each label to a legend entry (a dict, or a sequence indexed by
     int labels); default ``str(label)``.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from analyses.plotting import subplots
 
     projected = result["projected"].detach().cpu()
     if projected.ndim != 2 or projected.shape[1] < 2:
         raise ValueError(f"result['projected'] has shape {tuple(projected.shape)}; expected [n, k] with k >= 2 (latent_geometry(..., n_components>=2))")
     unique, codes = _label_codes(labels, projected.shape[0])
     ratio = result["explained_variance_ratio"]
-    fig, ax = plt.subplots(figsize=(4.5, 4))
-    colours = plt.get_cmap("tab10" if len(unique) <= 10 else "tab20")
+    fig, ax = subplots(figsize=(4.5, 4))
+    import matplotlib
+
+    colours = matplotlib.colormaps.get_cmap("tab10" if len(unique) <= 10 else "tab20")
     for code, label in enumerate(unique):
         label = label.item()
         name = str(label) if label_names is None else label_names[label]

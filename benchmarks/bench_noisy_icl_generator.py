@@ -8,7 +8,7 @@
 Both produce the same ``Batch`` (tokens, targets, loss mask and every extra) for the same configuration,
 one process each, no workers:
 
-  vectorised  ``mechrecall.tasks.noisy_icl.sample_noisy_icl(cfg, B, torch.Generator)``: T sequential steps,
+  vectorised  ``analyses.papers.distributional.data.sample_noisy_icl(cfg, B, torch.Generator)``: T sequential steps,
               each a handful of batched torch ops (one exact table draw for all B sequences);
   reference   ``sample_noisy_icl_reference(cfg, B, random.Random)``: one sequence at a time, one
               ``random.choices(weights=count row)`` per token, Python lists, tensors at the end.
@@ -34,7 +34,7 @@ import time
 
 import torch
 
-from mechrecall.tasks.noisy_icl import NoisyICLConfig, sample_noisy_icl, sample_noisy_icl_reference
+from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl, sample_noisy_icl_reference
 
 TARGET = 300.0
 
@@ -54,7 +54,7 @@ def numpy_chain(cfg: NoisyICLConfig, batch: int, seed: int) -> list[list[int]]:
     """The chain only, per token ``rng.choice(p=...)`` as in the official loader (no masks, no tensors)."""
     import numpy as np
 
-    from mechrecall.data import load_char_stats
+    from analyses.papers.distributional.char_stats import load_char_stats
 
     stats = load_char_stats()
     pi_u, pi_b = stats.pi_u.numpy(), stats.pi_b.numpy()

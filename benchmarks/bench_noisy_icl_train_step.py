@@ -7,7 +7,7 @@
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --json runs/bench_train_step.json
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --device cuda   # GPU (synchronised per sample)
 
-The model is ``mechrecall.models.noisy_icl.two_layer_model(d_vocab=65, n_ctx=T, d_model=d, d_mlp=4d,
+The model is ``analyses.papers.distributional.models.two_layer_model(d_vocab=65, n_ctx=T, d_model=d, d_mlp=4d,
 ff=("mlp", "mlp"))``: a TransformerLens HookedTransformer with 2 layers, one head with d_head = d, no
 LayerNorm, causal attention scaled by 1/sqrt(d), ReLU MLPs; trainable W_K, W_V, W_O, W_in, W_out; frozen
 W_E, W_pos, W_U and W_Q = I; every bias zero and frozen. The data is one fixed batch drawn once with
@@ -66,8 +66,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from mechrecall.io import atomic_write_json
-from mechrecall.models.noisy_icl import two_layer_model
-from mechrecall.tasks.noisy_icl import NoisyICLConfig, sample_noisy_icl
+from analyses.papers.distributional.models import two_layer_model
+from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
 from mechrecall.trainer import Batch, TrainConfig, train
 
 TARGET = 1.15

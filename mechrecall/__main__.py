@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-COMMANDS = {"demo": "mechrecall.demo"}
+COMMANDS = {"demo": "analyses.papers.induction_heads.demo"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -96,7 +96,7 @@ def write_results(
 def save_figure(path: str | os.PathLike, figure: Any, *, dpi: int = 120) -> Path:
     """Save a matplotlib figure (PNG), an HTML string or raw bytes to ``path`` atomically.
 
-    A pyplot figure is closed once saved (experiments make many; pyplot would keep them all alive)."""
+    A figure made through pyplot is not closed here: pyplot's state belongs to the caller."""
     path = Path(path)
     if isinstance(figure, bytes):
         return atomic_write_bytes(path, figure)
@@ -107,9 +107,5 @@ def save_figure(path: str | os.PathLike, figure: Any, *, dpi: int = 120) -> Path
 
         buffer = io.BytesIO()
         figure.savefig(buffer, format=path.suffix.lstrip(".") or "png", dpi=dpi, bbox_inches="tight")
-        written = atomic_write_bytes(path, buffer.getvalue())
-        import matplotlib.pyplot as plt
-
-        plt.close(figure)
-        return written
+        return atomic_write_bytes(path, buffer.getvalue())
     raise TypeError(f"cannot save a {type(figure).__name__} as a figure; expected a matplotlib Figure, str or bytes")

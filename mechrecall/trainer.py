@@ -36,6 +36,7 @@ from jaxtyping import Bool, Float, Int
 from tqdm.auto import tqdm
 
 from mechrecall._tl import HookedTransformer
+from mechrecall.batch import Batch
 from mechrecall.builder import derive_seed
 from mechrecall.checkpoint import load_optimizer_state, load_rng_state, load_weights, read_checkpoint_meta, save_checkpoint
 from mechrecall.io import atomic_write_json
@@ -43,28 +44,6 @@ from mechrecall.io import atomic_write_json
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULES = ("constant", "cosine")
 LOSS_POSITIONS = ("last", "all", "mask")
-
-
-@dataclass
-class Batch:
-    """One training batch.
-
-    ``tokens``: model input, ``[batch, pos]`` token ids (or a ``[batch, pos, d_model]`` residual stream when
-    the loss_fn feeds it with ``start_at_layer=0``). ``targets``: ``[batch, pos]`` labels aligned with the
-    logits (``targets[b, t]`` is the label for position ``t``), or ``[batch]`` with ``loss_positions="last"``.
-    ``loss_mask``: ``[batch, pos]`` bool, used with ``loss_positions="mask"``. ``extras``: anything else
-    a custom loss_fn or eval needs.
-    """
-
-    tokens: Int[torch.Tensor, "batch pos"] | Float[torch.Tensor, "batch pos d_model"]
-    targets: Int[torch.Tensor, "batch pos"] | Int[torch.Tensor, "batch"] | Float[torch.Tensor, "batch ..."]
-    loss_mask: Bool[torch.Tensor, "batch pos"] | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
-
-    def to(self, device: torch.device | str) -> "Batch":
-        """The same batch with every tensor (extras included) on ``device``."""
-        move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x  # noqa: E731
-        return Batch(move(self.tokens), move(self.targets), move(self.loss_mask), {k: move(v) for k, v in self.extras.items()})
 
 
 @dataclass

@@ -10,29 +10,15 @@ folding); ``"raw"`` keeps the weights as stored, which weight-editing analyses n
 (:func:`require_raw` checks it; :func:`processing_of` reads what was used).
 Without network, a hub model that isn't cached raises :class:`PretrainedNotAvailableError` at once.
 :mod:`pretrained.testing` builds tiny random GPT-NeoX / GPT-2 checkpoints for tests;
-:mod:`pretrained.prompts` holds the prompt sets of paper 003 (Table 1, Table 5, App. I.1, IOI).
+:mod:`pretrained.prompts` holds prompts with answers and reads prompt files (each paper's tables live in
+its package under ``analyses/papers/``).
 """
 from pretrained._local import SUPPORTED_ARCHITECTURES
 from pretrained._names import PYTHIA_CHECKPOINTS
 from pretrained.errors import PretrainedNotAvailableError
 from pretrained.loading import load, processing_of, require_raw
 from pretrained import prompts, testing
-from pretrained.prompts import (
-    FACTUAL_20,
-    GPT2_IOI,
-    GPT2_IOI_TOKENS,
-    IOI_NAMES,
-    IOI_TEMPLATE,
-    MADRID,
-    PREPOSITION_SENTENCES,
-    PREPOSITIONS,
-    AnswerToken,
-    IOIPrompt,
-    Prompt,
-    ioi_prompts,
-    load_prompt_file,
-    prompt_words,
-)
+from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
 
 __all__ = [
     "load",
@@ -44,17 +30,7 @@ __all__ = [
     "testing",
     "prompts",
     "Prompt",
-    "IOIPrompt",
     "AnswerToken",
-    "MADRID",
-    "FACTUAL_20",
-    "PREPOSITIONS",
-    "PREPOSITION_SENTENCES",
-    "IOI_NAMES",
-    "IOI_TEMPLATE",
-    "GPT2_IOI",
-    "GPT2_IOI_TOKENS",
-    "ioi_prompts",
+    "answer_token",
     "load_prompt_file",
-    "prompt_words",
 ]

@@ -12,10 +12,8 @@ as in real GPT-2/Pythia vocabularies, so ``tokenizer(" the")`` is one token and 
 (``decode(encode(text)) == text``) for any text made of vocabulary words, single spaces and
 newlines; unknown words map to ``<|endoftext|>`` (which is also BOS, EOS and UNK, id 0, as in GPT-2).
 Words with punctuation ("store,", "Children's", "World-renowned") contribute the pieces the
-pre-tokenizer splits them into, so any text made of vocabulary words is covered too.
-
-:func:`prompt_vocab` covers every prompt, answer and IOI name of :mod:`pretrained.prompts`:
-``tiny_checkpoint(path, arch, vocab=prompt_vocab())``.
+pre-tokenizer splits them into, so any text made of vocabulary words is covered too. A paper's prompt
+tables give their words (e.g. ``analyses.papers.distributional.prompts.prompt_vocab()``).
 """
 from __future__ import annotations
 
@@ -48,18 +46,6 @@ DEFAULT_WORDS: tuple[str, ...] = tuple(
     . , ? ! : 's
     """.split()
 )
-
-
-def prompt_vocab() -> list[str]:
-    """:data:`DEFAULT_WORDS` followed by :func:`pretrained.prompts.prompt_words`, deduplicated, order-stable.
-
-    With it, :func:`tiny_tokenizer` (and :func:`tiny_checkpoint`) tokenizes every prompt of
-    :mod:`pretrained.prompts` without unknown pieces, and ``" " + word`` is one token for every answer word
-    and IOI name (so the IOI name filter keeps the whole pool).
-    """
-    from pretrained.prompts import prompt_words
-
-    return list(dict.fromkeys([*DEFAULT_WORDS, *prompt_words()]))
 
 
 def tiny_tokenizer(vocab: Iterable[str] | None = None, *, model_max_length: int = 1024):

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from mechrecall.data import CHAR_STATS_FILE, load_char_stats
-from mechrecall.data.make_char_stats import EXPECTED_SHA256, compute_char_stats, make_char_stats
-from mechrecall.tasks.noisy_icl import (
+from analyses.papers.distributional.char_stats import CHAR_STATS_FILE, load_char_stats
+from analyses.papers.distributional.make_char_stats import EXPECTED_SHA256, compute_char_stats, make_char_stats
+from analyses.papers.distributional.data import (
     MULTI_TRIGGERS,
     NoisyICLConfig,
     noisy_icl_batch_fn,

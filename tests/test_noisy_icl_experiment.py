@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 
-from analyses.noisy_icl_probes import (
+from analyses.papers.distributional.probes import (
     ff_logits,
     ff_noise_margin,
     interventions,
@@ -18,8 +18,8 @@ from analyses.noisy_icl_probes import (
     trigger_successor_attention,
 )
 from hooks import ablate
-from mechrecall.models.noisy_icl import FF_VARIANTS, theory_model, two_layer_model
-from mechrecall.tasks.noisy_icl import NoisyICLConfig, sample_noisy_icl
+from analyses.papers.distributional.models import FF_VARIANTS, theory_model, two_layer_model
+from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
 
 
 def _model(ff=("mlp", "mlp"), seed=0):
@@ -251,7 +251,7 @@ def test_theory_model_one_sgd_step_with_the_trainer_matches_theorem1_closed_form
     give the FF and attention logits of ``noisy_icl_theory.one_step_logits`` (Theorem 1's closed form)."""
     import numpy as np
 
-    from analyses.noisy_icl_theory import one_step_logits, sample_theory_sequences
+    from analyses.papers.distributional.theory import one_step_logits, sample_theory_sequences
     from mechrecall.trainer import Batch, TrainConfig, train
 
     N, T, m, alpha, eta_f, eta_v = 8, 16, 64, 0.3, 1.0, 2.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from analyses import noisy_icl_theory as th
+from analyses.papers.distributional import theory as th
 
 
 # ------------------------------------------------------------------ Theorem 1: data, closed form vs autograd

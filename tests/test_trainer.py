@@ -5,7 +5,7 @@ import torch.nn.functional as F
 
 from mechrecall import Batch, SetWeight, TrainConfig, TrainableEntries, ZeroBiases, build_toy_model, latest_checkpoint, train
 from mechrecall.checkpoint import read_checkpoint_meta
-from mechrecall.tasks.induction import induction_batch
+from mechrecall.sequences import induction_batch
 from mechrecall.trainer import lr_factor, select_positions
 
 V, T = 13, 12

@@ -1,8 +1,8 @@
 """Write the packaged tiny-Shakespeare character statistics (π_u, π_b of seed 003 §3; spec §0, §2.1).
 
-    python -m mechrecall.data.make_char_stats /work/shared/data/tinyshakespeare.txt
-    python -m mechrecall.data.make_char_stats PATH --out other.json      # somewhere else
-    python -m mechrecall.data.make_char_stats PATH --no-verify           # a different text (not shipped)
+    python -m analyses.papers.distributional.make_char_stats /work/shared/data/tinyshakespeare.txt
+    python -m analyses.papers.distributional.make_char_stats PATH --out other.json      # somewhere else
+    python -m analyses.papers.distributional.make_char_stats PATH --no-verify           # a different text (not shipped)
 
 The input is the public-domain file ``data/tinyshakespeare/input.txt`` of GitHub ``karpathy/char-rnn``
 (1,115,394 characters, sha256 ``86c4e6aa...``). The output JSON holds only counts -- the vocabulary
@@ -79,7 +79,7 @@ def make_char_stats(path: str | Path, out: str | Path = DEFAULT_OUT, *, verify: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mechrecall.data.make_char_stats", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m analyses.papers.distributional.make_char_stats", description=__doc__.split("\n")[0])
     parser.add_argument("path", help="the tiny Shakespeare text (karpathy/char-rnn data/tinyshakespeare/input.txt)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"output JSON (default: {DEFAULT_OUT})")
     parser.add_argument("--no-verify", action="store_true", help="accept a file whose sha256 differs")

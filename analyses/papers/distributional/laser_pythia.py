@@ -40,11 +40,11 @@ from typing import Any, Sequence
 import torch
 
 import pretrained
-from analyses.plotting import pyplot
+from analyses.plotting import subplots
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
 from mechrecall.results import Claim, write_results
-from pretrained.prompts import (
+from analyses.papers.distributional.prompts import (
     FACTUAL_20,
     GPT2_IOI,
     GPT2_IOI_TOKENS,
@@ -397,7 +397,6 @@ def _steps(rows: dict) -> list[tuple[int, dict]]:
 
 
 def figures_for(experiment: str, results: dict) -> dict[str, Any]:
-    plt = pyplot()
     figs: dict[str, Any] = {}
     if experiment in ("factual", "ioi"):
         keys = {"factual": [("p_answer", "P(Spain)"), ("p_the", "P(the)")],
@@ -405,7 +404,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
         for name, rows in results.items():
             steps = _steps(rows)
             if len(steps) >= 2:
-                fig, ax = plt.subplots(figsize=(6, 3.6))
+                fig, ax = subplots(figsize=(6, 3.6))
                 for key, label in keys:
                     for variant, style in (("full", "-"), ("laser", "--")):
                         ax.plot([max(s, 0.5) for s, _ in steps], [r[variant][key] for _, r in steps], style, marker="o",
@@ -418,7 +417,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
     if experiment == "factual":
         for name, rows in results.items():
             row = list(rows.values())[-1]
-            fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+            fig, axes = subplots(1, 2, figsize=(8, 3))
             for ax, variant in zip(axes, ("full", "laser")):
                 top = row[variant]["top5"]
                 ax.barh([t["token"] for t in top][::-1], [t["p"] for t in top][::-1])
@@ -428,7 +427,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
     if experiment in ("ioi", "factual20"):
         keys = ("p_io", "p_s", "p_the") if experiment == "ioi" else ("p_answer", "p_the")
         names = list(results)
-        fig, axes = plt.subplots(1, len(names), figsize=(4.5 * len(names), 3.4), squeeze=False)
+        fig, axes = subplots(1, len(names), figsize=(4.5 * len(names), 3.4), squeeze=False)
         for ax, name in zip(axes[0], names):
             row = list(results[name].values())[-1]
             data, labels = [], []
@@ -443,7 +442,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
         fig.tight_layout()
         figs[f"fig{15 if experiment == 'ioi' else 16}_{experiment}.png"] = fig
     if experiment == "prepositions":
-        fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+        fig, axes = subplots(1, 2, figsize=(9, 3.4))
         for ax, label in zip(axes, ("raw_prepositions", "sentences")):
             for name, rows in results.items():
                 steps = _steps(rows)
@@ -458,7 +457,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
         for name, rows in results.items():
             row = list(rows.values())[-1]
             layers = sorted({r["paper_layer"] for r in row["sweep"]})
-            fig, axes = plt.subplots(1, len(layers), figsize=(3.6 * len(layers), 3.2), squeeze=False)
+            fig, axes = subplots(1, len(layers), figsize=(3.6 * len(layers), 3.2), squeeze=False)
             for ax, layer in zip(axes[0], layers):
                 for word in GPT2_IOI_TOKENS:
                     pts = sorted((r["rho"], r["value"]) for r in row["sweep"] if r["paper_layer"] == layer and r["metric"] == word)

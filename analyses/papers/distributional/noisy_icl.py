@@ -1,8 +1,8 @@
 """Noisy in-context recall: FF layers store the distributional "noise" association, attention does the
 in-context recall (Chen, Bruna & Bietti, §3, App. B, G, J) — ``python -m analyses.noisy_icl``.
 
-config → data (``mechrecall.tasks.noisy_icl``) → model (``mechrecall.models.noisy_icl``) → train (the
-one trainer, with the measurements of ``analyses.noisy_icl_probes`` as eval callbacks) → ``results.json``
+config → data (``analyses.papers.distributional.data``) → model (``analyses.papers.distributional.models``) → train (the
+one trainer, with the measurements of ``analyses.papers.distributional.probes`` as eval callbacks) → ``results.json``
 + figures. Experiments (``--experiment``, several allowed):
 
 - ``main``: the two-layer MLP/MLP model on α = 0.5 data; p(ȳ), p(τ), clean loss for the full model, F₂'s
@@ -14,7 +14,7 @@ one trainer, with the measurements of ``analyses.noisy_icl_probes`` as eval call
 - ``ioi``: synthetic IOI with L = 3..7 layers (SGD, drop the last MLP) and L = 3..5 (Adam, ρ = 0.01) —
   Figs 19-20 (``paper`` preset; ``micro`` runs L = 3 only, to exercise the pipeline).
 - ``theory``: Theorem 1 one-step margins, the App. B.3 recursion, Theorem 3 and the linear associative
-  memory of Fig 18 (``analyses.noisy_icl_theory``).
+  memory of Fig 18 (``analyses.papers.distributional.theory``).
 
 Presets: ``micro`` (CI, seconds), ``smoke`` (2 CPU cores, a few minutes), ``paper`` (d = T = 256,
 batch 512, 2,000 steps: a GPU). Re-running the same command resumes every training run from its
@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 import torch
 
-from analyses.noisy_icl_probes import (
+from analyses.papers.distributional.probes import (
     ff_logits,
     ff_noise_margin,
     interventions,
@@ -44,10 +44,10 @@ from analyses.noisy_icl_probes import (
     recall_metrics,
     trigger_successor_attention,
 )
-from analyses.plotting import pyplot
-from mechrecall.models.noisy_icl import FF_VARIANTS, two_layer_model
+from analyses.plotting import subplots
+from analyses.papers.distributional.models import FF_VARIANTS, two_layer_model
 from mechrecall.results import Claim, write_results
-from mechrecall.tasks.noisy_icl import NoisyICLConfig, noisy_icl_batch_fn, sample_noisy_icl, sample_synthetic_ioi
+from analyses.papers.distributional.data import NoisyICLConfig, noisy_icl_batch_fn, sample_noisy_icl, sample_synthetic_ioi
 from mechrecall.trainer import TrainConfig, train
 
 EXPERIMENTS = ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory")
@@ -345,7 +345,7 @@ def experiment_ioi(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list
 
 
 def experiment_theory(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
-    from analyses import noisy_icl_theory as theory
+    from analyses.papers.distributional import theory as theory
 
     return theory.run_checks(quick=rc.preset != "paper")
 
@@ -359,12 +359,11 @@ RUNNERS = {"main": experiment_main, "ff_variants": experiment_ff_variants, "fine
 
 def _fig_truncation(history: dict, which: str):
     """Fig 3 / Fig 13: p(ȳ), p(τ), clean loss for the full model and each truncation; FF margin."""
-    plt = pyplot()
     names = {k.removeprefix("test.").rsplit(".", 1)[0] for k in history["eval"][-1] if k.endswith(".p_correct")}
     keys = sorted((n for n in names if n in ("full", "drop_F2") or n.startswith(f"{which}_")), key=_curve_order)
     panels = [("p_correct", "p(ȳ)"), ("p_noise", "p(τ)"), ("loss", "clean test loss")]
     margin = "test.ff_margin" in history["eval"][-1]
-    fig, axes = plt.subplots(1, len(panels) + margin, figsize=(4 * (len(panels) + margin), 3.2))
+    fig, axes = subplots(1, len(panels) + margin, figsize=(4 * (len(panels) + margin), 3.2))
     for ax, (metric, label) in zip(axes, panels):
         for key in keys:
             steps, values = _series(history, f"{key}.{metric}")
@@ -390,8 +389,7 @@ def _curve_order(name: str) -> float:
 
 
 def _fig_drops(history: dict, title: str):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axes = subplots(1, 3, figsize=(12, 3.2))
     for ax, metric in zip(axes, ("p_correct", "p_noise", "loss")):
         for key in ("full", "drop_F1", "drop_F2"):
             steps, values = _series(history, f"{key}.{metric}")
@@ -404,9 +402,8 @@ def _fig_drops(history: dict, title: str):
 
 
 def _fig_noise_fraction(history: dict, title: str):
-    plt = pyplot()
     steps, values = _series(history, "noisy.p_noise")
-    fig, ax = plt.subplots(figsize=(5, 3.2))
+    fig, ax = subplots(figsize=(5, 3.2))
     ax.plot(steps, values, label="p(τ)")
     ax.plot(steps, [1 - v for v in values], label="p(non-noise tokens)")
     ax.set(xlabel="step", ylabel="probability mass (α = 0.5 data)", xscale="symlog", ylim=(0, 1), title=title)
@@ -418,7 +415,6 @@ def _fig_noise_fraction(history: dict, title: str):
 @torch.no_grad()
 def _fig_attention(model, noisy, data):
     """Fig 4: layer-2 attention of the last trigger query of one noisy sequence over key positions."""
-    plt = pyplot()
     index = int(torch.argmax((noisy.extras["trigger_successor"] & noisy.extras["noise"]).sum(-1)))
     tokens = noisy.tokens[index : index + 1]
     query = int(noisy.loss_mask[index].nonzero().max())
@@ -426,7 +422,7 @@ def _fig_attention(model, noisy, data):
     pattern = cache[f"blocks.{model.cfg.n_layers - 1}.attn.hook_pattern"][0, 0, query, : query + 1].float().cpu()
     succ = noisy.extras["trigger_successor"][index, : query + 1].cpu()
     noise = noisy.extras["noise"][index, : query + 1].cpu()
-    fig, ax = plt.subplots(figsize=(8, 3))
+    fig, ax = subplots(figsize=(8, 3))
     ax.bar(range(query + 1), pattern, color="lightgrey", width=1.0)
     positions = torch.arange(query + 1)
     ax.bar(positions[succ & ~noise], pattern[succ & ~noise], color="tab:green", width=1.0, label="[q, ȳ]")
@@ -443,7 +439,6 @@ def _fig_attention(model, noisy, data):
 @torch.no_grad()
 def _fig_readouts(model, noisy, data):
     """Fig 7: layer-1 attention (previous-token head), ⟨F₂(W_E(i)), W_U(j)⟩, ⟨W²_V W_E(i), W_U(j)⟩."""
-    plt = pyplot()
     _, cache = model.run_with_cache(noisy.tokens[:1], names_filter="blocks.0.attn.hook_pattern")
     n = min(40, noisy.tokens.shape[1])
     matrices = [
@@ -451,7 +446,7 @@ def _fig_readouts(model, noisy, data):
         (ff_logits(model, 1).cpu(), "⟨F₂(W_E(i)), W_U(j)⟩", "output j", "input i"),
         (ov_memory_matrix(model, 1).cpu(), "⟨W²_O W²_V W_E(i), W_U(j)⟩", "output j", "input i"),
     ]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    fig, axes = subplots(1, 3, figsize=(13, 4))
     for ax, (matrix, title, xlabel, ylabel) in zip(axes, matrices):
         image = ax.imshow(matrix, cmap="viridis", aspect="auto")
         ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
@@ -463,8 +458,7 @@ def _fig_readouts(model, noisy, data):
 
 
 def _fig_matrix(matrix, title, xlabel, ylabel):
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 4.2))
+    fig, ax = subplots(figsize=(5, 4.2))
     image = ax.imshow(matrix.cpu(), cmap="viridis", aspect="auto")
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     fig.colorbar(image, ax=ax, fraction=0.046)
@@ -473,8 +467,7 @@ def _fig_matrix(matrix, title, xlabel, ylabel):
 
 
 def _fig_ioi(histories: dict, optimizer: str):
-    plt = pyplot()
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    fig, axes = subplots(1, 2, figsize=(10, 3.4))
     for n_layers, history in histories.items():
         key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
         for ax, metric in zip(axes, ("loss", "acc")):

@@ -1,25 +1,24 @@
-"""The main job until the paper experiments land: train a toy model end to end and report on it.
+"""The induction-circuit demo (part ``demo`` of ``python -m analyses.induction_emergence``).
 
 A 2-layer, 1-head-per-layer, attention-only, bias-free toy transformer learns random token sequences
 that repeat with a random period; an induction circuit forms (the emergence studied by Musat et al.): layer 0 attends to the
 previous token, layer 1 attends to the tokens that *followed* earlier occurrences of the current one.
-The run trains with checkpoints (re-running resumes), then writes ``results.json``, a training-curve PNG
-and the final model checkpoint into ``--out``.
+The run trains with checkpoints (re-running resumes); ``analyses.head_roles`` then finds the circuit.
 """
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
 from mechrecall.builder import build_toy_model
 from mechrecall.checkpoint import load_model
-from mechrecall.results import Claim, write_results
+from mechrecall.claims import at_least
+from mechrecall.errors import UsageError
+from mechrecall.experiment import Context, PartResult
 from mechrecall.surgeries import ZeroBiases
-from mechrecall.tasks.induction import induction_batch
+from mechrecall.sequences import induction_batch
 from mechrecall.trainer import Batch, TrainConfig, latest_checkpoint, select_positions, train
 
 
@@ -34,6 +33,10 @@ class DemoConfig:
     eval_every: int = 25
     checkpoint_every: int = 100
     seed: int = 0
+
+
+#: Training steps of each preset (``--steps`` overrides).
+PRESET_STEPS = {"micro": 150, "smoke": 1000, "paper": 3000}
 
 
 def model_config(c: DemoConfig) -> dict:
@@ -67,13 +70,17 @@ def circuit_attention(model, test: Batch) -> dict[str, float]:
     return {"L0_previous_token": prev[0, 0].item(), "L1_induction": induction[1, 0].item()}
 
 
-def run_demo(out: str | Path, c: DemoConfig = DemoConfig(), *, progress: bool = True) -> dict:
-    out = Path(out)
+def part_demo(ctx: Context) -> PartResult:
+    """The foundation demo: train the 2-layer attention-only model on periodic random tokens, find its circuit."""
+    c = DemoConfig(steps=ctx.options.get("steps") or PRESET_STEPS[ctx.preset], seed=ctx.seed)
+    out = ctx.run_dir("demo")
     model = build_toy_model(model_config(c), [ZeroBiases()], seed=c.seed)
-    test = induction_batch(512, c.seq_len, c.d_vocab, torch.Generator().manual_seed(10_000 + c.seed))
+    if ctx.device:
+        model.to(ctx.device)
+    test = induction_batch(512, c.seq_len, c.d_vocab, torch.Generator().manual_seed(10_000 + c.seed)).to(model.cfg.device)
     tc = TrainConfig(
         steps=c.steps, optimizer="adamw", lr=c.lr, loss_positions="mask", eval_every=c.eval_every,
-        checkpoint_every=c.checkpoint_every, seed=c.seed, progress=progress,
+        checkpoint_every=c.checkpoint_every, seed=c.seed, progress=ctx.progress,
     )
     started = time.perf_counter()
     result = train(
@@ -86,47 +93,50 @@ def run_demo(out: str | Path, c: DemoConfig = DemoConfig(), *, progress: bool = 
     seconds = time.perf_counter() - started
     final = result.history["eval"][-1]
     checkpoint = latest_checkpoint(out)
-    reloaded = load_model(checkpoint)
+    reloaded = load_model(checkpoint).to(model.cfg.device)
     emerged = next((row["step"] for row in result.history["eval"] if row["accuracy"] >= 0.9), None)
+    from analyses.attention_html import attention_pattern_html
+    from analyses.heads import head_roles, head_roles_figure
+
+    roles = head_roles(model)
+    score = {(r["layer"], r["head"], r["score"]): r["value"] for r in roles.to_dict(orient="records")}
     results = {
+        "config": asdict(c),
         "final": final,
         "steps_to_90pct_accuracy": emerged,
         "chance_accuracy": 1 / c.d_vocab,
         "reloaded_checkpoint_accuracy": induction_accuracy(reloaded, test),
         "train_seconds_this_invocation": seconds,
         "resumed_from_step": result.resumed_from,
-        "checkpoint": str(checkpoint.relative_to(out)),
+        "checkpoint": str(checkpoint.relative_to(ctx.out)),
+        "head_roles": roles.to_dict(orient="records"),
         "history": result.history,
     }
     claims = [
-        Claim("induction accuracy after training", final["accuracy"], None, "repeated random tokens",
-              f"chance is {1 / c.d_vocab:.3f}"),
-        Claim("layer-1 attention on tokens after earlier occurrences", final["attention.L1_induction"], None, "",
-              "an induction head puts most of its mass there"),
-        Claim("layer-0 attention on the previous token", final["attention.L0_previous_token"], None, "",
-              "a previous-token head"),
+        ctx.claim("demo", "induction_accuracy", "a 2-layer attention-only model learns in-context copying "
+                  "(induction accuracy on repeated random tokens)", final["accuracy"], at_least(0.6, partial=0.2),
+                  where="§2 (the induction task)", note=f"chance is {1 / c.d_vocab:.3f}"),
+        ctx.claim("demo", "previous_token_head_in_layer0", "the previous-token head is in layer 0 (head-role score "
+                  "L0 minus L1)", score[(0, 0, "previous_token")] - score[(1, 0, "previous_token")], at_least(0.0),
+                  where="§2 (the induction circuit)"),
+        ctx.claim("demo", "induction_head_in_layer1", "the induction head is in layer 1 (head-role score L1 minus L0)",
+                  score[(1, 0, "induction")] - score[(0, 0, "induction")], at_least(0.0),
+                  where="§2 (the induction circuit)"),
     ]
-    from analyses import attention_pattern_html, head_roles, head_roles_figure
-
-    roles = head_roles(model)
-    results["head_roles"] = roles.to_dict(orient="records")
     figures = {
-        "training.png": _figure(result.history),
-        "head_roles.png": head_roles_figure(roles, title="head roles after training"),
-        "attention_L1.html": attention_pattern_html(model, test.tokens[:1], layer=1),
+        "demo_training.png": _figure(result.history),
+        "demo_head_roles.png": head_roles_figure(roles, title="head roles after training"),
+        "demo_attention_L1.html": attention_pattern_html(model, test.tokens[:1].cpu(), layer=1),
     }
-    write_results(out, results, experiment="demo_induction", config=asdict(c), seed=c.seed, claims=claims,
-                  figures=figures)
-    return results
+    ctx.say(f"induction accuracy {final['accuracy']:.3f} (chance {1 / c.d_vocab:.3f}); L0 previous-token attention "
+            f"{final['attention.L0_previous_token']:.2f}, L1 induction attention {final['attention.L1_induction']:.2f}")
+    return PartResult(results, claims, figures)
 
 
 def _figure(history: dict):
-    import matplotlib
+    from analyses.plotting import subplots
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_loss, ax_eval) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (ax_loss, ax_eval) = subplots(1, 2, figsize=(9, 3.2))
     ax_loss.plot([r["step"] for r in history["train"]], [r["loss"] for r in history["train"]], lw=0.8)
     ax_loss.set(xlabel="step", ylabel="train loss (predictable positions)", yscale="log", title="loss")
     steps = [r["step"] for r in history["eval"]]
@@ -139,27 +149,8 @@ def _figure(history: dict):
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mechrecall demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="runs/demo", help="output directory (re-running resumes from its checkpoints)")
-    parser.add_argument("--steps", type=int, default=DemoConfig.steps, help="training steps (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=DemoConfig.seed, help="seed for init and data (default %(default)s)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads; 1 is fastest for tiny models (default %(default)s)")
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    args = parser.parse_args(argv)
-    if args.steps < 1:
-        parser.error(f"--steps={args.steps}; expected >= 1")
-    if args.threads < 1:
-        parser.error(f"--threads={args.threads}; expected >= 1")
-    torch.set_num_threads(args.threads)
-    results = run_demo(args.out, DemoConfig(steps=args.steps, seed=args.seed), progress=not args.no_progress)
-    final = results["final"]
-    print(
-        f"induction accuracy {final['accuracy']:.3f} (chance {results['chance_accuracy']:.3f}); "
-        f"L0 previous-token attention {final['attention.L0_previous_token']:.2f}, "
-        f"L1 induction attention {final['attention.L1_induction']:.2f}; "
-        f">=90% accuracy from step {results['steps_to_90pct_accuracy']}\n"
-        f"wrote {Path(args.out) / 'results.json'}, training.png, head_roles.png, attention_L1.html, {results['checkpoint']}"
-    )
-    return 0
+def check(ctx: Context) -> None:
+    """Options, checked before any work."""
+    steps = ctx.options.get("steps")
+    if steps is not None and steps < 1:
+        raise UsageError(f"--steps {steps}; expected an integer >= 1")

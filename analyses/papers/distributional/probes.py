@@ -17,7 +17,7 @@ from analyses.heads import attention_mass, attention_patterns
 from analyses.ov import full_ov_circuit
 from hooks import low_rank
 from mechrecall._tl import HookedTransformer
-from mechrecall.trainer import Batch
+from mechrecall.batch import Batch
 
 Intervention = Callable[[HookedTransformer], ContextManager]
 

@@ -491,15 +491,12 @@ def lam_figure(df: pd.DataFrame, value: str = "pure_loss", models: Sequence[str]
 
     ``df`` as returned by ``lam_train`` / ``lam_fig18``. Returns a ``matplotlib.figure.Figure`` (Agg backend).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from analyses.plotting import subplots
 
     ds = sorted(df["d"].unique(), reverse=True)
     models = list(models) if models is not None else sorted(
         df["model"].unique(), key=lambda s: (s == "full", int(s[4:]) if s.startswith("rank") else 0))
-    fig, axes = plt.subplots(1, len(ds), figsize=(5.5 * len(ds), 4), squeeze=False)
+    fig, axes = subplots(1, len(ds), figsize=(5.5 * len(ds), 4), squeeze=False)
     for ax, d in zip(axes[0], ds):
         sub = df[(df["d"] == d) & (df["step"] > 0)]
         for model in models:

@@ -43,7 +43,7 @@ from typing import Callable, NamedTuple
 import torch
 from jaxtyping import Float, Int
 
-from mechrecall.trainer import Batch
+from mechrecall.batch import Batch
 
 __all__ = [
     "NoisyICLConfig", "PRESETS", "MULTI_TRIGGERS", "sample_noisy_icl", "sample_noisy_icl_reference",
@@ -222,7 +222,7 @@ def _count_tables(unigram: str, bigram: str, N: int) -> tuple[list[int], list[li
     (start token, and the successor of an appended τ with ``after_noise="unigram"``).
     """
     if "tiny_shakespeare" in (unigram, bigram):
-        from mechrecall.data import load_char_stats
+        from analyses.papers.distributional.char_stats import load_char_stats
 
         stats = load_char_stats()
     uni = stats.unigram_counts.tolist() if unigram == "tiny_shakespeare" else [1] * N

@@ -6,7 +6,7 @@
     stats.pi_b             # [65, 65] float64, row c = π_b(· | c)
     stats.encode("to be")  # [5] int64 ids
 
-The counts were computed once by ``python -m mechrecall.data.make_char_stats PATH`` from the public
+The counts were computed once by ``python -m analyses.papers.distributional.make_char_stats PATH`` from the public
 file ``data/tinyshakespeare/input.txt`` of ``karpathy/char-rnn`` (sha256 recorded in the JSON); the
 text itself is not shipped.
 """
@@ -87,7 +87,7 @@ def load_char_stats(path: str | Path | None = None) -> CharStats:
     except FileNotFoundError as err:
         raise FileNotFoundError(
             f"character statistics {path or CHAR_STATS_FILE} not found; build them with "
-            "`python -m mechrecall.data.make_char_stats PATH/TO/tinyshakespeare.txt`"
+            "`python -m analyses.papers.distributional.make_char_stats PATH/TO/tinyshakespeare.txt`"
         ) from err
     vocab = d["vocab"]
     uni = torch.tensor(d["unigram_counts"], dtype=torch.int64)

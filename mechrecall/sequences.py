@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from jaxtyping import Int
 
-from mechrecall.trainer import Batch
+from mechrecall.batch import Batch
 
 
 def repeated_random_tokens(

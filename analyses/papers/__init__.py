@@ -1,0 +1,13 @@
+"""One package per paper: its data generators, models (builder recipes), probes, theory, figures and prompts.
+
+==================  ======================================================================================
+package             paper
+==================  ======================================================================================
+``distributional``  Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and
+                    Attention Layers (Chen, Bruna & Bietti) — noisy in-context recall and LASER on Pythia
+``induction_heads`` On the Emergence of Induction Heads for In-Context Learning (Musat et al.)
+==================  ======================================================================================
+
+A paper package may import the core (``mechrecall``), ``hooks``, ``pretrained`` and the generic analyses,
+never another paper; something moves down when a second paper needs it.
+"""

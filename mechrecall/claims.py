@@ -1,0 +1,207 @@
+"""Claims as data: the paper's statement and number, ours as a number, the rule that decides, a verdict.
+
+A claim row (one per paper statement an experiment checks)::
+
+    {"id": "noisy_icl.main.p_correct_drop_F2",      # stable: reports and READMEs refer to it
+     "claim": "p(ȳ) with F₂ dropped (ρ = 0)",        # the paper's statement, in words
+     "paper": 0.98, "ours": 0.91,                   # numbers (paper: null where it states none)
+     "rule": "≥ 0.9 reproduced; ≥ 0.7 partial",     # what decides, in words
+     "rule_spec": {"kind": "at_least", ...},        # the same rule as data
+     "verdict": "reproduced",                       # computed from ours and the rule, never typed
+     "preset": "smoke", "seeds": [0], "where": "Fig 3", "note": "", "reason": ""}
+
+Verdicts: ``reproduced``, ``partial``, ``not reproduced`` and ``not run`` (``ours`` is ``None``: no
+weights here, a preset that does not include the run, ...; ``reason`` says which).
+
+Rules are built with :func:`at_least`, :func:`at_most`, :func:`between`, :func:`near` and
+:func:`is_true`; each may carry a looser ``partial`` band.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+VERDICTS = ("reproduced", "partial", "not reproduced", "not run")
+REPRODUCED, PARTIAL, NOT_REPRODUCED, NOT_RUN = VERDICTS
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What decides a claim's verdict from our number.
+
+    ``kind``: ``at_least`` (ours ≥ lo), ``at_most`` (ours ≤ hi), ``between`` (lo ≤ ours ≤ hi),
+    ``near`` (|ours − target| ≤ tol) or ``is_true`` (ours is 1 / True). ``partial``: the looser band
+    of the same kind that earns ``partial`` (a (lo, hi) pair; ``None`` for no partial band).
+    """
+
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    partial: tuple[float | None, float | None] | None = None
+    words: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("at_least", "at_most", "between", "near", "is_true"):
+            raise ValueError(f"Rule.kind={self.kind!r}; expected at_least, at_most, between, near or is_true")
+
+    @staticmethod
+    def _inside(x: float, lo: float | None, hi: float | None) -> bool:
+        return (lo is None or x >= lo) and (hi is None or x <= hi)
+
+    def judge(self, ours: Any) -> str:
+        """The verdict for ``ours`` (``not run`` when it is ``None`` or not a finite number)."""
+        if ours is None:
+            return NOT_RUN
+        if isinstance(ours, bool):
+            ours = float(ours)
+        if not isinstance(ours, (int, float)) or not math.isfinite(float(ours)):
+            return NOT_RUN
+        if self._inside(float(ours), self.lo, self.hi):
+            return REPRODUCED
+        if self.partial is not None and self._inside(float(ours), *self.partial):
+            return PARTIAL
+        return NOT_REPRODUCED
+
+    def describe(self) -> str:
+        """The rule in words, e.g. ``≥ 0.9 (partial: ≥ 0.7)``."""
+        if self.words:
+            return self.words
+
+        def band(lo: float | None, hi: float | None) -> str:
+            if lo is not None and hi is not None:
+                return f"in [{_fmt(lo)}, {_fmt(hi)}]"
+            return f"≥ {_fmt(lo)}" if lo is not None else f"≤ {_fmt(hi)}"
+
+        if self.kind == "is_true":
+            return "holds (1 = yes)"
+        text = band(self.lo, self.hi)
+        if self.partial is not None:
+            text += f"; partial if {band(*self.partial)}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "lo": self.lo, "hi": self.hi,
+                "partial": list(self.partial) if self.partial is not None else None}
+
+
+def at_least(lo: float, *, partial: float | None = None, words: str = "") -> Rule:
+    """Reproduced when ours ≥ ``lo``; partial when ours ≥ ``partial``."""
+    return Rule("at_least", lo=lo, partial=None if partial is None else (partial, None), words=words)
+
+
+def at_most(hi: float, *, partial: float | None = None, words: str = "") -> Rule:
+    """Reproduced when ours ≤ ``hi``; partial when ours ≤ ``partial``."""
+    return Rule("at_most", hi=hi, partial=None if partial is None else (None, partial), words=words)
+
+
+def between(lo: float, hi: float, *, partial: tuple[float, float] | None = None, words: str = "") -> Rule:
+    """Reproduced when ``lo ≤ ours ≤ hi``; partial inside the wider ``partial`` interval."""
+    if lo > hi:
+        raise ValueError(f"between(lo={lo}, hi={hi}); expected lo <= hi")
+    return Rule("between", lo=lo, hi=hi, partial=partial, words=words)
+
+
+def near(target: float, tol: float, *, partial_tol: float | None = None, words: str = "") -> Rule:
+    """Reproduced when |ours − target| ≤ ``tol``; partial within ``partial_tol``."""
+    if tol < 0:
+        raise ValueError(f"near(tol={tol}); expected tol >= 0")
+    partial = None if partial_tol is None else (target - partial_tol, target + partial_tol)
+    text = words or (f"within ±{_fmt(tol)} of {_fmt(target)}"
+                     + (f"; partial within ±{_fmt(partial_tol)}" if partial_tol is not None else ""))
+    return Rule("near", lo=target - tol, hi=target + tol, partial=partial, words=text)
+
+
+def is_true(words: str = "") -> Rule:
+    """Reproduced when ours is true (1); our number is the 0/1 outcome."""
+    return Rule("is_true", lo=0.5, words=words)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paper statement checked by an experiment; :meth:`row` computes the verdict.
+
+    Args:
+        id: stable identifier, ``<experiment>.<part>.<name>``.
+        claim: the paper's statement in words.
+        ours: our number (``None``: not run, say why in ``reason``).
+        rule: what decides (:func:`at_least`, :func:`between`, ...).
+        paper: the paper's number, where it gives one.
+        where: section / figure / table in the paper.
+        spread: (min, max) of ours over seeds, when several were run.
+    """
+
+    id: str
+    claim: str
+    ours: float | None
+    rule: Rule
+    paper: float | None = None
+    where: str = ""
+    note: str = ""
+    reason: str = ""
+    preset: str = ""
+    seeds: tuple[int, ...] = ()
+    spread: tuple[float, float] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.id or any(c.isspace() for c in self.id):
+            raise ValueError(f"Claim.id={self.id!r}; expected a non-empty id without spaces")
+        if self.ours is not None and not isinstance(self.ours, (bool, int, float)):
+            raise TypeError(f"claim {self.id}: ours={self.ours!r} ({type(self.ours).__name__}); expected a number or None")
+        if self.paper is not None and not isinstance(self.paper, (int, float)):
+            raise TypeError(f"claim {self.id}: paper={self.paper!r}; expected a number or None")
+
+    @property
+    def verdict(self) -> str:
+        return self.rule.judge(self.ours)
+
+    def row(self) -> dict[str, Any]:
+        ours = self.ours
+        if isinstance(ours, bool):
+            ours = int(ours)
+        if isinstance(ours, float) and not math.isfinite(ours):
+            ours = None
+        verdict = self.verdict
+        reason = self.reason or ("no number was measured" if verdict == NOT_RUN else "")
+        return {
+            "id": self.id, "claim": self.claim, "paper": self.paper, "ours": ours,
+            "rule": self.rule.describe(), "rule_spec": self.rule.to_dict(), "verdict": verdict,
+            "preset": self.preset, "seeds": list(self.seeds), "where": self.where, "note": self.note,
+            "reason": reason, "spread": list(self.spread) if self.spread is not None else None, **dict(self.extra),
+        }
+
+
+def not_run(id: str, claim: str, rule: Rule, reason: str, **kwargs: Any) -> Claim:
+    """A claim that could not be measured here (``reason`` says why, e.g. no Pythia weights)."""
+    return Claim(id=id, claim=claim, ours=None, rule=rule, reason=reason, **kwargs)
+
+
+def judge_row(row: Mapping[str, Any]) -> str:
+    """Recompute a written row's verdict from its ``ours`` and ``rule_spec`` (reports never trust a typed one)."""
+    spec = dict(row["rule_spec"])
+    partial = spec.pop("partial")
+    rule = Rule(spec["kind"], lo=spec.get("lo"), hi=spec.get("hi"),
+                partial=tuple(partial) if partial is not None else None)  # type: ignore[arg-type]
+    return rule.judge(row.get("ours"))
+
+
+def summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Count of rows per verdict, in :data:`VERDICTS` order."""
+    counts = {v: 0 for v in VERDICTS}
+    for row in rows:
+        counts[row["verdict"]] += 1
+    return counts
+
+
+def spread_of(values: Sequence[float]) -> tuple[float, float]:
+    """(min, max) of a claim's number over seeds."""
+    finite = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not finite:
+        raise ValueError("spread_of: no finite values")
+    return (min(finite), max(finite))

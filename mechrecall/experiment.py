@@ -1,0 +1,392 @@
+"""The experiment protocol: one CLI, one run loop and one results file for every paper's experiment.
+
+An experiment declares its name, paper, parts (sub-experiments), presets and own options::
+
+    EXPERIMENT = Experiment(
+        name="noisy_icl", paper="Distributional Associations vs In-Context Reasoning (Chen, Bruna & Bietti)",
+        summary="FF layers store the noise association, attention recalls in context.",
+        parts=(Part("main", "analyses.papers.distributional.noisy_icl:part_main", "Figs 3, 4, 7-10"), ...),
+        options=(Option("--alpha", type=float, default=0.5, help="noise probability"),),
+    )
+    if __name__ == "__main__":
+        sys.exit(EXPERIMENT.main())
+
+and gets ``--preset --experiment --seed --out --device --threads --no-progress --fresh --help`` plus
+its own options. A part is ``function(ctx: Context) -> PartResult``, named as ``"module:function"``
+and imported only after the options are parsed (so ``--help`` answers without importing torch).
+
+Results go to ``OUT/<experiment>/results.json`` (schema ``mechrecall.results/2``), **rewritten after
+each part finishes**; a rerun into the same folder keeps finished parts and skips them (training runs
+inside an unfinished part resume from their checkpoints). A rerun with another preset, seed or
+option refuses to mix results and names the difference: use another ``--out`` or ``--fresh``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import json
+import os
+import shutil
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from mechrecall.claims import Claim, Rule, summary
+from mechrecall.errors import UsageError
+
+RESULTS_SCHEMA = "mechrecall.results/2"
+PRESETS = ("micro", "smoke", "paper")
+PRESET_HELP = {
+    "micro": "seconds; exercises every code path (the tests)",
+    "smoke": "a laptop CPU in minutes; shows the paper's qualitative effect",
+    "paper": "the paper's sizes (a GPU is the practical choice)",
+}
+STATUS_DONE, STATUS_FAILED = "done", "failed"
+
+
+@dataclass(frozen=True)
+class Part:
+    """A sub-experiment: ``run`` is ``"module:function"``, ``function(ctx) -> PartResult``."""
+
+    name: str
+    run: str
+    help: str
+    presets: tuple[str, ...] | None = None  # the presets that include it (None: all)
+
+    def resolve(self) -> Callable[["Context"], "PartResult"]:
+        module, _, attr = self.run.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``)."""
+
+    flags: tuple[str, ...]
+    kwargs: Mapping[str, Any]
+
+    def __init__(self, *flags: str, **kwargs: Any) -> None:
+        object.__setattr__(self, "flags", flags)
+        object.__setattr__(self, "kwargs", kwargs)
+
+    @property
+    def dest(self) -> str:
+        return self.kwargs.get("dest") or self.flags[0].lstrip("-").replace("-", "_")
+
+
+@dataclass
+class PartResult:
+    """What a part hands back: its numbers, its claims and its figures (name -> Figure / HTML str / bytes)."""
+
+    results: dict[str, Any] = field(default_factory=dict)
+    claims: list[Claim] = field(default_factory=list)
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What a part gets: where to write, the preset, seed, device and the experiment's own options."""
+
+    experiment: "Experiment"
+    out: Path
+    preset: str
+    seed: int
+    options: dict[str, Any]
+    device: str | None = None
+    progress: bool = False
+    parts: tuple[str, ...] = ()
+
+    def run_dir(self, name: str) -> Path:
+        """Folder of one training run inside this experiment (checkpoints, resumable)."""
+        return self.out / "runs" / name
+
+    def claim(self, part: str, name: str, claim: str, ours: Any, rule: Rule, **kwargs: Any) -> Claim:
+        """A claim row with this run's id prefix, preset and seed filled in."""
+        kwargs.setdefault("seeds", (self.seed,))
+        if ours is not None and not isinstance(ours, (bool, int, float)):
+            ours = float(ours)
+        return Claim(id=f"{self.experiment.name}.{part}.{name}", claim=claim, ours=ours, rule=rule,
+                     preset=self.preset, **kwargs)
+
+    def say(self, message: str) -> None:
+        print(f"[{self.experiment.name}] {message}", flush=True)
+
+
+def _stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A runnable experiment: see the module docstring."""
+
+    name: str
+    paper: str
+    summary: str
+    parts: tuple[Part, ...]
+    options: tuple[Option, ...] = ()
+    default_parts: tuple[str, ...] | None = None  # None: every part the preset includes
+    default_preset: str = "smoke"
+    presets: tuple[str, ...] = PRESETS
+    preset_help: Mapping[str, str] = field(default_factory=lambda: dict(PRESET_HELP))
+    check: str | None = None  # "module:function"(ctx) raising UsageError before any work
+    default_out: str = "runs"
+    epilog: str = ""
+
+    def __post_init__(self) -> None:
+        names = [p.name for p in self.parts]
+        if len(set(names)) != len(names):
+            raise ValueError(f"experiment {self.name}: duplicate part names {names}")
+        for d in self.default_parts or ():
+            if d not in names:
+                raise ValueError(f"experiment {self.name}: default part {d!r} is not one of {names}")
+
+    # ------------------------------------------------------------------------------------ CLI
+
+    def parser(self) -> argparse.ArgumentParser:
+        parts_help = "\n".join(
+            f"  {p.name:<14} {p.help}" + (f" [presets: {', '.join(p.presets)}]" if p.presets else "")
+            for p in self.parts)
+        presets_help = "\n".join(f"  {name:<14} {self.preset_help.get(name, '')}" for name in self.presets)
+        description = f"{self.summary}\n\nPaper: {self.paper}\n\nparts (--experiment):\n{parts_help}\n\n" \
+                      f"presets (--preset):\n{presets_help}"
+        epilog = (self.epilog + "\n\n" if self.epilog else "") + (
+            f"Results go to OUT/{self.name}/results.json, rewritten after each part. Rerunning the same command "
+            "skips finished parts and resumes training runs from their checkpoints; --fresh starts over.")
+        parser = argparse.ArgumentParser(prog=f"python -m analyses.{self.name}", description=description,
+                                         epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser.add_argument("--preset", default=self.default_preset, choices=self.presets,
+                            help="sizes (default %(default)s)")
+        parser.add_argument("--experiment", nargs="+", metavar="PART", default=None,
+                            help="parts to run, or 'all' (default: "
+                                 + (" ".join(self.default_parts) if self.default_parts else "all") + ")")
+        parser.add_argument("--seed", type=int, default=0, help="seed of model init and data (default %(default)s)")
+        parser.add_argument("--out", default=self.default_out,
+                            help="output folder; results go to OUT/%s/ (default %%(default)s)" % self.name)
+        parser.add_argument("--device", default=None, help="torch device: cpu, cuda, cuda:1, mps (default: cpu, "
+                                                           "or cuda when available)")
+        parser.add_argument("--threads", type=_positive_int, default=1,
+                            help="torch CPU threads (default %(default)s: fastest for small models)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress display")
+        parser.add_argument("--fresh", action="store_true",
+                            help="delete OUT/%s first instead of resuming it" % self.name)
+        for option in self.options:
+            parser.add_argument(*option.flags, **dict(option.kwargs))
+        return parser
+
+    def select_parts(self, requested: Sequence[str] | None, preset: str) -> tuple[str, ...]:
+        included = [p.name for p in self.parts if p.presets is None or preset in p.presets]
+        if not requested:
+            wanted = list(self.default_parts) if self.default_parts else included
+            return tuple(p for p in wanted if p in included)
+        if "all" in requested:
+            return tuple(included)
+        known = {p.name: p for p in self.parts}
+        unknown = [r for r in requested if r not in known]
+        if unknown:
+            raise UsageError(f"--experiment {' '.join(unknown)}: unknown part; expected some of "
+                             f"{', '.join(known)} or all")
+        excluded = [r for r in requested if r not in included]
+        if excluded:
+            p = known[excluded[0]]
+            raise UsageError(f"--experiment {p.name} is not part of --preset {preset}; it runs with "
+                             f"--preset {' or '.join(p.presets or ())}")
+        return tuple(dict.fromkeys(requested))
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """Parse, check, run; user errors end in one line on stderr and exit code 2."""
+        parser = self.parser()
+        args = parser.parse_args(argv)
+        try:
+            options = {o.dest: getattr(args, o.dest) for o in self.options}
+            parts = self.select_parts(args.experiment, args.preset)
+            run = self.run(args.out, preset=args.preset, parts=parts, seed=args.seed, options=options,
+                           device=args.device, threads=args.threads, progress=not args.no_progress,
+                           fresh=args.fresh)
+        except UsageError as exc:
+            print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(f"\n{parser.prog}: interrupted; finished parts are kept in "
+                  f"{Path(args.out) / self.name / 'results.json'}. Rerun the same command to resume.",
+                  file=sys.stderr)
+            return 130
+        counts = run["summary"]
+        print(f"[{self.name}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+        print(f"[{self.name}] wrote {Path(args.out) / self.name / 'results.json'}")
+        return 1 if any(p.get("status") == STATUS_FAILED for p in run["parts"].values()) else 0
+
+    # ------------------------------------------------------------------------------------ run loop
+
+    def run(
+        self,
+        out: str | os.PathLike,
+        *,
+        preset: str | None = None,
+        parts: Sequence[str] | None = None,
+        seed: int = 0,
+        options: Mapping[str, Any] | None = None,
+        device: str | None = None,
+        threads: int | None = None,
+        progress: bool = False,
+        fresh: bool = False,
+    ) -> dict[str, Any]:
+        """Run ``parts`` into ``out/<name>/`` and return the results payload (also the library entry point).
+
+        Every check (preset, parts, options, device, the output folder) happens before any work.
+        """
+        preset = preset or self.default_preset
+        if preset not in self.presets:
+            raise UsageError(f"--preset {preset!r}; expected one of {', '.join(self.presets)}")
+        parts = self.select_parts(parts, preset)
+        opts = {o.dest: o.kwargs.get("default") for o in self.options}
+        unknown = set(options or {}) - set(opts)
+        if unknown:
+            raise UsageError(f"unknown option(s) {sorted(unknown)} for {self.name}; expected some of {sorted(opts)}")
+        opts.update(options or {})
+        root = _check_out(Path(out), self.name)
+        device = check_device(device)
+        if threads is not None:
+            if threads < 1:
+                raise UsageError(f"--threads {threads}; expected an integer >= 1")
+            import torch
+
+            torch.set_num_threads(threads)
+        ctx = Context(self, root, preset, seed, opts, device=device, progress=progress, parts=parts)
+        if self.check:
+            module, _, attr = self.check.partition(":")
+            getattr(importlib.import_module(module), attr)(ctx)
+        config = {"preset": preset, "seed": seed, "options": _jsonable(opts)}
+        if fresh and root.exists():
+            shutil.rmtree(root)
+        payload = self._load_or_start(root, config)
+        functions = {p.name: p for p in self.parts}
+        for name in parts:
+            record = payload["parts"].get(name)
+            if record and record.get("status") == STATUS_DONE:
+                ctx.say(f"{name}: done earlier, kept ({record.get('seconds', 0):.0f} s)")
+                continue
+            ctx.say(f"{name}: running ({preset} preset, seed {seed})")
+            started = time.perf_counter()
+            try:
+                result = functions[name].resolve()(ctx)
+            except (UsageError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                payload["parts"][name] = {"status": STATUS_FAILED, "error": f"{type(exc).__name__}: {exc}",
+                                          "traceback": traceback.format_exc(), "seconds": time.perf_counter() - started}
+                self._write(root, payload)
+                raise
+            figures = _save_figures(root, result.figures)
+            payload["parts"][name] = {"status": STATUS_DONE, "seconds": time.perf_counter() - started,
+                                      "finished": _stamp(), "results": result.results, "figures": figures,
+                                      "claims": [c.row() for c in result.claims]}
+            self._write(root, payload)
+            ctx.say(f"{name}: done in {payload['parts'][name]['seconds']:.1f} s")
+        return payload
+
+    def _load_or_start(self, root: Path, config: dict[str, Any]) -> dict[str, Any]:
+        path = root / "results.json"
+        if path.exists():
+            try:
+                payload = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise UsageError(f"{path} is unreadable ({exc}); delete it or rerun with --fresh") from exc
+            if payload.get("schema") != RESULTS_SCHEMA:
+                raise UsageError(f"{path} has schema {payload.get('schema')!r}, not {RESULTS_SCHEMA}; "
+                                 "use another --out or --fresh")
+            old = payload.get("config", {})
+            diffs = _diff(old, config)
+            if diffs:
+                raise UsageError(f"{root} holds results of another configuration ({'; '.join(diffs)}); "
+                                 "rerun with the same options to resume, or use another --out, or --fresh")
+            return payload
+        return {"schema": RESULTS_SCHEMA, "experiment": self.name, "paper": self.paper, "created": _stamp(),
+                "config": config, "parts": {}}
+
+    def _write(self, root: Path, payload: dict[str, Any]) -> None:
+        from mechrecall.io import atomic_write_json
+        from mechrecall.results import versions
+
+        order = [p.name for p in self.parts]
+        payload["parts"] = {k: payload["parts"][k] for k in sorted(payload["parts"], key=order.index)}
+        rows = [row for p in payload["parts"].values() for row in p.get("claims", [])]
+        payload.update(updated=_stamp(), versions=versions(), claims=rows, summary=summary(rows),
+                       figures=[f for p in payload["parts"].values() for f in p.get("figures", [])])
+        atomic_write_json(root / "results.json", payload)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}; expected an integer >= 1")
+    return value
+
+
+def _check_out(out: Path, name: str) -> Path:
+    """``out/<name>``, checked to be a folder we can write, before any work."""
+    for path in (out, out / name):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--out {out}: {path} exists and is not a folder")
+    try:
+        (out / name).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot create {out / name} ({exc.strerror})") from exc
+    if not os.access(out / name, os.W_OK):
+        raise UsageError(f"--out {out}: {out / name} is not writable")
+    return out / name
+
+
+def check_device(device: str | None) -> str | None:
+    """``device`` if torch can use it here; a one-line :class:`UsageError` otherwise."""
+    if device is None:
+        return None
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"--device {device!r}: not a torch device; expected cpu, cuda, cuda:N or mps") from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise UsageError(f"--device {device}: this torch ({torch.__version__}) has no usable CUDA device")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise UsageError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s)")
+    elif parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise UsageError(f"--device {device}: MPS is not available here")
+    elif parsed.type not in ("cpu", "cuda", "mps"):
+        raise UsageError(f"--device {device!r}; expected cpu, cuda, cuda:N or mps")
+    return device
+
+
+def _jsonable(value: Any) -> Any:
+    from mechrecall.io import to_jsonable
+
+    return json.loads(json.dumps(to_jsonable(value)))
+
+
+def _diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            out += _diff(a, b, f"{prefix}{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} there, {b!r} now")
+    return out
+
+
+def _save_figures(root: Path, figures: Mapping[str, Any]) -> list[str]:
+    from mechrecall.results import save_figure
+
+    for name in figures:
+        save_figure(root / name, figures[name])
+    return list(figures)
