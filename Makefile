@@ -3,18 +3,18 @@
 #   make test   -- the test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
-OUT ?= runs/demo
+OUT ?= runs
 
 .PHONY: install run test clean
 install:
 	@bash scripts/install.sh $(VENV)
 
 run: install
-	$(PY) -m mechrecall demo --out $(OUT)
+	$(PY) -m analyses.induction_emergence --experiment demo --out $(OUT)
 
 test: install
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
 
-
+# Removes the environment and caches only: results under runs/ are yours (delete them by hand).
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) .pytest_cache

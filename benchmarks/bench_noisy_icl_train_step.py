@@ -1,4 +1,4 @@
-"""Training step of the noisy-in-context-recall toy model (paper 003) vs a plain-torch model of the same shape.
+"""Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of the same shape.
 
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~1.5 min
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 3 rounds, ~10 s

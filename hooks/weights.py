@@ -36,7 +36,7 @@ import torch
 from jaxtyping import Float
 
 from mechrecall._tl import HookedTransformer
-from pretrained.loading import require_raw
+from mechrecall.processing import require_raw
 
 MATRICES = ("mlp_in", "mlp_out", "attn_q", "attn_k", "attn_v", "attn_o", "attn_ov")
 _ATTN = {"attn_q": "W_Q", "attn_k": "W_K", "attn_v": "W_V", "attn_o": "W_O"}

@@ -22,7 +22,7 @@ _LAZY = {
     **dict.fromkeys(('FactoredMatrix', 'HookedTransformer', 'HookedTransformerConfig', 'HookPoint'), "mechrecall._tl"),
     **dict.fromkeys(('build_from_spec', 'build_toy_model', 'make_config', 'model_spec', 'trainable_parameters'), "mechrecall.builder"),
     **dict.fromkeys(('load_model', 'load_weights', 'save_checkpoint'), "mechrecall.checkpoint"),
-    **dict.fromkeys(('write_results',), "mechrecall.results"),
+    **dict.fromkeys(('save_figure', 'versions'), "mechrecall.results"),
     **dict.fromkeys(('Claim', 'Rule', 'at_least', 'at_most', 'between', 'near', 'is_true', 'not_run'), "mechrecall.claims"),
     **dict.fromkeys(('Experiment', 'Part', 'Option', 'PartResult', 'Context'), "mechrecall.experiment"),
     **dict.fromkeys(('UsageError',), "mechrecall.errors"),

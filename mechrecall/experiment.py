@@ -34,7 +34,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NoReturn, Sequence
 
 from mechrecall.claims import Claim, Rule, summary
 from mechrecall.errors import UsageError
@@ -51,28 +51,40 @@ STATUS_DONE, STATUS_FAILED = "done", "failed"
 
 @dataclass(frozen=True)
 class Part:
-    """A sub-experiment: ``run`` is ``"module:function"``, ``function(ctx) -> PartResult``."""
+    """A sub-experiment: ``run`` is ``function(ctx) -> PartResult`` or its ``"module:function"`` name (imported
+    only when the part runs, so ``--help`` stays fast)."""
 
     name: str
-    run: str
+    run: str | Callable[["Context"], "PartResult"]
     help: str
     presets: tuple[str, ...] | None = None  # the presets that include it (None: all)
 
     def resolve(self) -> Callable[["Context"], "PartResult"]:
-        module, _, attr = self.run.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _resolve(self.run)
+
+
+def _resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
+    """``target`` itself, or the function a ``"module:function"`` string names (imported now)."""
+    if callable(target):
+        return target
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
 class Option:
-    """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``)."""
+    """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``).
+
+    ``compare=False`` marks an option that does not change the numbers (a rerun with another value resumes)."""
 
     flags: tuple[str, ...]
     kwargs: Mapping[str, Any]
+    compare: bool
 
-    def __init__(self, *flags: str, **kwargs: Any) -> None:
+    def __init__(self, *flags: str, compare: bool = True, **kwargs: Any) -> None:
         object.__setattr__(self, "flags", flags)
         object.__setattr__(self, "kwargs", kwargs)
+        object.__setattr__(self, "compare", compare)
 
     @property
     def dest(self) -> str:
@@ -100,6 +112,7 @@ class Context:
     device: str | None = None
     progress: bool = False
     parts: tuple[str, ...] = ()
+    cache: dict[Any, Any] = field(default_factory=dict)  # shared by the parts of one invocation (e.g. a loaded model)
 
     def run_dir(self, name: str) -> Path:
         """Folder of one training run inside this experiment (checkpoints, resumable)."""
@@ -108,6 +121,9 @@ class Context:
     def claim(self, part: str, name: str, claim: str, ours: Any, rule: Rule, **kwargs: Any) -> Claim:
         """A claim row with this run's id prefix, preset and seed filled in."""
         kwargs.setdefault("seeds", (self.seed,))
+        if self.preset == "micro":
+            kwargs["note"] = "micro preset: sizes far below the paper's, not comparable" + (
+                f"; {kwargs['note']}" if kwargs.get("note") else "")
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
         return Claim(id=f"{self.experiment.name}.{part}.{name}", claim=claim, ours=ours, rule=rule,
@@ -134,7 +150,7 @@ class Experiment:
     default_preset: str = "smoke"
     presets: tuple[str, ...] = PRESETS
     preset_help: Mapping[str, str] = field(default_factory=lambda: dict(PRESET_HELP))
-    check: str | None = None  # "module:function"(ctx) raising UsageError before any work
+    check: str | Callable[["Context"], None] | None = None  # (ctx) -> None, raises UsageError before any work
     default_out: str = "runs"
     epilog: str = ""
 
@@ -158,8 +174,8 @@ class Experiment:
         epilog = (self.epilog + "\n\n" if self.epilog else "") + (
             f"Results go to OUT/{self.name}/results.json, rewritten after each part. Rerunning the same command "
             "skips finished parts and resumes training runs from their checkpoints; --fresh starts over.")
-        parser = argparse.ArgumentParser(prog=f"python -m analyses.{self.name}", description=description,
-                                         epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser = OneLineErrorParser(prog=f"python -m analyses.{self.name}", description=description,
+                                    epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
         parser.add_argument("--preset", default=self.default_preset, choices=self.presets,
                             help="sizes (default %(default)s)")
         parser.add_argument("--experiment", nargs="+", metavar="PART", default=None,
@@ -259,14 +275,26 @@ class Experiment:
             torch.set_num_threads(threads)
         ctx = Context(self, root, preset, seed, opts, device=device, progress=progress, parts=parts)
         if self.check:
-            module, _, attr = self.check.partition(":")
-            getattr(importlib.import_module(module), attr)(ctx)
-        config = {"preset": preset, "seed": seed, "options": _jsonable(opts)}
+            _resolve(self.check)(ctx)
+        compared = {o.dest for o in self.options if o.compare}
+        config = {"preset": preset, "seed": seed, "options": _jsonable({k: v for k, v in opts.items() if k in compared})}
         if fresh and root.exists():
             shutil.rmtree(root)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--out {out}: cannot create {root} ({exc.strerror})") from exc
         payload = self._load_or_start(root, config)
+        try:
+            self._run_parts(ctx, root, payload)
+        finally:
+            ctx.cache.clear()  # never keep a loaded model alive after the run
+        return payload
+
+    def _run_parts(self, ctx: Context, root: Path, payload: dict[str, Any]) -> None:
         functions = {p.name: p for p in self.parts}
-        for name in parts:
+        preset, seed = ctx.preset, ctx.seed
+        for name in ctx.parts:
             record = payload["parts"].get(name)
             if record and record.get("status") == STATUS_DONE:
                 ctx.say(f"{name}: done earlier, kept ({record.get('seconds', 0):.0f} s)")
@@ -288,7 +316,6 @@ class Experiment:
                                       "claims": [c.row() for c in result.claims]}
             self._write(root, payload)
             ctx.say(f"{name}: done in {payload['parts'][name]['seconds']:.1f} s")
-        return payload
 
     def _load_or_start(self, root: Path, config: dict[str, Any]) -> dict[str, Any]:
         path = root / "results.json"
@@ -321,6 +348,13 @@ class Experiment:
         atomic_write_json(root / "results.json", payload)
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -332,16 +366,13 @@ def _positive_int(text: str) -> int:
 
 
 def _check_out(out: Path, name: str) -> Path:
-    """``out/<name>``, checked to be a folder we can write, before any work."""
+    """``out/<name>``, checked (not created) to be a folder we can make and write, before any work."""
     for path in (out, out / name):
         if path.exists() and not path.is_dir():
             raise UsageError(f"--out {out}: {path} exists and is not a folder")
-    try:
-        (out / name).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"--out {out}: cannot create {out / name} ({exc.strerror})") from exc
-    if not os.access(out / name, os.W_OK):
-        raise UsageError(f"--out {out}: {out / name} is not writable")
+    existing = next(p for p in (out / name, out, *out.absolute().parents) if p.exists())
+    if not os.access(existing, os.W_OK):
+        raise UsageError(f"--out {out}: {existing} is not writable")
     return out / name
 
 

@@ -1,48 +1,20 @@
-"""One results format for every experiment: ``results.json`` + figures in an output directory.
+"""What every results file carries besides the numbers: package versions, and figures saved atomically.
 
-``results.json`` (schema ``mechrecall.results/1``)::
-
-    {
-      "schema": "mechrecall.results/1",
-      "experiment": "noisy_icl",             # what produced it
-      "created": "2026-11-21T14:00:00+00:00",
-      "seed": 0,
-      "config": {...},                       # the exact configuration that was run
-      "versions": {"mechrecall": ..., "python": ..., "torch": ..., "transformer_lens": ..., ...},
-      "results": {...},                      # the experiment's numbers (free-form, JSON)
-      "claims": [                            # paper value beside ours, one row per claim
-        {"claim": "p(ȳ | drop F2)", "ours": 0.97, "paper": 0.98, "where": "Fig. 3", "note": "..."}
-      ],
-      "figures": ["loss.png", "attention.html"]
-    }
-
-Everything is written atomically (temp file + rename); non-finite floats become ``null``.
+The results format itself (``results.json``, schema ``mechrecall.results/2``) is written by the experiment
+protocol, :mod:`mechrecall.experiment`, part by part.
 """
+
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import platform
-from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from mechrecall.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from mechrecall.io import atomic_write_bytes, atomic_write_text
 
-RESULTS_SCHEMA = "mechrecall.results/1"
 _PACKAGES = ("mechrecall", "torch", "transformer-lens", "transformers", "numpy", "safetensors", "circuitsvis")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One reproduced number: ours beside the paper's (``paper=None`` where the paper gives none)."""
-
-    claim: str
-    ours: Any
-    paper: Any = None
-    where: str = ""
-    note: str = ""
 
 
 def versions() -> dict[str, str | None]:
@@ -54,43 +26,6 @@ def versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             found[name.replace("-", "_")] = None
     return found
-
-
-def write_results(
-    out_dir: str | os.PathLike,
-    results: Mapping[str, Any],
-    *,
-    experiment: str,
-    config: Mapping[str, Any],
-    seed: int | None,
-    claims: Sequence[Claim] = (),
-    figures: Mapping[str, Any] | None = None,
-) -> Path:
-    """Write ``results.json`` and the figures into ``out_dir``; returns the results file's path.
-
-    Args:
-        results: the experiment's numbers (nested dicts/lists; tensors and numpy values are converted).
-        config: the exact configuration that produced them.
-        figures: file name -> a matplotlib ``Figure`` (saved as PNG), an HTML string (``.html``) or bytes.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    names = []
-    for name, figure in (figures or {}).items():
-        save_figure(out / name, figure)
-        names.append(name)
-    payload = {
-        "schema": RESULTS_SCHEMA,
-        "experiment": experiment,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "seed": seed,
-        "config": dict(config),
-        "versions": versions(),
-        "results": dict(results),
-        "claims": [asdict(c) for c in claims],
-        "figures": names,
-    }
-    return atomic_write_json(out / "results.json", payload)
 
 
 def save_figure(path: str | os.PathLike, figure: Any, *, dpi: int = 120) -> Path:

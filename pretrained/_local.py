@@ -224,7 +224,15 @@ def load_local(
             "save one next to the model with tokenizer.save_pretrained(dir)"
         ) from None
 
-    hf_model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a per-shard "Loading weights" bar for a local folder is noise
+    try:
+        hf_model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
     hf_model.eval()
     hf_model.requires_grad_(False)
     state_dict = _converters()[arch](hf_model, cfg)

@@ -8,6 +8,7 @@ from typing import Literal, Union
 import torch
 
 from mechrecall._tl import HookedTransformer
+from mechrecall.processing import processing_of, require_raw  # noqa: F401  (part of pretrained's API)
 from pretrained import _hub, _local, _names
 
 Processing = Literal["tl", "raw"]
@@ -137,34 +138,3 @@ def load(
     model.cfg.mechrecall_checkpoint = step
     model.eval()
     return model
-
-
-def processing_of(model: HookedTransformer) -> str | None:
-    """``"tl"`` or ``"raw"`` as recorded by :func:`load`; ``None`` for a model it did not load."""
-    value = getattr(model.cfg, "mechrecall_processing", None)
-    return value if value in PROCESSING_FLAGS else None
-
-
-def require_raw(model: HookedTransformer, what: str) -> None:
-    """Raise ``ValueError`` unless ``model``'s weights are unprocessed, because ``what`` needs them.
-
-    A model recorded as ``processing="tl"`` fails. An unrecorded model (not loaded by :func:`load`)
-    fails only if it visibly is a converted pretrained model with folded LayerNorm
-    (``cfg.original_architecture`` set and ``normalization_type`` ``"LNPre"``/``"RMSPre"``);
-    otherwise, e.g. for a model trained in TL, its weights are taken as they are.
-    """
-    proc = processing_of(model)
-    cfg = model.cfg
-    folded = (
-        proc is None
-        and getattr(cfg, "original_architecture", None) is not None
-        and getattr(cfg, "normalization_type", None) in ("LNPre", "RMSPre")
-    )
-    if proc == "tl" or folded:
-        src = getattr(cfg, "mechrecall_source", None) or getattr(cfg, "model_name", "<model>")
-        state = "was loaded with processing='tl'" if proc == "tl" else "has folded LayerNorm weights"
-        raise ValueError(
-            f"{what} needs the unprocessed weights, but this model {state} (LayerNorm folded into "
-            f"W_Q/W_K/W_V/W_in, writing weights and W_U centred). Reload it with "
-            f"pretrained.load({src!r}, processing='raw')."
-        )

@@ -38,7 +38,7 @@ class AnswerToken(int):
         answer: the answer word(s), e.g. ``"New York Harbor"``.
         text: the decoded first sub-token, e.g. ``" New"`` (equals ``" " + answer`` when single-token).
         ids: all token ids of ``" " + answer``.
-        multi_token: ``len(ids) > 1`` -- the answer is scored by its first sub-token only (spec §9.32).
+        multi_token: ``len(ids) > 1`` -- the answer is scored by its first sub-token only.
     """
 
     answer: str

@@ -20,7 +20,7 @@ import torch
 import pretrained
 from analyses.attention_html import _check_self_contained, attention_pattern_html, save_attention_html
 from mechrecall.builder import build_toy_model
-from mechrecall.results import write_results
+from mechrecall.results import save_figure
 from pretrained.testing import tiny_checkpoint
 
 torch.set_num_threads(1)
@@ -121,8 +121,7 @@ def test_save_attention_html_writes_atomically(toy, tmp_path):
     assert _props(path.read_text(encoding="utf-8"))["attentionHeadNames"] == ["L0H1"]
 
     html = attention_pattern_html(toy, torch.tensor([1, 2, 3]), 0)
-    results = write_results(tmp_path / "run", {}, experiment="test", config={}, seed=0, figures={"attention.html": html})
-    assert json.loads(results.read_text())["figures"] == ["attention.html"]
+    save_figure(tmp_path / "run" / "attention.html", html)
     assert (tmp_path / "run" / "attention.html").read_text(encoding="utf-8") == html
 
 

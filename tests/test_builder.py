@@ -25,7 +25,7 @@ D, V, T = 16, 11, 8
 
 
 def chen_config(**overrides):
-    """Chen, Bruna & Bietti's two-layer model (spec 003 §3.1) at a tiny size."""
+    """Chen, Bruna & Bietti's two-layer model (§3.1) at a tiny size."""
     cfg = dict(n_layers=2, n_heads=1, d_model=D, d_head=D, d_mlp=4 * D, d_vocab=V, n_ctx=T, act_fn="relu",
                normalization_type=None, dtype="float64")
     cfg.update(overrides)
@@ -266,7 +266,7 @@ def test_theory_model_of_chen_eq2():
 
 
 def disentangled_reference(X, W1, W2, W3):
-    """Musat et al. eq. 1 (strict causal mask), written from the spec, in plain torch."""
+    """Musat et al. eq. 1 (strict causal mask), written from the paper, in plain torch."""
     def causal_softmax(S):
         allowed = torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool).tril(-1)
         return torch.nan_to_num(torch.softmax(S.masked_fill(~allowed, float("-inf")), -1), nan=0.0)

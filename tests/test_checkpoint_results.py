@@ -1,4 +1,4 @@
-"""Checkpoints (safetensors + JSON, atomic, no pickle) and the one results format."""
+"""Checkpoints (safetensors + JSON, atomic, no pickle)."""
 import json
 import math
 import pickle
@@ -9,7 +9,6 @@ import torch
 
 import mechrecall.checkpoint as checkpoint_module
 from mechrecall import (
-    Claim,
     LinearFeedForward,
     PermanentHook,
     SetWeight,
@@ -18,7 +17,6 @@ from mechrecall import (
     load_model,
     load_weights,
     save_checkpoint,
-    write_results,
 )
 
 
@@ -95,31 +93,6 @@ def test_checkpoint_writes_are_atomic(tmp_path, monkeypatch):
 def test_not_a_checkpoint(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a mechrecall checkpoint"):
         load_model(tmp_path)
-
-
-def test_results_json_has_config_versions_claims_and_figures(tmp_path):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots()
-    ax.plot([0, 1], [1, 0])
-    path = write_results(
-        tmp_path / "out",
-        {"p": torch.tensor([0.5, 0.25]), "nan": math.nan, "nested": {"x": (1, 2)}},
-        experiment="unit", config={"alpha": 0.5}, seed=3,
-        claims=[Claim("p(ȳ | drop F2)", 0.97, 0.98, "Fig. 3")],
-        figures={"curve.png": fig, "pattern.html": "<html></html>"},
-    )
-    data = json.loads(Path(path).read_text())
-    assert data["schema"] == "mechrecall.results/1" and data["experiment"] == "unit" and data["seed"] == 3
-    assert data["config"] == {"alpha": 0.5}
-    assert data["results"] == {"p": [0.5, 0.25], "nan": None, "nested": {"x": [1, 2]}}
-    assert data["claims"] == [{"claim": "p(ȳ | drop F2)", "ours": 0.97, "paper": 0.98, "where": "Fig. 3", "note": ""}]
-    assert data["versions"]["torch"] == torch.__version__ and data["versions"]["transformer_lens"].startswith("3.")
-    assert data["figures"] == ["curve.png", "pattern.html"]
-    assert (tmp_path / "out" / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.png", "pattern.html", "results.json"]
-    with pytest.raises(TypeError, match="object"):
-        write_results(tmp_path / "bad", {"x": object()}, experiment="unit", config={}, seed=0)
 
 
 def test_pretrained_model_round_trips_through_a_checkpoint(tmp_path):

@@ -13,8 +13,8 @@ import torch
 
 import pretrained
 from analyses.laser_pythia import main
-from pretrained.prompts import FACTUAL_20, MADRID
-from pretrained.testing import prompt_vocab, tiny_checkpoint
+from analyses.papers.distributional.prompts import FACTUAL_20, MADRID, TABLE1_PROBS, prompt_vocab
+from pretrained.testing import tiny_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +30,14 @@ def dirs(tmp_path_factory):
 
 
 def _results(out):
-    return json.loads((out / "results.json").read_text())
+    return json.loads((out / "laser_pythia" / "results.json").read_text())
 
 
-def test_every_experiment_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
+def _part(out, part):
+    return _results(out)["parts"][part]["results"]["results"]
+
+
+def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     out = tmp_path / "all"
     assert main(["--experiment", "factual", "factual20", "ioi", "prepositions", "sweep", "--model", str(dirs["mirror"]),
                  "--checkpoints", "0,1000", "--layer", "3", "--rho", "0.25", "--n-prompts", "12", "--out", str(out),
@@ -41,31 +45,41 @@ def test_every_experiment_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     assert main(["--experiment", "gpt2-ioi", "--model", str(dirs["gpt2"]), "--out", str(tmp_path / "gpt2"),
                  "--no-progress"]) == 0
     data = _results(out)
-    assert data["schema"] == "mechrecall.results/1"
+    assert data["schema"] == "mechrecall.results/2"
     model = str(dirs["mirror"])
-    for experiment in ("factual", "factual20", "ioi", "prepositions", "sweep"):
-        assert set(data["results"][experiment][model]) == {"0", "1000"}, experiment
-    factual = data["results"]["factual"][model]["1000"]
+    for part in ("factual", "factual20", "ioi", "prepositions", "sweep"):
+        assert data["parts"][part]["status"] == "done"
+        assert set(_part(out, part)[model]) == {"0", "1000"}, part
+    factual = _part(out, "factual")[model]["1000"]
     assert factual["intervention"] == {"paper_layer": 3, "tl_block": 2, "matrix": "mlp_in", "rho": 0.25, "rank_kept": 8,
-                                "full_rank": 32}
+                                       "full_rank": 32}
     assert len(factual["full"]["top5"]) == 5 and factual["full"]["p_answer"] != factual["laser"]["p_answer"]
-    ioi = data["results"]["ioi"][model]["0"]
+    ioi = _part(out, "ioi")[model]["0"]
     assert ioi["n_prompts"] == 12 and len(ioi["full"]["p_io"]) == 12
-    assert 0 <= ioi["laser"]["accuracy_io_over_s"] <= 1
-    assert len(data["results"]["factual20"][model]["0"]["full"]["per_prompt"]) == 20
-    ranks = data["results"]["prepositions"][model]["0"]
+    # accuracy is the fraction of prompts with P(IO) > P(S), recomputed from the stored per-prompt numbers
+    recount = np.mean([a > b for a, b in zip(ioi["laser"]["p_io"], ioi["laser"]["p_s"])])
+    assert ioi["laser"]["accuracy_io_over_s"] == pytest.approx(recount)
+    assert len(_part(out, "factual20")[model]["0"]["full"]["per_prompt"]) == 20
+    ranks = _part(out, "prepositions")[model]["0"]
     assert len(ranks["raw_prepositions"]["ranks"]) == 30 and len(ranks["sentences"]["ranks"]) == 40
-    sweep = data["results"]["sweep"][model]["0"]
+    sweep = _part(out, "sweep")[model]["0"]
     assert sweep["best"]["paper_layer"] == 3 and sweep["n_svd"] == 2  # one layer x {W_in, W_out}
-    claims = {c["claim"]: c for c in data["claims"]}
-    assert claims["factual: P(Spain)/P(the), LASER"]["paper"] == 11.3
-    for name in ("fig5_factual_mirror.png", "fig5_ioi_mirror.png", "table1_mirror.png", "fig15_ioi.png",
-                 "fig16_factual20.png", "fig14_prepositions.png", "sweep_mirror_0.png"):
-        assert (out / name).stat().st_size > 1000, name
-    gpt2 = _results(tmp_path / "gpt2")["results"]["gpt2-ioi"][str(dirs["gpt2"])]["final"]
+    claims = {c["id"]: c for c in data["claims"]}
+    ratio = claims["laser_pythia.factual.mirror.ratio_laser"]
+    assert ratio["paper"] == 11.3 and ratio["ours"] == pytest.approx(factual["laser"]["ratio_answer_the"])
+    drop = claims["laser_pythia.factual.mirror.p_the_drop"]
+    assert drop["paper"] == pytest.approx(TABLE1_PROBS["laser"]["the"] / TABLE1_PROBS["full"]["the"], rel=1e-3)
+    assert drop["ours"] == pytest.approx(factual["laser"]["p_the"] / factual["full"]["p_the"])
+    for row in data["claims"]:  # every verdict follows from the number and the rule
+        from mechrecall.claims import judge_row
+
+        assert row["verdict"] == judge_row(row), row["id"]
+    assert data["figures"] and set(data["figures"]) >= {
+        "fig5_factual_mirror.png", "fig5_ioi_mirror.png", "table1_mirror.png", "fig15_ioi.png", "fig16_factual20.png",
+        "fig14_prepositions.png", "sweep_mirror_0.png"}
+    gpt2 = _part(tmp_path / "gpt2", "gpt2-ioi")[str(dirs["gpt2"])]["final"]
     assert {r["paper_layer"] for r in gpt2["sweep"]} == {2}  # GPT-2's layers 9-12 do not exist: the last one
     assert gpt2["n_svd"] == 1 and len(gpt2["full"]["top4"]) == 4
-    assert (tmp_path / "gpt2" / "fig17_gpt2-tiny.png").stat().st_size > 1000
 
 
 @torch.no_grad()
@@ -76,10 +90,10 @@ def test_factual_laser_equals_truncating_the_hf_weight(dirs, tmp_path):
 
     assert main(["--experiment", "factual", "--model", str(dirs["neox"]), "--layer", "2", "--rho", "0.25",
                  "--out", str(tmp_path / "f"), "--no-progress"]) == 0
-    row = _results(tmp_path / "f")["results"]["factual"][str(dirs["neox"])]["final"]
+    row = _part(tmp_path / "f", "factual")[str(dirs["neox"])]["final"]
     hf = AutoModelForCausalLM.from_pretrained(dirs["neox"], local_files_only=True).eval()
     tokenizer = pretrained.load(str(dirs["neox"]), processing="raw").tokenizer
-    ids = tokenizer(MADRID.prompt, return_tensors="pt", add_special_tokens=False).input_ids  # no BOS (spec §9.31)
+    ids = tokenizer(MADRID.prompt, return_tensors="pt", add_special_tokens=False).input_ids  # no BOS
     spain = tokenizer(" Spain", add_special_tokens=False).input_ids[0]
     full = hf(ids).logits[0, -1].softmax(-1)[spain].item()
     weight = hf.gpt_neox.layers[1].mlp.dense_h_to_4h.weight
@@ -95,7 +109,7 @@ def test_weights_are_restored_bit_exact_after_every_experiment(dirs, tmp_path, m
     loaded = []
     real_load = pretrained.load
     monkeypatch.setattr(pretrained, "load", lambda *a, **k: loaded.append(real_load(*a, **k)) or loaded[-1])
-    assert main(["--experiment", "factual", "factual20", "ioi", "sweep", "--model", str(dirs["neox"]), "--rho", "0.1",
+    assert main(["--experiment", "factual", "factual20", "ioi", "sweep", "--model", str(dirs["neox"]), "--layer", "3", "--rho", "0.1",
                  "--n-prompts", "5", "--out", str(tmp_path / "r"), "--no-progress"]) == 0
     assert len(loaded) == 1  # loaded once, reused by every experiment
     used = loaded[0]  # the very model object the experiments edited
@@ -109,35 +123,45 @@ def test_sweep_reads_a_user_prompt_file(dirs, tmp_path):
     prompts.write_text("\n".join(json.dumps({"prompt": p.prompt, "answer": p.answer}) for p in FACTUAL_20[:3]))
     assert main(["--experiment", "sweep", "--model", str(dirs["neox"]), "--prompts", str(prompts), "--rho", "0.5",
                  "--out", str(tmp_path / "s"), "--no-progress"]) == 0
-    row = _results(tmp_path / "s")["results"]["sweep"][str(dirs["neox"])]["final"]
+    row = _part(tmp_path / "s", "sweep")[str(dirs["neox"])]["final"]
     assert row["n_prompts"] == 3
     assert {r["paper_layer"] for r in row["table"]} == {2, 3}  # the last half of 3 layers
     assert {r["matrix"] for r in row["table"]} == {"mlp_in", "mlp_out"}
 
 
-def test_no_weights_and_no_network_exits_at_once_naming_what_to_pass(tmp_path, capsys, monkeypatch):
+def test_no_weights_makes_claims_not_run_with_the_reason(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    code = main(["--experiment", "factual", "--out", str(tmp_path / "x"), "--no-progress"])
-    err = capsys.readouterr().err
-    assert code == 2 and "--model" in err and "pythia-1b" in err
-    assert not (tmp_path / "x").exists()
+    assert main(["--experiment", "factual", "--out", str(tmp_path / "x"), "--no-progress"]) == 0
+    assert "--model DIR" in capsys.readouterr().out
+    rows = _results(tmp_path / "x")["claims"]
+    assert rows and all(r["verdict"] == "not run" and r["ours"] is None for r in rows)
+    assert all("pythia-1b" in r["reason"] and "can't be loaded" in r["reason"] for r in rows)
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--checkpoints", "a,b"], "--checkpoints='a,b'"),
-    (["--layer", "9"], "--layer=9 (1-indexed, as in the paper) is out of range"),
-    (["--rho", "1.5"], "rho=1.5"),
-    (["--n-prompts", "0"], "--n-prompts=0"),
+    (["--checkpoints", "a,b"], "--checkpoints 'a,b'"),
+    (["--layer", "9", "--rho", "0.1"], "--layer 9 (1-indexed, as in the paper) is out of range"),
+    (["--rho", "1.5"], "--rho 1.5"),
+    (["--n-prompts", "0"], "--n-prompts 0"),
+    (["--prompts", "/nonexistent.jsonl"], "--prompts /nonexistent.jsonl: no such file"),
+    (["--model", "pythia-nonsense"], "--model pythia-nonsense: 'pythia-nonsense' is neither"),
 ])
 def test_bad_arguments(dirs, tmp_path, capsys, args, message):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--model", str(dirs["neox"]), "--out", str(tmp_path / "x"), "--no-progress", *args])
-    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    code = main(["--model", str(dirs["neox"]), "--out", str(tmp_path / "x"), "--no-progress", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_unknown_model_needs_layer_and_rho(dirs, tmp_path, capsys):
+    """A model the paper did not use gets no silent default layer and ρ."""
+    assert main(["--experiment", "factual", "--model", str(dirs["neox"]), "--out", str(tmp_path / "x"),
+                 "--no-progress"]) == 2
+    assert "pass --layer" in capsys.readouterr().err
 
 
 def test_bad_prompt_file_fails_before_loading(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "x"}\n')
-    with pytest.raises(SystemExit):
-        main(["--experiment", "sweep", "--model", "pythia-1b", "--prompts", str(bad), "--out", str(tmp_path / "x")])
+    assert main(["--experiment", "sweep", "--model", "pythia-1b", "--prompts", str(bad), "--out",
+                 str(tmp_path / "x")]) == 2
     assert "line 1" in capsys.readouterr().err

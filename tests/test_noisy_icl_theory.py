@@ -1,4 +1,4 @@
-"""Theory utilities of paper 003 (analyses/noisy_icl_theory.py): Theorem 1, App. B.3, Theorem 3 / Eq. 43,
+"""Theory utilities of Chen, Bruna & Bietti (analyses/noisy_icl_theory.py): Theorem 1, App. B.3, Theorem 3 / Eq. 43,
 Fig. 18 (LAM) and Table 3. Every check compares against a theory prediction or an independent computation."""
 import math
 

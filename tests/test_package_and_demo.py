@@ -23,33 +23,42 @@ def test_layout_imports_and_tl_pin():
     assert HookedTransformer.__module__.startswith("transformer_lens")
 
 
-def test_main_job_runs_end_to_end_and_resumes(tmp_path):
-    out = tmp_path / "demo"
-    cmd = [sys.executable, "-m", "mechrecall", "demo", "--out", str(out), "--steps", "400", "--no-progress"]
-    first = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+def _demo(out, *args):
+    cmd = [sys.executable, "-m", "analyses.induction_emergence", "--experiment", "demo", "--out", str(out), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+
+
+def test_induction_demo_runs_end_to_end_and_resumes(tmp_path):
+    first = _demo(tmp_path, "--preset", "micro", "--steps", "400", "--no-progress")
     assert first.returncode == 0, first.stderr
-    data = json.loads((out / "results.json").read_text())
-    final = data["results"]["final"]
+    data = json.loads((tmp_path / "induction_emergence" / "results.json").read_text())
+    part = data["parts"]["demo"]["results"]
+    final = part["final"]
     # Chance is 1/64. Measured at 400 steps, seeds 0-4: accuracy 0.946-0.953, L1 induction attention 0.85-0.87.
     assert final["accuracy"] > 0.6
     assert final["attention.L1_induction"] > 0.5
-    assert data["results"]["reloaded_checkpoint_accuracy"] == final["accuracy"]
-    assert (out / "training.png").stat().st_size > 10_000
+    assert part["reloaded_checkpoint_accuracy"] == final["accuracy"]
     # The head-role analysis finds the trained circuit: L0 is the previous-token head, L1 the induction head.
-    roles = {(r["layer"], r["head"], r["score"]): r["value"] for r in data["results"]["head_roles"]}
+    roles = {(r["layer"], r["head"], r["score"]): r["value"] for r in part["head_roles"]}
     assert roles[(0, 0, "previous_token")] > roles[(1, 0, "previous_token")]
     assert roles[(1, 0, "induction")] > roles[(0, 0, "induction")]
-    assert "circuits-vis" in (out / "attention_L1.html").read_text() and (out / "head_roles.png").exists()
-    assert data["config"]["steps"] == 400 and data["versions"]["torch"] == torch.__version__
-    # Re-running with more steps resumes from the last checkpoint instead of starting over.
-    second = subprocess.run(cmd[:-3] + ["--steps", "450", "--no-progress"], capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0, second.stderr
-    assert json.loads((out / "results.json").read_text())["results"]["resumed_from_step"] == 400
+    claims = {c["id"]: c for c in data["claims"]}
+    assert claims["induction_emergence.demo.induction_accuracy"]["ours"] == final["accuracy"]
+    assert claims["induction_emergence.demo.induction_head_in_layer1"]["verdict"] == "reproduced"
+    assert "circuits-vis" in (tmp_path / "induction_emergence" / "demo_attention_L1.html").read_text()
+    assert part["config"]["steps"] == 400 and data["versions"]["torch"] == torch.__version__
+    # The same command again keeps the finished part; a new --steps is another configuration.
+    again = _demo(tmp_path, "--preset", "micro", "--steps", "400", "--no-progress")
+    assert again.returncode == 0 and "demo: done earlier, kept" in again.stdout
+    other = _demo(tmp_path, "--preset", "micro", "--steps", "450", "--no-progress")
+    assert other.returncode == 2 and "options.steps: 400 there, 450 now" in other.stderr
 
 
-def test_main_job_rejects_bad_arguments(tmp_path):
-    bad = subprocess.run([sys.executable, "-m", "mechrecall", "demo", "--steps", "0", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120)
-    assert bad.returncode != 0 and "--steps=0" in bad.stderr
-    unknown = subprocess.run([sys.executable, "-m", "mechrecall", "fly"], capture_output=True, text=True, timeout=120)
-    assert unknown.returncode == 2 and "unknown command 'fly'" in unknown.stderr
+def test_mechrecall_command_dispatches_to_the_experiments(tmp_path):
+    listed = subprocess.run([sys.executable, "-m", "mechrecall", "--help"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0 and "induction_emergence" in listed.stdout and "noisy_icl" in listed.stdout
+    bad = subprocess.run([sys.executable, "-m", "mechrecall", "induction_emergence", "--steps", "0", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--steps 0" in bad.stderr and "Traceback" not in bad.stderr
+    unknown = subprocess.run([sys.executable, "-m", "mechrecall", "fly"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "unknown experiment 'fly'" in unknown.stderr

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import pretrained
-from pretrained import prompts as P
-from pretrained.prompts import (
+from analyses.papers.distributional import prompts as P
+from analyses.papers.distributional.prompts import (
     FACTUAL_20,
     GPT2_IOI,
     GPT2_IOI_TOKENS,
@@ -19,15 +19,14 @@ from pretrained.prompts import (
     MADRID,
     PREPOSITION_SENTENCES,
     PREPOSITIONS,
-    AnswerToken,
     IOIPrompt,
-    Prompt,
     ioi_prompts,
-    load_prompt_file,
+    prompt_vocab,
     prompt_words,
     single_token_names,
 )
-from pretrained.testing import DEFAULT_WORDS, EOT, prompt_vocab, tiny_checkpoint, tiny_tokenizer
+from pretrained.prompts import AnswerToken, Prompt, load_prompt_file
+from pretrained.testing import DEFAULT_WORDS, EOT, tiny_checkpoint, tiny_tokenizer
 
 torch.set_num_threads(1)
 
@@ -55,7 +54,7 @@ def test_counts():
     assert len(FACTUAL_20) == 20 and all(isinstance(p, Prompt) for p in FACTUAL_20)
     assert len(PREPOSITIONS) == 30 and len(set(PREPOSITIONS)) == 30
     assert len(PREPOSITION_SENTENCES) == 40 and len(set(PREPOSITION_SENTENCES)) == 40
-    # spec App. A = the NAMES list of Wang et al.'s ioi_dataset.py: 99 names (no "Zachary"), all distinct
+    # the NAMES list of Wang et al.'s ioi_dataset.py: 99 names (no "Zachary"), all distinct
     assert len(IOI_NAMES) == 99 and len(set(IOI_NAMES)) == 99 and "Zachary" not in IOI_NAMES
     assert all(name.isalpha() and name[0].isupper() for name in IOI_NAMES)
     assert len(GPT2_IOI_TOKENS) == 4

@@ -1,4 +1,4 @@
-"""Packaged data: tiny-Shakespeare character statistics (π_u, π_b of seed 003 §3, spec §0 and §2.1).
+"""Packaged data: tiny-Shakespeare character statistics (π_u, π_b of §3).
 
     stats = load_char_stats()
     stats.vocab            # "\\n !$&',-.3:;?ABC...xyz" (65 characters sorted by code point; id = index)
@@ -69,7 +69,7 @@ class CharStats:
 
 @functools.lru_cache(maxsize=1)
 def _packaged_json() -> dict:
-    return json.loads(importlib.resources.files(__name__).joinpath(CHAR_STATS_FILE).read_text(encoding="utf-8"))
+    return json.loads(importlib.resources.files(__package__).joinpath(CHAR_STATS_FILE).read_text(encoding="utf-8"))
 
 
 def _read_json(path: str | None) -> dict:

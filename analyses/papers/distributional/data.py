@@ -1,4 +1,4 @@
-"""Noisy in-context recall and its variants (seed 003: Chen, Bruna & Bietti, §3, App. B.4, G, J).
+"""Noisy in-context recall and its variants (Chen, Bruna & Bietti, §3, App. B.4, G, J).
 
 A trigger ``q`` is followed by the sequence's own answer ``ȳ`` with probability ``1 - α`` and by a fixed
 generic noise token ``τ`` with probability ``α``; every other token follows a character bigram model.
@@ -20,7 +20,7 @@ Every generator builds ``seq = z_{1..T+1}`` (``[B, T+1]``) and returns ``tokens 
 ``"last"`` (position ``T``, paper text) or ``"trigger_repeat"`` (every position whose input is a trigger at
 its 2nd or later occurrence, ``outs >= 2``; official code ``leichen2018/ATTN_vs_MLP``).
 
-Presets (spec §2.1, §2.1b): ``NoisyICLConfig.preset("paper_text")`` -- τ appended as id 65
+Presets: ``NoisyICLConfig.preset("paper_text")`` -- τ appended as id 65
 (``d_vocab = 66``), ȳ uniform over the 65 characters, ``z_T = q``, last-position loss;
 ``NoisyICLConfig.preset("official_code")`` (also the defaults) -- τ = character id 2 (``'!'``,
 ``d_vocab = 65``), ȳ uniform over all 65 ids (it can be ``q`` or ``τ``), no forcing, ``outs >= 2`` loss.
@@ -61,7 +61,7 @@ MIN_SEQ_LEN = 3  # q, ȳ, q: the shortest context in which the answer to a trigg
 
 @dataclass(frozen=True)
 class NoisyICLConfig:
-    """The noisy in-context recall data distribution (spec §5.1). Defaults = the ``official_code`` preset.
+    """The noisy in-context recall data distribution. Defaults = the ``official_code`` preset.
 
     n_tokens: ``N`` ordinary tokens, ids ``0..N-1`` (65 characters with the tiny-Shakespeare statistics).
     noise_token_id: ``τ``. ``None`` (or ``N``) appends it as id ``N`` (``d_vocab = N + 1``, paper text);
@@ -73,7 +73,7 @@ class NoisyICLConfig:
         (theory variant, App. D-F).
     output_pool: where ``ȳ`` is drawn from: ``"ordinary"`` = ``[N]`` minus ``τ`` (paper text: ``[N]``);
         ``"all_vocab"`` = every id of ``d_vocab`` (official code: all 65 ids, including ``τ = 2``).
-    exclude_trigger_output: draw ``ȳ_q`` from the pool without ``q`` itself (official ``no_repeat``; spec §9.4).
+    exclude_trigger_output: draw ``ȳ_q`` from the pool without ``q`` itself (official ``no_repeat``).
     force_last_trigger: set ``z_T`` to a trigger (paper text) before drawing ``y = z_{T+1}``.
     loss_positions: ``"trigger_repeat"`` (``outs >= 2``) or ``"last"``.
     after_noise: successor of an appended ``τ``: ``"unigram"`` (π_u) or ``"bigram_of_trigger"``
@@ -164,7 +164,7 @@ class NoisyICLConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides) -> "NoisyICLConfig":
-        """``"paper_text"`` or ``"official_code"`` (spec §2.1 / §2.1b), with field overrides.
+        """``"paper_text"`` or ``"official_code"``, with field overrides.
 
         ``preset("official_code", triggers=MULTI_TRIGGERS)`` is the App. B.4 multi-trigger run.
         """
@@ -534,7 +534,7 @@ def sample_synthetic_ioi(
     cfg: NoisyICLConfig, batch: int, generator: torch.Generator, *, alpha: float | None = None,
     noise_in_filler: bool = True,
 ) -> Batch:
-    """Synthetic IOI with noise (paper App. J items i-v; spec §2.2), vectorised over the batch.
+    """Synthetic IOI with noise (paper App. J items i-v), vectorised over the batch.
 
     Per sequence: ``ȳ`` and a different distractor ``y^D`` uniform over the output pool (paper: ``[N]``;
     ``cfg.exclude_trigger_output`` keeps both ``!= q``); three positions ``i1 < i2 < i3`` in ``[T-2]``

@@ -1,4 +1,4 @@
-"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I) — ``python -m analyses.laser_pythia``.
+"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I): the parts of ``python -m analyses.laser_pythia``.
 
 Truncating one late MLP input matrix to a tiny rank (LASER, Sharma et al. 2024) removes the generic
 "the" that feed-forward layers predict from distributional statistics, and lets the in-context answer win.
@@ -6,7 +6,7 @@ Every truncation uses ``hooks.low_rank`` on **raw** weights (``pretrained.load(.
 and the weights are checked bit-identical after each one. Layers are given as in the paper (1-indexed);
 results show the TransformerLens block (``layer - 1``) beside them.
 
-Experiments (``--experiment``):
+Parts (``--experiment``):
 
 - ``factual``: "Madrid is located in" → " Spain" on Pythia-1B, layer 16, ρ = 0.0125: top-5 next tokens
   full vs LASER (Table 1), P(Spain)/P(the) across ``--checkpoints`` (Fig 5 right).
@@ -20,19 +20,17 @@ Experiments (``--experiment``):
   JSON lines ``{"prompt": ..., "answer": ...}``), objective mean P(answer)/P(" the").
 
 ``--model`` takes TransformerLens names (``pythia-1b``) or local Hugging Face directories (read offline; a
-directory with ``step{N}/`` subfolders serves ``--checkpoints``). Without local weights and without the hub the
-module stops at once, naming what to pass.
+directory with ``step{N}/`` subfolders serves ``--checkpoints``). A model whose weights are not here (no local
+directory, no hub) makes its claims ``not run``, with the reason, and the run goes on.
 
-``results.json`` (schema ``mechrecall.results/1``, see ``mechrecall.results``) holds, under
-``results[experiment][model][checkpoint]``: ``intervention`` (paper layer, TL block, matrix, ρ, rank kept) and per
-variant ``full`` / ``laser`` the probabilities, ratios, ranks and top-k tokens of that experiment; the paper's
-numbers sit beside ours in ``claims``.
+``results.json`` (``mechrecall.experiment``) holds, under ``parts[part]["results"][model][checkpoint]``:
+``intervention`` (paper layer, TL block, matrix, ρ, rank kept) and per variant ``full`` / ``laser`` the
+probabilities, ratios, ranks and top-k tokens of that part; the paper's numbers sit beside ours in ``claims``.
 """
+
 from __future__ import annotations
 
-import argparse
 import contextlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -43,22 +41,23 @@ import pretrained
 from analyses.plotting import subplots
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
-from mechrecall.results import Claim, write_results
+from mechrecall.claims import Claim, Rule, at_least, at_most
+from mechrecall.errors import UsageError
+from mechrecall.experiment import Context, PartResult
 from analyses.papers.distributional.prompts import (
     FACTUAL_20,
     GPT2_IOI,
     GPT2_IOI_TOKENS,
     MADRID,
+    TABLE1_PROBS,
     PREPOSITION_SENTENCES,
     PREPOSITIONS,
-    Prompt,
     ioi_prompts,
-    load_prompt_file,
 )
+from pretrained.prompts import Prompt, load_prompt_file
 
-EXPERIMENTS = ("factual", "factual20", "ioi", "prepositions", "gpt2-ioi", "sweep")
 
-#: Paper layer (1-indexed) and ρ of each (experiment, model) — spec §6.1, from App. C.2.
+#: Paper layer (1-indexed) and ρ of each (experiment, model) from App. C.2.
 PAPER_LASER = {
     ("factual", "pythia-1b"): (16, 0.0125),
     ("factual20", "pythia-1b"): (16, 0.0125),
@@ -78,15 +77,11 @@ PAPER_CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 2000, 3000,
 GPT2_LAYERS = (9, 10, 11, 12)
 GPT2_RHOS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 SWEEP_RHOS = (0.005, 0.008, 0.01, 0.0125, 0.02, 0.025, 0.04, 0.05, 0.1, 0.2, 0.5)
-#: Table 1 (Pythia-1B, "Madrid is located in"): top-5 next tokens, full and LASER.
-TABLE1 = {"full": {"the": 0.499, "Spain": 0.079, "a": 0.069, "southern": 0.023, "northern": 0.021},
-          "laser": {"the": 0.027, "Spain": 0.300, "a": 0.002, "southern": 0.044, "northern": 0.046}}
-
-
 @dataclass(frozen=True)
 class Options:
-    """Command-line options shared by the experiments."""
+    """Command-line options shared by the parts."""
 
+    models: tuple[str, ...] = ()  # empty: the paper's models for each part
     checkpoints: tuple[int | None, ...] = (None,)  # None = the final / only weights
     layer: int | None = None  # paper (1-indexed); default per (experiment, model)
     rho: float | None = None
@@ -97,7 +92,6 @@ class Options:
     dtype: str = "float32"
     device: str = "cpu"
     prompts: str | None = None
-    progress: bool = True
 
 
 # ----------------------------------------------------------------------------------- model access
@@ -109,28 +103,39 @@ def model_key(name_or_path: str) -> str:
 
 
 def laser_setting(experiment: str, model, name: str, opts: Options) -> tuple[int, float]:
-    """(paper layer, ρ): the options if given, else the paper's for this model, else the last layer and ρ = 0.05."""
-    layer, rho = PAPER_LASER.get((experiment, model_key(name)), (model.cfg.n_layers, 0.05))
-    layer = opts.layer if opts.layer is not None else layer
-    rho = opts.rho if opts.rho is not None else rho
+    """(paper layer, ρ): the options if given, else the paper's for this model.
+
+    A model the paper did not use needs ``--layer`` and ``--rho`` (no silent default)."""
+    paper = PAPER_LASER.get((experiment, model_key(name)))
+    if paper is None and (opts.layer is None or opts.rho is None):
+        raise UsageError(f"the paper gives no LASER layer and ρ for {experiment} on {model_key(name)!r}; pass --layer "
+                         f"(1..{model.cfg.n_layers}, 1-indexed) and --rho")
+    layer = opts.layer if opts.layer is not None else paper[0]
+    rho = opts.rho if opts.rho is not None else paper[1]
     if not 1 <= layer <= model.cfg.n_layers:
-        raise ValueError(f"--layer={layer} (1-indexed, as in the paper) is out of range for {name}: "
+        raise UsageError(f"--layer {layer} (1-indexed, as in the paper) is out of range for {name}: "
                          f"expected 1..{model.cfg.n_layers}")
     return layer, rho
 
 
-_LAST_LOADED: dict[tuple, Any] = {}
-
-
-def load(name: str, checkpoint: int | None, opts: Options):
-    """``pretrained.load(..., processing="raw")``; the last model loaded is kept, so the fail-fast check of
-    ``run`` does not load the first model twice."""
-    key = (name, checkpoint, opts.dtype, opts.device)
-    if key not in _LAST_LOADED:
-        _LAST_LOADED.clear()
-        _LAST_LOADED[key] = pretrained.load(name, checkpoint=checkpoint, processing="raw", dtype=opts.dtype,
-                                            device=opts.device)
-    return _LAST_LOADED[key]
+def load(ctx: Context, name: str, checkpoint: int | None, opts: Options):
+    """``pretrained.load(..., processing="raw")``, kept in ``ctx.cache`` for the other parts of this invocation
+    (one model at a time: a new one replaces the last). ``None`` when the weights are not here (recorded in
+    ``ctx.cache["missing"]`` with the reason)."""
+    key = ("laser_pythia.model", name, checkpoint, opts.dtype, opts.device)
+    if key not in ctx.cache:
+        for old in [k for k in ctx.cache if isinstance(k, tuple) and k[0] == "laser_pythia.model"]:
+            del ctx.cache[old]
+        try:
+            ctx.cache[key] = pretrained.load(name, checkpoint=checkpoint, processing="raw", dtype=opts.dtype,
+                                             device=opts.device)
+        except pretrained.PretrainedNotAvailableError as exc:
+            ctx.cache.setdefault("missing", {})[name] = str(exc).splitlines()[0]
+            ctx.say(f"no weights for {name} here: its claims are not run (pass --model DIR with a local copy)")
+            return None
+        except ValueError as exc:  # a name that is neither a directory nor a model, a bad checkpoint
+            raise UsageError(f"--model {name}: {exc}") from None
+    return ctx.cache[key]
 
 
 @contextlib.contextmanager
@@ -183,61 +188,90 @@ def rank_of(probs: torch.Tensor, token: int) -> torch.Tensor:
     return (probs > probs[:, token : token + 1]).sum(-1) + 1
 
 
-def _iter_runs(models: Sequence[str], opts: Options, desc: str):
+def _iter_runs(ctx: Context, models: Sequence[str], opts: Options, desc: str):
+    """(name, checkpoint, model) for every model x checkpoint whose weights are here."""
     pairs = [(m, c) for m in models for c in opts.checkpoints]
-    if opts.progress:
+    if ctx.progress:
         from tqdm.auto import tqdm
 
         pairs = tqdm(pairs, desc=desc, unit="checkpoint")
     for name, checkpoint in pairs:
-        yield name, checkpoint, load(name, checkpoint, opts)
+        model = load(ctx, name, checkpoint, opts)
+        if model is not None:
+            yield name, checkpoint, model
 
 
 def _ckpt(checkpoint: int | None) -> str:
     return "final" if checkpoint is None else str(checkpoint)
 
 
+def _model_claim(ctx: Context, part: str, name: str, model: str, results: dict, value, claim: str, rule: Rule,
+                 **kw) -> Claim:
+    """A claim about ``model``: ``value(last row)`` when it ran, else ``not run`` with the reason."""
+    rows = results.get(model)
+    if not rows:
+        reason = ctx.cache.get("missing", {}).get(model, "not run")
+        return ctx.claim(part, f"{_slug(model)}.{name}", f"{model_key(model)}: {claim}", None, rule,
+                         reason=f"no weights for {model}: {reason}", **kw)
+    return ctx.claim(part, f"{_slug(model)}.{name}", f"{model_key(model)}: {claim}", value(list(rows.values())[-1]),
+                     rule, **kw)
+
+
 # ----------------------------------------------------------------------------------- experiments
 
 
-def run_factual(models, opts: Options) -> tuple[dict, list[Claim]]:
-    """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the"."""
-    results, claims = {}, []
-    for name, checkpoint, model in _iter_runs(models, opts, "factual"):
-        layer, rho = laser_setting("factual", model, name, opts)
-        answer, answer_str = token_id(model, MADRID.answer)
-        the, _ = token_id(model, "the")
-        row = {"intervention": _laser_info(model, layer, rho, opts.matrix), "prompt": MADRID.prompt, "answer_token": answer_str}
-        for variant in ("full", "laser"):
-            with laser(model, layer, rho, opts.matrix) if variant == "laser" else contextlib.nullcontext():
-                probs = next_token_probs(model, [MADRID.prompt], opts)[0]
-                continuation = greedy(model, MADRID.prompt, 4, opts)
-            row[variant] = {"p_answer": float(probs[answer]), "p_the": float(probs[the]),
-                            "ratio_answer_the": float(probs[answer] / probs[the]), "top5": top_k(model, probs),
-                            "greedy": continuation}
-        results.setdefault(name, {})[_ckpt(checkpoint)] = row
-    last = _last_row(results, models)
-    claims += [
-        Claim("factual: P(Spain)/P(the), full", last["full"]["ratio_answer_the"], 0.16, "Fig 5 right / Table 1"),
-        Claim("factual: P(Spain)/P(the), LASER", last["laser"]["ratio_answer_the"], 11.3, "Fig 5 right / Table 1"),
-        Claim("factual: P(the), full → LASER", f"{last['full']['p_the']:.3f} → {last['laser']['p_the']:.3f}",
-              f"{TABLE1['full']['the']} → {TABLE1['laser']['the']}", "Table 1"),
-        Claim("factual: P(Spain), full → LASER", f"{last['full']['p_answer']:.3f} → {last['laser']['p_answer']:.3f}",
-              f"{TABLE1['full']['Spain']} → {TABLE1['laser']['Spain']}", "Table 1"),
-    ]
-    return results, claims
+def full_and_laser(model, layer: int, rho: float, matrix: str, measure) -> dict[str, Any]:
+    """``{"full": measure(), "laser": measure()}``, the second under LASER on paper layer ``layer``."""
+    full = measure()
+    with laser(model, layer, rho, matrix):
+        truncated = measure()
+    return {"full": full, "laser": truncated}
 
 
 @torch.no_grad()
 def greedy(model, prompt: str, n: int, opts: Options) -> str:
-    """The next ``n`` greedy tokens (decoded)."""
-    tokens = model.to_tokens(prompt, prepend_bos=opts.prepend_bos).to(opts.device)
-    start = tokens.shape[1]
-    for _ in range(n):
-        if tokens.shape[1] >= model.cfg.n_ctx:
-            break
-        tokens = torch.cat([tokens, model(tokens)[:, -1].argmax(-1, keepdim=True)], dim=1)
-    return model.tokenizer.decode(tokens[0, start:].tolist())
+    """The next ``n`` greedy tokens, decoded (``HookedTransformer.generate``, no sampling)."""
+    return model.generate(prompt, max_new_tokens=n, do_sample=False, prepend_bos=opts.prepend_bos, verbose=False,
+                          return_type="str", use_past_kv_cache=False)[len(prompt):]
+
+
+def run_factual(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+    """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the"."""
+    results = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual"):
+        layer, rho = laser_setting("factual", model, name, opts)
+        answer, answer_str = token_id(model, MADRID.answer)
+        the, _ = token_id(model, "the")
+
+        def measure():
+            probs = next_token_probs(model, [MADRID.prompt], opts)[0]
+            return {"p_answer": float(probs[answer]), "p_the": float(probs[the]),
+                    "ratio_answer_the": float(probs[answer] / probs[the]), "top5": top_k(model, probs),
+                    "greedy": greedy(model, MADRID.prompt, 4, opts)}
+
+        row = {"intervention": _laser_info(model, layer, rho, opts.matrix), "prompt": MADRID.prompt,
+               "answer_token": answer_str, **full_and_laser(model, layer, rho, opts.matrix, measure)}
+        results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    full, lasered = TABLE1_PROBS["full"], TABLE1_PROBS["laser"]
+    claims = []
+    for name in models:
+        def claim(key, text, value, rule, **kw):
+            return _model_claim(ctx, "factual", key, name, results, value, text, rule, **kw)
+
+        claims += [
+            claim("ratio_full", "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
+                  lambda r: r["full"]["ratio_answer_the"], at_most(1.0), paper=0.16, where="Table 1, Fig 5 right"),
+            claim("ratio_laser", "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
+                  lambda r: r["laser"]["ratio_answer_the"], at_least(2.0, partial=1.0), paper=11.3,
+                  where="Table 1, Fig 5 right"),
+            claim("p_the_drop", "LASER removes most of P(the) (LASER / full)",
+                  lambda r: r["laser"]["p_the"] / r["full"]["p_the"], at_most(0.2, partial=0.5),
+                  paper=round(lasered["the"] / full["the"], 4), where="Table 1"),
+            claim("p_answer_gain", "LASER raises P(Spain) (LASER / full)",
+                  lambda r: r["laser"]["p_answer"] / r["full"]["p_answer"], at_least(2.0, partial=1.0),
+                  paper=round(lasered["Spain"] / full["Spain"], 3), where="Table 1"),
+        ]
+    return results, claims
 
 
 def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> dict[str, Any]:
@@ -252,81 +286,97 @@ def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> di
             "frac_answer_above_the": float((p_answer > p_the).float().mean())}
 
 
-def run_factual20(models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_factual20(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
     """Fig 16: the 20 factual prompts of Table 5, full vs LASER."""
-    results, claims = {}, []
-    for name, checkpoint, model in _iter_runs(models, opts, "factual20"):
+    results = {}
+    texts = [p.prompt for p in FACTUAL_20]
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual20"):
         layer, rho = laser_setting("factual20", model, name, opts)
-        row = {"intervention": _laser_info(model, layer, rho, opts.matrix)}
-        for variant in ("full", "laser"):
-            with laser(model, layer, rho, opts.matrix) if variant == "laser" else contextlib.nullcontext():
-                row[variant] = _answer_metrics(model, FACTUAL_20, next_token_probs(model, [p.prompt for p in FACTUAL_20], opts))
+        row = {"intervention": _laser_info(model, layer, rho, opts.matrix),
+               **full_and_laser(model, layer, rho, opts.matrix,
+                                lambda: _answer_metrics(model, FACTUAL_20, next_token_probs(model, texts, opts)))}
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
-        claims.append(Claim(f"factual20 {name}: mean P(the), full → LASER",
-                            f"{row['full']['mean_p_the']:.3f} → {row['laser']['mean_p_the']:.3f}", None, "Fig 16",
-                            "LASER significantly lowers P(the) relative to the correct outputs"))
-        claims.append(Claim(f"factual20 {name}: P(answer)/P(the) (ratio of means), full → LASER",
-                            f"{row['full']['ratio_of_means']:.3g} → {row['laser']['ratio_of_means']:.3g}", None, "Fig 16"))
+    claims = []
+    for name in models:
+        claims.append(_model_claim(ctx, "factual20", "p_the_drop", name, results,
+                                   lambda r: r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
+                                   "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
+                                   at_most(0.5, partial=0.9), where="Fig 16"))
+        claims.append(_model_claim(ctx, "factual20", "answer_over_the_gain", name, results,
+                                   lambda r: r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
+                                   "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
+                                   at_least(2.0, partial=1.0), where="Fig 16"))
     return results, claims
 
 
-def run_ioi(models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
     """Figs 5 left and 15: mean P(IO), P(S), P(the) on 100 IOI prompts, full vs LASER."""
-    results, claims = {}, []
-    for name, checkpoint, model in _iter_runs(models, opts, "ioi"):
+    results = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
         layer, rho = laser_setting("ioi", model, name, opts)
         prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
         io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
         s = torch.tensor([token_id(model, p.s)[0] for p in prompts])
         the, _ = token_id(model, "the")
-        row = {"intervention": _laser_info(model, layer, rho, opts.matrix), "n_prompts": len(prompts),
-               "prompts": [p.prompt for p in prompts]}
-        for variant in ("full", "laser"):
-            with laser(model, layer, rho, opts.matrix) if variant == "laser" else contextlib.nullcontext():
-                probs = next_token_probs(model, [p.prompt for p in prompts], opts)
-            n = torch.arange(len(prompts))
+        n = torch.arange(len(prompts))
+
+        def measure():
+            probs = next_token_probs(model, [p.prompt for p in prompts], opts)
             p_io, p_s, p_the = probs[n, io], probs[n, s], probs[:, the]
-            row[variant] = {"mean_p_io": float(p_io.mean()), "mean_p_s": float(p_s.mean()), "mean_p_the": float(p_the.mean()),
-                            "ratio_io_the": float(p_io.mean() / p_the.mean()), "mean_ratio_io_the": float((p_io / p_the).mean()),
-                            "accuracy_io_over_s": float((p_io > p_s).float().mean()),
-                            "logit_diff_io_s": float((p_io.log() - p_s.log()).mean()),
-                            "p_io": p_io.tolist(), "p_s": p_s.tolist(), "p_the": p_the.tolist()}
+            return {"mean_p_io": float(p_io.mean()), "mean_p_s": float(p_s.mean()), "mean_p_the": float(p_the.mean()),
+                    "ratio_io_the": float(p_io.mean() / p_the.mean()), "mean_ratio_io_the": float((p_io / p_the).mean()),
+                    "accuracy_io_over_s": float((p_io > p_s).float().mean()),
+                    "logit_diff_io_s": float((p_io.log() - p_s.log()).mean()),
+                    "p_io": p_io.tolist(), "p_s": p_s.tolist(), "p_the": p_the.tolist()}
+
+        row = {"intervention": _laser_info(model, layer, rho, opts.matrix), "n_prompts": len(prompts),
+               "prompts": [p.prompt for p in prompts], **full_and_laser(model, layer, rho, opts.matrix, measure)}
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    claims = []
     for name in models:
-        last = list(results[name].values())[-1]
-        paper = (2.3, 12.3) if model_key(name) == "pythia-1b" else (None, None)
-        claims.append(Claim(f"ioi {name}: P(IO)/P(the), full", last["full"]["ratio_io_the"], paper[0], "Fig 5 left"))
-        claims.append(Claim(f"ioi {name}: P(IO)/P(the), LASER", last["laser"]["ratio_io_the"], paper[1], "Fig 5 left",
-                            "paper: at '14K steps' (spec §9.28: probably the final checkpoint)"))
+        paper = (2.3, round(12.3 / 2.3, 2)) if model_key(name) == "pythia-1b" else (None, None)
+        claims.append(_model_claim(ctx, "ioi", "ratio_full", name, results, lambda r: r["full"]["ratio_io_the"],
+                                   "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
+                                   at_least(1.0), paper=paper[0], where="Fig 5 left"))
+        claims.append(_model_claim(ctx, "ioi", "ratio_gain", name, results,
+                                   lambda r: r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
+                                   "LASER raises P(IO)/P(the) several-fold (LASER / full)",
+                                   at_least(2.0, partial=1.0), paper=paper[1], where="Fig 5 left",
+                                   note="the paper reads its ratios at '14K steps', probably the final checkpoint"))
     return results, claims
 
 
-def run_prepositions(models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_prepositions(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
     """Fig 14: mean 1-based rank of " the" after 30 raw prepositions and 40 preposition-final sentences."""
-    results, claims = {}, []
-    for name, checkpoint, model in _iter_runs(models, opts, "prepositions"):
+    results = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "prepositions"):
         the, _ = token_id(model, "the")
         row = {}
         for label, texts in (("raw_prepositions", PREPOSITIONS), ("sentences", PREPOSITION_SENTENCES)):
             ranks = rank_of(next_token_probs(model, texts, opts), the)
             row[label] = {"mean_rank_the": float(ranks.float().mean()), "ranks": ranks.tolist()}
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    claims = []
     for name in models:
-        by_step = {k: v for k, v in results[name].items() if k != "final"}
-        if by_step:
-            first = next((int(k) for k, v in sorted(by_step.items(), key=lambda kv: int(kv[0]))
-                          if v["raw_prepositions"]["mean_rank_the"] <= 5), None)
-            claims.append(Claim(f"prepositions {name}: first checkpoint with mean rank of 'the' <= 5 (raw)", first, 10,
-                                "Fig 14", "'the' among the top predictions from ~step 10"))
+        rows = results.get(name, {})
+        by_step = sorted((int(k), v) for k, v in rows.items() if k != "final")
+        first = next((step for step, v in by_step if v["raw_prepositions"]["mean_rank_the"] <= 5), None)
+        reason = "" if len(by_step) >= 2 else "needs --checkpoints with at least two training steps"
+        if not rows:
+            reason = f"no weights for {name}: {ctx.cache.get('missing', {}).get(name, 'not run')}"
+        claims.append(ctx.claim("prepositions", f"{_slug(name)}.first_step_the_top5", f"{model_key(name)}: ' the' is "
+                                "among the top predictions after a preposition early in training (first checkpoint "
+                                "with mean rank ≤ 5)", first if not reason else None, at_most(64, partial=512),
+                                paper=10, where="Fig 14", reason=reason))
     return results, claims
 
 
-def run_gpt2_ioi(models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_gpt2_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
     """Fig 17: LASER on W_in of GPT-2 layers 9-12 over a ρ grid; P(Mary), P(them), P(the), P(John)."""
     from analyses.lowrank import laser_sweep
 
-    results, claims = {}, []
-    for name, checkpoint, model in _iter_runs(models, opts, "gpt2-ioi"):
+    results = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "gpt2-ioi"):
         ids = {w: token_id(model, w)[0] for w in GPT2_IOI_TOKENS}
 
         def metric(m):
@@ -337,47 +387,60 @@ def run_gpt2_ioi(models, opts: Options) -> tuple[dict, list[Claim]]:
         sweep = laser_sweep(model, metric, layers=[l - 1 for l in layers], matrices=[opts.matrix], rhos=GPT2_RHOS)
         full_probs = next_token_probs(model, [GPT2_IOI.prompt], opts)[0]
         table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
-        results.setdefault(name, {})[_ckpt(checkpoint)] = {
-            "prompt": GPT2_IOI.prompt, "full": {"top4": top_k(model, full_probs, 4), **sweep.baseline},
-            "sweep": table.to_dict(orient="records"), "n_svd": sweep.n_svd}
+        lower = {}
         for l in layers:
             part = table[(table["paper_layer"] == l) & table["rho"].between(0.1, 0.8)]
-            for word in ("the", "them"):
-                lower = (part[part["metric"] == word]["value"] < sweep.baseline[word]).mean()
-                claims.append(Claim(f"gpt2-ioi layer {l}: fraction of ρ in [0.1, 0.8] with P({word}) below full", float(lower),
-                                    1.0 if l < 12 else None, "Fig 17", "l = 9, 10, 11: clearly lower"))
-        claims.append(Claim("gpt2-ioi: full-model top-4 next tokens",
-                            [t["token"].strip() for t in top_k(model, full_probs, 4)], list(GPT2_IOI_TOKENS), "Fig 17"))
+            lower[l] = {w: float((part[part["metric"] == w]["value"] < sweep.baseline[w]).mean()) for w in ("the", "them")}
+        results.setdefault(name, {})[_ckpt(checkpoint)] = {
+            "prompt": GPT2_IOI.prompt, "full": {"top4": top_k(model, full_probs, 4), **sweep.baseline},
+            "sweep": table.to_dict(orient="records"), "n_svd": sweep.n_svd, "fraction_rho_below_full": lower}
+    claims = []
+    for name in models:
+        for l in GPT2_LAYERS[:-1]:
+            claims.append(_model_claim(
+                ctx, "gpt2-ioi", f"layer{l}_the_lower", name, results,
+                lambda r, l=l: r["fraction_rho_below_full"].get(l, r["fraction_rho_below_full"].get(str(l), {})).get("the"),
+                f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
+                at_least(0.8, partial=0.5), paper=1.0, where="Fig 17"))
+        claims.append(_model_claim(ctx, "gpt2-ioi", "top4_match", name, results,
+                                   lambda r: len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS)),
+                                   "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
+                                   at_least(4, partial=3), paper=4, where="Fig 17"))
     return results, claims
 
 
-def run_sweep(models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
     """A LASER search: layers (last half) x {W_in, W_out} x ρ, objective mean P(answer)/P(" the")."""
     from analyses.lowrank import laser_sweep
 
     prompts = load_prompt_file(opts.prompts) if opts.prompts else list(FACTUAL_20)
-    results, claims = {}, []
-    for name, checkpoint, model in _iter_runs(models, opts, "sweep"):
+    results, figures = {}, {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "sweep"):
         the, _ = token_id(model, "the")
         answers = torch.tensor([token_id(model, p.answer)[0] for p in prompts])
 
         def metric(m):
             probs = next_token_probs(m, [p.prompt for p in prompts], opts)
             p_answer, p_the = probs[torch.arange(len(prompts)), answers], probs[:, the]
-            return {"ratio": float((p_answer / p_the).mean()), "p_answer": float(p_answer.mean()), "p_the": float(p_the.mean())}
+            return {"ratio": float((p_answer / p_the).mean()), "p_answer": float(p_answer.mean()),
+                    "p_the": float(p_the.mean())}
 
         n = model.cfg.n_layers
         layers = [opts.layer - 1] if opts.layer else list(range(n // 2, n))
         rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
-        sweep = laser_sweep(model, metric, layers=layers, matrices=["mlp_in", "mlp_out"], rhos=rhos, progress=opts.progress)
+        sweep = laser_sweep(model, metric, layers=layers, matrices=["mlp_in", "mlp_out"], rhos=rhos,
+                            progress=ctx.progress)
         best = sweep.best("ratio")
         table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
         results.setdefault(name, {})[_ckpt(checkpoint)] = {
             "n_prompts": len(prompts), "baseline": sweep.baseline, "best": {**best, "paper_layer": best["layer"] + 1},
             "table": table.to_dict(orient="records"), "n_svd": sweep.n_svd}
-        claims.append(Claim(f"sweep {name}: best mean P(answer)/P(the) (layer {best['layer'] + 1}, {best['matrix']}, "
-                            f"ρ={best['rho']})", best["value"], None, "§4 / App. C.2", f"full model {best['baseline']:.3g}"))
-        results[name][_ckpt(checkpoint)]["figure"] = sweep
+        figures[f"sweep_{_slug(name)}_{_ckpt(checkpoint)}.png"] = sweep.figure("ratio")
+    claims = [_model_claim(ctx, "sweep", "best_gain", name, results,
+                           lambda r: r["best"]["value"] / r["best"]["baseline"],
+                           "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) "
+                           "(best / full)", at_least(2.0, partial=1.0), where="§4, App. C.2") for name in models]
+    ctx.cache["laser_pythia.sweep_figures"] = figures
     return results, claims
 
 
@@ -385,8 +448,38 @@ RUNNERS = {"factual": run_factual, "factual20": run_factual20, "ioi": run_ioi, "
            "gpt2-ioi": run_gpt2_ioi, "sweep": run_sweep}
 
 
-def _last_row(results: dict, models: Sequence[str]) -> dict:
-    return list(results[models[-1]].values())[-1]
+def part(ctx: Context, experiment: str) -> PartResult:
+    """One part: its runner on ``--model`` (or the paper's models for it), then its figures."""
+    opts = options(ctx)
+    models = list(opts.models) if opts.models else list(DEFAULT_MODELS[experiment])
+    results, claims = RUNNERS[experiment](ctx, models, opts)
+    figures = figures_for(experiment, results)
+    figures.update(ctx.cache.pop("laser_pythia.sweep_figures", {}))
+    return PartResult({"models": models, "results": results, "missing": ctx.cache.get("missing", {})}, claims, figures)
+
+
+def part_factual(ctx: Context) -> PartResult:
+    return part(ctx, "factual")
+
+
+def part_factual20(ctx: Context) -> PartResult:
+    return part(ctx, "factual20")
+
+
+def part_ioi(ctx: Context) -> PartResult:
+    return part(ctx, "ioi")
+
+
+def part_prepositions(ctx: Context) -> PartResult:
+    return part(ctx, "prepositions")
+
+
+def part_gpt2_ioi(ctx: Context) -> PartResult:
+    return part(ctx, "gpt2-ioi")
+
+
+def part_sweep(ctx: Context) -> PartResult:
+    return part(ctx, "sweep")
 
 
 # ----------------------------------------------------------------------------------- figures
@@ -397,7 +490,11 @@ def _steps(rows: dict) -> list[tuple[int, dict]]:
 
 
 def figures_for(experiment: str, results: dict) -> dict[str, Any]:
+    """The figures of one part (none when no model ran)."""
     figs: dict[str, Any] = {}
+    results = {name: rows for name, rows in results.items() if rows}
+    if not results:
+        return figs
     if experiment in ("factual", "ioi"):
         keys = {"factual": [("p_answer", "P(Spain)"), ("p_the", "P(the)")],
                 "ioi": [("mean_p_io", "P(IO)"), ("mean_p_s", "P(S)"), ("mean_p_the", "P(the)")]}[experiment]
@@ -466,10 +563,6 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
             axes[0][0].legend(fontsize=7)
             fig.tight_layout()
             figs[f"fig17_{_slug(name)}.png"] = fig
-    if experiment == "sweep":
-        for name, rows in results.items():
-            for checkpoint, row in rows.items():
-                figs[f"sweep_{_slug(name)}_{checkpoint}.png"] = row.pop("figure").figure("ratio")
     return figs
 
 
@@ -477,11 +570,11 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in model_key(name))
 
 
-# ----------------------------------------------------------------------------------- entry point
+# ----------------------------------------------------------------------------------- options
 
 
 def parse_checkpoints(text: str) -> tuple[int | None, ...]:
-    """``final`` | ``paper`` (spec §6.2's 25 steps) | comma-separated steps, e.g. ``0,1000,143000``."""
+    """``final`` | ``paper`` (the paper's 25 log-spaced steps) | comma-separated steps, e.g. ``0,1000,143000``."""
     if text == "final":
         return (None,)
     if text == "paper":
@@ -489,84 +582,35 @@ def parse_checkpoints(text: str) -> tuple[int | None, ...]:
     try:
         steps = tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
-        raise ValueError(f"--checkpoints={text!r}; expected 'final', 'paper' or comma-separated steps like 0,1000,143000")
+        raise UsageError(f"--checkpoints {text!r}; expected 'final', 'paper' or comma-separated steps like "
+                         "0,1000,143000") from None
     if not steps or min(steps) < 0:
-        raise ValueError(f"--checkpoints={text!r}; expected non-negative training steps")
+        raise UsageError(f"--checkpoints {text!r}; expected non-negative training steps")
     return steps
 
 
-def run(out: str | Path, experiments: Sequence[str], models: Sequence[str] | None, opts: Options) -> dict:
-    """Run ``experiments`` (each on ``models`` or its paper default) and write ``out/results.json`` + figures."""
-    unknown = [e for e in experiments if e not in EXPERIMENTS]
-    if unknown:
-        raise ValueError(f"unknown experiment(s) {unknown}; expected some of {EXPERIMENTS}")
-    if opts.rho is not None:
-        rank_for(opts.rho, (1, 1))
-    if opts.matrix not in ("mlp_in", "mlp_out"):
-        raise ValueError(f"--matrix={opts.matrix!r}; expected mlp_in or mlp_out")
+def options(ctx: Context) -> Options:
+    o = ctx.options
+    return Options(models=tuple(o["model"] or ()), checkpoints=parse_checkpoints(o["checkpoints"]), layer=o["layer"],
+                   rho=o["rho"], matrix=o["matrix"], n_prompts=o["n_prompts"], seed=ctx.seed,
+                   prepend_bos=o["prepend_bos"], dtype=o["dtype"], device=ctx.device or "cpu", prompts=o["prompts"])
+
+
+def check(ctx: Context) -> None:
+    """Every option, before any model loads."""
+    opts = options(ctx)
+    if opts.rho is not None and not 0.0 <= opts.rho <= 1.0:
+        raise UsageError(f"--rho {opts.rho}; expected a kept-rank fraction in [0, 1]")
+    if opts.layer is not None and opts.layer < 1:
+        raise UsageError(f"--layer {opts.layer}; expected a paper layer >= 1 (1-indexed)")
+    if opts.n_prompts < 1:
+        raise UsageError(f"--n-prompts {opts.n_prompts}; expected an integer >= 1")
     if opts.prompts:
-        load_prompt_file(opts.prompts)  # a bad file fails before any model loads
-    plan = {e: list(models) if models else list(DEFAULT_MODELS[e]) for e in experiments}
-    first = next(iter(plan.values()))[0]
-    load(first, opts.checkpoints[0], opts)  # fail fast, naming what to pass, when the weights are unavailable
-    results, claims, figures = {}, [], {}
-    try:
-        for experiment, names in plan.items():
-            r, c = RUNNERS[experiment](names, opts)
-            figures.update(figures_for(experiment, r))
-            results[experiment] = r
-            claims += c
-    finally:
-        _LAST_LOADED.clear()  # do not keep a multi-GB model alive after the run
-    config = {"experiments": list(experiments), "models": plan, **{k: v for k, v in vars(opts).items()}}
-    write_results(out, results, experiment="laser_pythia:" + "+".join(experiments), config=config, seed=opts.seed,
-                  claims=claims, figures=figures)
-    return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analyses.laser_pythia", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--experiment", nargs="+", default=["factual"], choices=EXPERIMENTS + ("all",),
-                        help="what to run (default factual); 'all' runs every experiment")
-    parser.add_argument("--model", nargs="+", default=None,
-                        help="TL names (pythia-1b, gpt2, ...) or local HF directories; default: the paper's models "
-                             "for each experiment")
-    parser.add_argument("--checkpoints", default="final",
-                        help="'final' (default), 'paper' (25 log-spaced Pythia steps) or steps like 0,1000,143000")
-    parser.add_argument("--layer", type=int, default=None, help="paper layer, 1-indexed (TL block = layer - 1); "
-                        "default: the paper's per experiment and model")
-    parser.add_argument("--rho", type=float, default=None, help="kept rank fraction for LASER; default: the paper's")
-    parser.add_argument("--matrix", default="mlp_in", choices=("mlp_in", "mlp_out"), help="matrix to truncate (default %(default)s)")
-    parser.add_argument("--prompts", default=None, help="JSON lines of {\"prompt\": ..., \"answer\": ...} for --experiment sweep")
-    parser.add_argument("--n-prompts", type=int, default=100, help="IOI prompts (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the IOI prompt draw (default %(default)s)")
-    parser.add_argument("--prepend-bos", action="store_true", help="prepend BOS (default off: HF-faithful, spec §9.31)")
-    parser.add_argument("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16"))
-    parser.add_argument("--device", default="cpu", help="torch device (default %(default)s)")
-    parser.add_argument("--out", default="runs/laser_pythia", help="output directory (default %(default)s)")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    args = parser.parse_args(argv)
-    if args.n_prompts < 1:
-        parser.error(f"--n-prompts={args.n_prompts}; expected >= 1")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    experiments = list(EXPERIMENTS) if "all" in args.experiment else list(args.experiment)
-    try:
-        opts = Options(checkpoints=parse_checkpoints(args.checkpoints), layer=args.layer, rho=args.rho,
-                       matrix=args.matrix, n_prompts=args.n_prompts, seed=args.seed, prepend_bos=args.prepend_bos,
-                       dtype=args.dtype, device=args.device, prompts=args.prompts, progress=not args.no_progress)
-        run(args.out, experiments, args.model, opts)
-    except pretrained.PretrainedNotAvailableError as exc:
-        print(f"error: {exc}\n\nPass --model with a local Hugging Face directory (save_pretrained output), e.g. "
-              f"--model /data/pythia-1b, or run where the hub is reachable.", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        parser.error(str(exc))
-    print(f"wrote {Path(args.out) / 'results.json'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        path = Path(opts.prompts)
+        if not path.is_file():
+            raise UsageError(f"--prompts {opts.prompts}: " + ("is a folder, not a file" if path.is_dir() else
+                                                              "no such file"))
+        try:
+            load_prompt_file(path)
+        except ValueError as exc:
+            raise UsageError(f"--prompts: {exc}") from None

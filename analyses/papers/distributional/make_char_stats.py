@@ -1,6 +1,6 @@
-"""Write the packaged tiny-Shakespeare character statistics (π_u, π_b of seed 003 §3; spec §0, §2.1).
+"""Write the packaged tiny-Shakespeare character statistics (π_u, π_b of §3).
 
-    python -m analyses.papers.distributional.make_char_stats /work/shared/data/tinyshakespeare.txt
+    python -m analyses.papers.distributional.make_char_stats PATH/TO/tinyshakespeare.txt
     python -m analyses.papers.distributional.make_char_stats PATH --out other.json      # somewhere else
     python -m analyses.papers.distributional.make_char_stats PATH --no-verify           # a different text (not shipped)
 

@@ -1,30 +1,24 @@
 """Noisy in-context recall: FF layers store the distributional "noise" association, attention does the
-in-context recall (Chen, Bruna & Bietti, §3, App. B, G, J) — ``python -m analyses.noisy_icl``.
+in-context recall (Chen, Bruna & Bietti, §3, App. B, G, J). The parts of ``python -m analyses.noisy_icl``.
 
-config → data (``analyses.papers.distributional.data``) → model (``analyses.papers.distributional.models``) → train (the
-one trainer, with the measurements of ``analyses.papers.distributional.probes`` as eval callbacks) → ``results.json``
-+ figures. Experiments (``--experiment``, several allowed):
+config → data (``data.py``) → model (``models.py``) → train (the one trainer, with the measurements of
+``probes.py`` as eval callbacks) → claims + figures. Parts:
 
 - ``main``: the two-layer MLP/MLP model on α = 0.5 data; p(ȳ), p(τ), clean loss for the full model, F₂'s
   input matrix truncated at ρ ∈ {0.2, 0.1} and dropped (ρ = 0), and F₁ dropped; the FF-2 noise margin;
-  layer-2 attention on ``[q, ȳ]`` vs ``[q, τ]``; p(τ) on noisy data — Figs 3, 4 (left), 7, 8 (left), 9 (left).
-- ``ff_variants``: MLP/linear, linear/MLP and no-FF models — Figs 11, 12, 13 (Fig 10 is ``main``).
+  layer-2 attention on ``[q, ȳ]`` vs ``[q, τ]``; p(τ) on noisy data — Figs 3, 4 (left), 7, 8 (left), 9 (left), 10.
+- ``ff_variants``: MLP/linear, linear/MLP and no-FF models — Figs 11, 12, 13.
 - ``finetune``: clean pre-training, then noisy fine-tuning of all weights — Figs 4 (right), 8 (right).
 - ``multi_trigger``: five triggers Q = {1, 39, 43, 53, 58} — Fig 9 (right).
 - ``ioi``: synthetic IOI with L = 3..7 layers (SGD, drop the last MLP) and L = 3..5 (Adam, ρ = 0.01) —
   Figs 19-20 (``paper`` preset; ``micro`` runs L = 3 only, to exercise the pipeline).
 - ``theory``: Theorem 1 one-step margins, the App. B.3 recursion, Theorem 3 and the linear associative
-  memory of Fig 18 (``analyses.papers.distributional.theory``).
-
-Presets: ``micro`` (CI, seconds), ``smoke`` (2 CPU cores, a few minutes), ``paper`` (d = T = 256,
-batch 512, 2,000 steps: a GPU). Re-running the same command resumes every training run from its
-checkpoints.
+  memory of Fig 18 (``theory.py``).
 """
+
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +26,14 @@ from typing import Any, Sequence
 
 import torch
 
+from analyses.papers.distributional.data import (
+    MULTI_TRIGGERS,
+    NoisyICLConfig,
+    noisy_icl_batch_fn,
+    sample_noisy_icl,
+    sample_synthetic_ioi,
+)
+from analyses.papers.distributional.models import FF_VARIANTS, two_layer_model
 from analyses.papers.distributional.probes import (
     ff_logits,
     ff_noise_margin,
@@ -45,18 +47,16 @@ from analyses.papers.distributional.probes import (
     trigger_successor_attention,
 )
 from analyses.plotting import subplots
-from analyses.papers.distributional.models import FF_VARIANTS, two_layer_model
-from mechrecall.results import Claim, write_results
-from analyses.papers.distributional.data import NoisyICLConfig, noisy_icl_batch_fn, sample_noisy_icl, sample_synthetic_ioi
+from mechrecall.claims import Claim, at_least, at_most, between
+from mechrecall.errors import UsageError
+from mechrecall.experiment import Context, PartResult
 from mechrecall.trainer import TrainConfig, train
 
-EXPERIMENTS = ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory")
-MULTI_TRIGGERS = (1, 39, 43, 53, 58)
 
 
 @dataclass(frozen=True)
 class Preset:
-    """Sizes of one preset (spec §8). The paper's are d = T = 256, batch 512, d_mlp = 1024, 2,000 steps."""
+    """Sizes of one preset. The paper's are d = T = 256, batch 512, d_mlp = 1024, 2,000 steps."""
 
     d_model: int
     seq_len: int
@@ -97,31 +97,8 @@ class RunConfig:
         return PRESETS[self.preset]
 
 
-#: The qualitative effects each CPU preset must show at its last step (``main``, official_code data), with
-#: margins below the worst of seeds 0-4 (measured values in the README). ``paper``: the paper's own numbers.
-EXPECTATIONS = {
-    "micro": {
-        "FF-2 noise margin > 0.3": lambda r: r["final"]["ff_margin"] > 0.3,
-        "p(τ | full) in [0.25, 0.9]": lambda r: 0.25 <= r["final"]["full.p_noise"] <= 0.9,
-        "FF-2 margin positive by step 10": lambda r: (r["first_step_ff_margin_positive"] or 99) <= 10,
-    },
-    "smoke": {
-        "p(τ | full) in [0.35, 0.65] (≈ α)": lambda r: 0.35 <= r["final"]["full.p_noise"] <= 0.65,
-        "p(ȳ | drop F₂) > p(ȳ | full) + 0.1": lambda r: r["final"]["drop_F2.p_correct"] > r["final"]["full.p_correct"] + 0.1,
-        "p(τ | drop F₂) < 0.1": lambda r: r["final"]["drop_F2.p_noise"] < 0.1,
-        "layer-2 attention on [q, ȳ] > 3 × on [q, τ]":
-            lambda r: r["final"]["attn_last.on_correct"] > 3 * r["final"]["attn_last.on_noise"],
-        "FF-2 margin positive by step 10": lambda r: (r["first_step_ff_margin_positive"] or 99) <= 10,
-    },
-    "paper": {
-        "p(τ | full) in [0.4, 0.6]": lambda r: 0.4 <= r["final"]["full.p_noise"] <= 0.6,
-        "p(ȳ | drop F₂) ≥ 0.9 (paper ≈ 0.98)": lambda r: r["final"]["drop_F2.p_correct"] >= 0.9,
-    },
-}
-
-
 def eval_steps(steps: int) -> tuple[int, ...]:
-    """Every step below 20, every 10th below 200, every 50th after (spec §4.2)."""
+    """Every step below 20, every 10th below 200, every 50th after."""
     return tuple(s for s in range(1, steps + 1) if s < 20 or (s < 200 and s % 10 == 0) or s % 50 == 0)
 
 
@@ -155,11 +132,11 @@ def _evaluator(model, data: NoisyICLConfig, rc: RunConfig, sampler=sample_noisy_
 
 
 def train_run(
-    out: Path, name: str, rc: RunConfig, *, ff: Sequence[str] = ("mlp", "mlp"), data: NoisyICLConfig | None = None,
+    run_dir: Path, rc: RunConfig, *, ff: Sequence[str] = ("mlp", "mlp"), data: NoisyICLConfig | None = None,
     sampler=sample_noisy_icl, steps: int | None = None, init_from=None, rhos: Sequence[float] = (0.1, 0.2),
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Train one model (resuming from ``out/runs/{name}``) and return its model, history and test batches."""
+    """Train one model (resuming from ``run_dir``) and return its model, history and test batches."""
     scale = rc.scale()
     data = data or _data_config(rc)
     model = two_layer_model(d_vocab=data.d_vocab, n_ctx=scale.seq_len, d_model=scale.d_model, d_mlp=scale.d_mlp,
@@ -179,7 +156,7 @@ def train_run(
     batch_fn = noisy_icl_batch_fn(data, scale.batch) if sampler is sample_noisy_icl else \
         (lambda step, gen: sampler(data, scale.batch, gen))
     started = time.perf_counter()
-    result = train(model, batch_fn, tc, evals={"test": evaluate}, out_dir=out / "runs" / name)
+    result = train(model, batch_fn, tc, evals={"test": evaluate}, out_dir=run_dir)
     return {"model": model, "history": result.history, "clean": clean, "noisy": noisy, "data": data,
             "seconds": time.perf_counter() - started, "resumed_from": result.resumed_from}
 
@@ -201,8 +178,32 @@ def _first_step(history: dict, key: str, predicate) -> int | None:
 # ----------------------------------------------------------------------------------- experiments
 
 
-def experiment_main(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
-    run = train_run(out, "main", rc, progress=progress)
+def run_config(ctx: Context) -> RunConfig:
+    """The training configuration of this invocation (preset, seed, device and the experiment's options)."""
+    o = ctx.options
+    return RunConfig(preset=ctx.preset, data_preset=o["data_preset"], alpha=o["alpha"], seed=ctx.seed, lr=o["lr"],
+                     steps=o["steps"], device=ctx.device)
+
+
+def check(ctx: Context) -> None:
+    """Every option, before any work: α, the data preset, steps, lr and the parts the preset can run."""
+    o = ctx.options
+    if not 0.0 <= o["alpha"] <= 1.0:
+        raise UsageError(f"--alpha {o['alpha']}; expected a probability in [0, 1]")
+    if o["steps"] is not None and o["steps"] < 1:
+        raise UsageError(f"--steps {o['steps']}; expected an integer >= 1")
+    if not o["lr"] > 0:
+        raise UsageError(f"--lr {o['lr']}; expected > 0")
+    try:
+        _data_config(run_config(ctx))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def part_main(ctx: Context) -> PartResult:
+    """Figs 3, 4, 7, 8 (left), 9 (left), 10: the MLP/MLP model; F₂ stores the noise, attention recalls ȳ."""
+    rc = run_config(ctx)
+    run = train_run(ctx.run_dir("main"), rc, progress=ctx.progress)
     model, history, data = run["model"], run["history"], run["data"]
     final = _final(history)
     noisy = run["noisy"]
@@ -217,44 +218,61 @@ def experiment_main(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, lis
     margin_step = _first_step(history, "ff_margin", lambda v: v > 0)
     early = [v for s, v in zip(*_series(history, "noisy.p_noise")) if 0 < s <= 10]
     results = {"final": final, "readouts": readouts, "first_step_ff_margin_positive": margin_step,
-               "max_p_noise_first_10_steps": max(early) if early else None, "seconds": run["seconds"]}
-    if rc.data_preset == "official_code" and rc.alpha == 0.5 and rc.steps is None:
-        results["checks"] = {name: bool(check(results)) for name, check in EXPECTATIONS[rc.preset].items()}
+               "max_p_noise_first_10_steps": max(early) if early else None, "seconds": run["seconds"],
+               "resumed_from": run["resumed_from"], "config": dataclasses.asdict(rc)}
+    attention_ratio = final["attn_last.on_correct"] / max(final["attn_last.on_noise"], 1e-9)
+    alpha = rc.alpha
+
+    def claim(name, text, ours, rule, **kw) -> Claim:
+        return ctx.claim("main", name, text, ours, rule, **kw)
+
     claims = [
-        Claim("p(τ) of the full model on clean test data", final["full.p_noise"], 0.5, "Fig 3", "≈ α = 0.5"),
-        Claim("p(ȳ) with F₂ dropped (ρ = 0)", final["drop_F2.p_correct"], 0.98, "Fig 3 / §3"),
-        Claim("p(ȳ) of the full model", final["full.p_correct"], None, "Fig 3", "implied ≈ 1 − α = 0.5 (not stated)"),
-        Claim("p(τ) with F₂ dropped", final["drop_F2.p_noise"], 0.0, "Fig 3", "issue bound: < 0.1"),
-        Claim("p(τ) with F₁ dropped", final["drop_F1.p_noise"], None, "Fig 10", "dropping F₁ keeps/raises τ"),
-        Claim("first step with FF-2 noise margin > 0", margin_step, None, "Fig 3 right", "positive within the first steps"),
-        Claim("layer-2 attention on [q, ȳ] (from trigger queries)", final.get("attn_last.on_correct"), None, "Fig 4"),
-        Claim("layer-2 attention on [q, τ]", final.get("attn_last.on_noise"), None, "Fig 4", "avoided: ≪ on [q, ȳ]"),
-        Claim("max p(τ) on noisy data in steps 1-10", results["max_p_noise_first_10_steps"], 1.0, "Fig 8 left",
-              "≈ 1 within ~5 steps, then ≈ 0.5"),
-        Claim("layer-1 previous-token attention", readouts["previous_token_score_L1"], None, "Fig 7 left"),
+        claim("p_noise_full", "the full model predicts the noise token τ with probability ≈ α on clean test data",
+              final["full.p_noise"], between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2)),
+              paper=alpha, where="Fig 3", note="the paper states ≈ α"),
+        claim("p_correct_drop_F2", "dropping F₂ (ρ = 0) makes the model predict the in-context token ȳ",
+              final["drop_F2.p_correct"], at_least(0.9, partial=0.6), paper=0.98, where="Fig 3, §3"),
+        claim("p_noise_drop_F2", "dropping F₂ removes the noise token", final["drop_F2.p_noise"],
+              at_most(0.05, partial=0.1), paper=0.0, where="Fig 3"),
+        claim("p_correct_gain_drop_F2", "dropping F₂ raises p(ȳ) over the full model",
+              final["drop_F2.p_correct"] - final["full.p_correct"], at_least(0.3, partial=0.1), where="Fig 3"),
+        claim("p_noise_drop_F1", "dropping F₁ instead does not remove the noise (p(τ | drop F₁) ≥ α/2)",
+              final["drop_F1.p_noise"], at_least(alpha / 2), where="Fig 10"),
+        claim("ff_margin_first_step", "F₂ learns the trigger → τ association within the first steps (first step "
+              "with a positive FF-2 margin)", margin_step, at_most(10, partial=50), where="Fig 3 right, Theorem 1"),
+        claim("attention_correct_over_noise", "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] "
+              "(ratio of attention masses)", attention_ratio, at_least(3.0, partial=1.5), where="Fig 4"),
+        claim("early_p_noise_noisy", "early in training the model predicts τ almost always on noisy data (max p(τ) "
+              "in steps 1-10)", results["max_p_noise_first_10_steps"], at_least(0.8, partial=0.6), paper=1.0,
+              where="Fig 8 left"),
+        claim("previous_token_L1", "layer 1 is a previous-token head (attention on the previous token)",
+              readouts["previous_token_score_L1"], at_least(0.5, partial=0.3), where="Fig 7 left"),
     ]
     figures = {
-        "fig3_truncation.png": _fig_truncation(history, "F2"),
-        "fig10_mlp_mlp.png": _fig_drops(history, "Fig 10: MLP / MLP"),
-        "fig4_attention.png": _fig_attention(model, noisy, data),
+        "fig3_truncation.png": _fig_truncation(history, "F2", "Fig 3: truncating F₂'s input matrix"),
+        "fig10_mlp_mlp.png": _fig_drops(history, "Fig 10: dropping F₁ or F₂ (MLP / MLP)"),
+        "fig4_attention.png": _fig_attention(model, noisy, data, "Fig 4 (left)"),
         "fig7_readouts.png": _fig_readouts(model, noisy, data),
-        "fig8_noise_fraction.png": _fig_noise_fraction(history, "training on noisy data"),
-        "fig9_qk_matching.png": _fig_matrix(qk, "Fig 9: ⟨W¹_V W_E(i), W²_QK W_E(j)⟩ (one trigger)", "query token j",
-                                            "previous token i"),
+        "fig8_noise_fraction.png": _fig_noise_fraction(history, "Fig 8 (left): training on noisy data"),
+        "fig9_qk_matching.png": _fig_matrix(qk, "Fig 9 (left): ⟨W¹_V W_E(i), W²_QK W_E(j)⟩ (one trigger)",
+                                            "query token j", "previous token i"),
     }
     from analyses.attention_html import attention_pattern_html
 
-    figures["attention_layer2.html"] = attention_pattern_html(model, noisy.tokens[:1], layer=1)
-    return results, claims, figures
+    figures["attention_layer2.html"] = attention_pattern_html(model, noisy.tokens[:1].cpu(), layer=1)
+    return PartResult(results, claims, figures)
 
 
-def experiment_ff_variants(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
+#: Figs 11-13: each FF variant's drops and the paper's statement about them.
+FF_VARIANT_FIGURES = {"mlp_linear": "Fig 11", "linear_mlp": "Fig 12", "none": "Fig 13"}
+
+
+def part_ff_variants(ctx: Context) -> PartResult:
+    """Figs 11-13: MLP/linear, linear/MLP and no-FF models."""
+    rc = run_config(ctx)
     results, claims, figures = {}, [], {}
-    paper = {"mlp_linear": ("Fig 11", "both drops help; dropping F₁ gives the lower loss"),
-             "linear_mlp": ("Fig 12", "only dropping F₂ helps; dropping F₁ → more noise"),
-             "none": ("Fig 13", "ρ = 0.05 helps a little; ρ = 0.01 destroys performance")}
-    for variant, (fig, expectation) in paper.items():
-        run = train_run(out, variant, rc, ff=FF_VARIANTS[variant], progress=progress,
+    for variant, fig in FF_VARIANT_FIGURES.items():
+        run = train_run(ctx.run_dir(variant), rc, ff=FF_VARIANTS[variant], progress=ctx.progress,
                         rhos=(0.01, 0.05) if variant == "none" else (0.1, 0.2))
         final = _final(run["history"])
         results[variant] = {"final": final, "seconds": run["seconds"]}
@@ -262,18 +280,31 @@ def experiment_ff_variants(out: Path, rc: RunConfig, progress: bool) -> tuple[di
             run_rhos = _rho_sweep(run["model"], run["clean"], run["data"], "attn_ov")
             results[variant]["ov1_rho_sweep"] = run_rhos
             best = max(run_rhos, key=lambda r: r["p_correct"])
-            claims.append(Claim("no-FF model: best ρ for W¹_V W¹_O truncation (max p(ȳ))", best["rho"], 0.05, fig))
             by_rho = {r["rho"]: r for r in run_rhos}
-            claims.append(Claim("no-FF model: p(ȳ) at ρ = 0.01 minus p(ȳ) of the full model",
-                                by_rho[0.01]["p_correct"] - by_rho[1.0]["p_correct"], None, fig,
-                                "ρ = 0.01 destroys performance: negative"))
-            figures["fig13_no_ff.png"] = _fig_truncation(run["history"], "OV1")
+            claims.append(ctx.claim("ff_variants", "no_ff_best_rho", "no-FF model: a small-rank truncation of W¹_V W¹_O "
+                                    "helps (the ρ with the highest p(ȳ))", best["rho"], between(0.02, 0.1),
+                                    paper=0.05, where=fig))
+            claims.append(ctx.claim("ff_variants", "no_ff_rho0.01_hurts", "no-FF model: ρ = 0.01 destroys performance "
+                                    "(p(ȳ) at ρ = 0.01 minus the full model's)",
+                                    by_rho[0.01]["p_correct"] - by_rho[1.0]["p_correct"], at_most(0.0), where=fig))
+            figures["fig13_no_ff.png"] = _fig_truncation(run["history"], "OV1", "Fig 13: no FF, truncating W¹_V W¹_O")
+            continue
+        gain_f2 = final["full.loss"] - final["drop_F2.loss"]
+        if variant == "mlp_linear":
+            claims.append(ctx.claim("ff_variants", "mlp_linear_drop_F2_helps", "MLP/linear: dropping F₂ lowers the "
+                                    "clean loss (full minus dropped)", gain_f2, at_least(0.0), where=fig))
+            claims.append(ctx.claim("ff_variants", "mlp_linear_drop_F1_better", "MLP/linear: dropping F₁ gives a lower "
+                                    "clean loss than dropping F₂ (loss drop F₂ minus loss drop F₁)",
+                                    final["drop_F2.loss"] - final["drop_F1.loss"], at_least(0.0), where=fig))
         else:
-            for drop in ("drop_F1", "drop_F2"):
-                claims.append(Claim(f"{variant}: clean loss with {drop} (full {final['full.loss']:.3f})",
-                                    final[f"{drop}.loss"], None, fig, expectation))
-            figures[f"{fig.lower().replace(' ', '')}_{variant}.png"] = _fig_drops(run["history"], f"{fig}: {variant}")
-    return results, claims, figures
+            claims.append(ctx.claim("ff_variants", "linear_mlp_drop_F2_helps", "linear/MLP: dropping F₂ lowers the "
+                                    "clean loss (full minus dropped)", gain_f2, at_least(0.0), where=fig))
+            claims.append(ctx.claim("ff_variants", "linear_mlp_drop_F1_more_noise", "linear/MLP: dropping F₁ gives "
+                                    "more noise (p(τ | drop F₁) minus p(τ | full))",
+                                    final["drop_F1.p_noise"] - final["full.p_noise"], at_least(0.0), where=fig))
+        figures[f"{fig.lower().replace(' ', '')}_{variant}.png"] = _fig_drops(
+            run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})")
+    return PartResult(results, claims, figures)
 
 
 def _rho_sweep(model, clean, data, kind: str, rhos=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)) -> list[dict]:
@@ -286,30 +317,40 @@ def _rho_sweep(model, clean, data, kind: str, rhos=(0.0, 0.01, 0.02, 0.05, 0.1, 
     return [{"rho": float(rho), **{k: float(v) for k, v in row.items()}} for rho, row in wide.iterrows()]
 
 
-def experiment_finetune(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
+def part_finetune(ctx: Context) -> PartResult:
+    """Figs 4 (right), 8 (right): clean pre-training, then fine-tuning every weight on noisy data."""
+    rc = run_config(ctx)
     scale = rc.scale()
-    pre = train_run(out, "finetune_phase1_clean", dataclasses.replace(rc, alpha=0.0),
-                    steps=scale.finetune_steps, progress=progress)
-    fine = train_run(out, "finetune_phase2_noisy", rc, data=_data_config(rc), steps=scale.finetune_steps,
-                     init_from=pre["model"], progress=progress)
+    pre = train_run(ctx.run_dir("finetune_phase1_clean"), dataclasses.replace(rc, alpha=0.0),
+                    steps=scale.finetune_steps, progress=ctx.progress)
+    fine = train_run(ctx.run_dir("finetune_phase2_noisy"), rc, data=_data_config(rc),
+                     steps=scale.finetune_steps, init_from=pre["model"], progress=ctx.progress)
     history = fine["history"]
     step1 = next(r for r in history["eval"] if r["step"] == 1)
     final = _final(history)
     results = {"phase1_final": _final(pre["history"]), "phase2_final": final,
                "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")}}
+    alpha = rc.alpha
     claims = [
-        Claim("fine-tuned: p(τ) full model", final["full.p_noise"], 0.5, "Fig 8 right"),
-        Claim("fine-tuned: layer-2 attention on [q, ȳ] / [q, τ] at the end",
-              final["attn_last.on_correct"] / max(final["attn_last.on_noise"], 1e-9), None, "Fig 4 right", "≫ 1"),
+        ctx.claim("finetune", "p_noise_full", "after noisy fine-tuning the full model predicts τ with probability ≈ α",
+                  final["full.p_noise"], between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2)),
+                  paper=alpha, where="Fig 8 right"),
+        ctx.claim("finetune", "attention_correct_over_noise", "after fine-tuning, layer-2 attention still prefers [q, ȳ] "
+                  "over [q, τ] (ratio of attention masses)",
+                  final["attn_last.on_correct"] / max(final["attn_last.on_noise"], 1e-9), at_least(3.0, partial=1.5),
+                  where="Fig 4 right"),
     ]
-    figures = {"fig8_finetune.png": _fig_noise_fraction(history, "fine-tuning on noisy data after clean pre-training"),
-               "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"])}
-    return results, claims, figures
+    figures = {"fig8_finetune.png": _fig_noise_fraction(history, "Fig 8 (right): fine-tuning on noisy data after clean "
+                                                                 "pre-training"),
+               "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)")}
+    return PartResult(results, claims, figures)
 
 
-def experiment_multi_trigger(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
+def part_multi_trigger(ctx: Context) -> PartResult:
+    """Fig 9 (right): five triggers; the QK matching is diagonal on each of them."""
+    rc = run_config(ctx)
     data = _data_config(rc, triggers=MULTI_TRIGGERS)
-    run = train_run(out, "multi_trigger", rc, data=data, progress=progress)
+    run = train_run(ctx.run_dir("multi_trigger"), rc, data=data, progress=ctx.progress)
     qk = qk_trigger_matching(run["model"])
     diag = torch.stack([qk[q, q] for q in MULTI_TRIGGERS])
     off = qk.clone()
@@ -318,46 +359,65 @@ def experiment_multi_trigger(out: Path, rc: RunConfig, progress: bool) -> tuple[
     trigger_rows_max_off = off[list(MULTI_TRIGGERS)].max(-1).values
     results = {"final": _final(run["history"]), "qk_diag_triggers": diag.tolist(),
                "qk_max_offdiag_trigger_rows": trigger_rows_max_off.tolist()}
-    claims = [Claim("5 triggers: triggers whose QK diagonal beats their row's off-diagonal max",
-                    int((diag > trigger_rows_max_off).sum()), 5, "Fig 9 right")]
-    figures = {"fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 right: five triggers", "query token j", "previous token i")}
-    return results, claims, figures
+    claims = [ctx.claim("multi_trigger", "qk_diagonal_triggers", "with five triggers, each trigger's QK matching row "
+                        "peaks on the diagonal (number of the 5 triggers)", int((diag > trigger_rows_max_off).sum()),
+                        at_least(5, partial=3), paper=5, where="Fig 9 right")]
+    figures = {"fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 (right): five triggers", "query token j",
+                                                     "previous token i")}
+    return PartResult(results, claims, figures)
 
 
-def experiment_ioi(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
+def part_ioi(ctx: Context) -> PartResult:
+    """Figs 19-20: synthetic IOI with L layers; dropping (SGD) or truncating (Adam) the last MLP helps."""
+    rc = run_config(ctx)
     scale = rc.scale()
     results, claims, figures = {}, [], {}
     for optimizer, layers in (("sgd", scale.ioi_layers), ("adam", scale.adam_layers)):
         histories = {}
+        fig = "Fig 19" if optimizer == "sgd" else "Fig 20"
         for n_layers in layers:
-            run = train_run(out, f"ioi_{optimizer}_L{n_layers}", dataclasses.replace(rc, optimizer=optimizer),
-                            ff=("mlp",) * n_layers, sampler=sample_synthetic_ioi, rhos=(0.01,), progress=progress)
+            name = f"ioi_{optimizer}_L{n_layers}"
+            run = train_run(ctx.run_dir(name), dataclasses.replace(rc, optimizer=optimizer),
+                            ff=("mlp",) * n_layers, sampler=sample_synthetic_ioi, rhos=(0.01,), progress=ctx.progress)
             final = _final(run["history"])
             histories[n_layers] = run["history"]
             key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
             results[f"{optimizer}_L{n_layers}"] = final
-            claims.append(Claim(f"IOI {optimizer} L={n_layers}: acc full → {key}",
-                                f"{final['full.acc']:.3f} → {final.get(key + '.acc', float('nan')):.3f}", None,
-                                "Fig 19" if optimizer == "sgd" else "Fig 20", "dropping/truncating the last MLP improves"))
+            edit = "dropping" if optimizer == "sgd" else "truncating (ρ = 0.01)"
+            claims.append(ctx.claim("ioi", f"{optimizer}_L{n_layers}_accuracy_gain", f"IOI, {optimizer}, L = {n_layers}: "
+                                    f"{edit} the last MLP raises accuracy (edited minus full)",
+                                    final[f"{key}.acc"] - final["full.acc"], at_least(0.0), where=fig,
+                                    note=f"full {final['full.acc']:.3f}, edited {final[f'{key}.acc']:.3f}"))
         if histories:
             figures[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = _fig_ioi(histories, optimizer)
-    return results, claims, figures
+    return PartResult(results, claims, figures)
 
 
-def experiment_theory(out: Path, rc: RunConfig, progress: bool) -> tuple[dict, list[Claim], dict]:
-    from analyses.papers.distributional import theory as theory
+def part_theory(ctx: Context) -> PartResult:
+    """Theorem 1, App. B.3, Theorem 3 and Fig 18 (``theory.py``)."""
+    from analyses.papers.distributional import theory
 
-    return theory.run_checks(quick=rc.preset != "paper")
-
-
-RUNNERS = {"main": experiment_main, "ff_variants": experiment_ff_variants, "finetune": experiment_finetune,
-           "multi_trigger": experiment_multi_trigger, "ioi": experiment_ioi, "theory": experiment_theory}
+    results, claims, figures = theory.run_checks(lambda name, *a, **kw: ctx.claim("theory", name, *a, **kw),
+                                                 quick=ctx.preset != "paper")
+    return PartResult(results, claims, figures)
 
 
 # ----------------------------------------------------------------------------------- figures
 
 
-def _fig_truncation(history: dict, which: str):
+def _curve_label(key: str) -> str:
+    """``F2_rho0.2`` → ``F₂ at ρ = 0.2``; ``drop_F2`` → ``drop F₂ (ρ = 0)``; ``OV1_rho0.05`` → ``W¹_V W¹_O at ρ = 0.05``."""
+    sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+    if key == "full":
+        return "full model (ρ = 1)"
+    if key.startswith("drop_F"):
+        return f"drop F{key[6:].translate(sub)} (ρ = 0)"
+    name, _, rho = key.partition("_rho")
+    name = "W¹_V W¹_O" if name == "OV1" else name.translate(sub)
+    return f"{name} at ρ = {rho}"
+
+
+def _fig_truncation(history: dict, which: str, title: str):
     """Fig 3 / Fig 13: p(ȳ), p(τ), clean loss for the full model and each truncation; FF margin."""
     names = {k.removeprefix("test.").rsplit(".", 1)[0] for k in history["eval"][-1] if k.endswith(".p_correct")}
     keys = sorted((n for n in names if n in ("full", "drop_F2") or n.startswith(f"{which}_")), key=_curve_order)
@@ -367,14 +427,16 @@ def _fig_truncation(history: dict, which: str):
     for ax, (metric, label) in zip(axes, panels):
         for key in keys:
             steps, values = _series(history, f"{key}.{metric}")
-            ax.plot(steps, values, label={"drop_F2": "drop F₂ (ρ = 0)", "full": "full (ρ = 1)"}.get(key, key))
+            ax.plot(steps, values, label=_curve_label(key))
         ax.set(xlabel="step", ylabel=label, xscale="symlog", xlim=(0, None))
     axes[0].legend(fontsize=7)
     if margin:
         steps, values = _series(history, "ff_margin")
-        axes[-1].plot(steps, values, color="k")
-        axes[-1].axhline(0, color="grey", lw=0.5)
-        axes[-1].set(xlabel="step", ylabel="FF-2 margin τ vs max other", xscale="symlog", xlim=(0, None))
+        axes[-1].plot(steps, values, color="k", label="F₂ logit of τ minus the largest other")
+        axes[-1].axhline(0, color="grey", lw=0.5, label="zero: no preference for τ")
+        axes[-1].set(xlabel="step", ylabel="FF-2 noise margin", xscale="symlog", xlim=(0, None))
+        axes[-1].legend(fontsize=7)
+    fig.suptitle(title)
     fig.tight_layout()
     return fig
 
@@ -393,8 +455,9 @@ def _fig_drops(history: dict, title: str):
     for ax, metric in zip(axes, ("p_correct", "p_noise", "loss")):
         for key in ("full", "drop_F1", "drop_F2"):
             steps, values = _series(history, f"{key}.{metric}")
-            ax.plot(steps, values, label=key)
-        ax.set(xlabel="step", ylabel=metric, xscale="symlog")
+            ax.plot(steps, values, label=_curve_label(key))
+        ax.set(xlabel="step", ylabel={"p_correct": "p(ȳ)", "p_noise": "p(τ)", "loss": "clean test loss"}[metric],
+               xscale="symlog")
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
@@ -413,7 +476,7 @@ def _fig_noise_fraction(history: dict, title: str):
 
 
 @torch.no_grad()
-def _fig_attention(model, noisy, data):
+def _fig_attention(model, noisy, data, figure_name: str):
     """Fig 4: layer-2 attention of the last trigger query of one noisy sequence over key positions."""
     index = int(torch.argmax((noisy.extras["trigger_successor"] & noisy.extras["noise"]).sum(-1)))
     tokens = noisy.tokens[index : index + 1]
@@ -430,7 +493,7 @@ def _fig_attention(model, noisy, data):
     # mark where each kind of key sits, whatever attention it got
     ax.scatter(positions[succ & ~noise], torch.full(((succ & ~noise).sum(),), -0.03), marker="^", color="tab:green", s=14)
     ax.scatter(positions[succ & noise], torch.full(((succ & noise).sum(),), -0.03), marker="x", color="tab:red", s=14)
-    ax.set(xlabel="key position", ylabel="attention", title=f"layer-2 attention of the query at position {query}")
+    ax.set(xlabel="key position", ylabel="attention", title=f"{figure_name}: layer-2 attention of the trigger query at position {query}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -452,7 +515,7 @@ def _fig_readouts(model, noisy, data):
         ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
         fig.colorbar(image, ax=ax, fraction=0.046)
     axes[1].axvline(data.tau, color="r", lw=0.6)
-    fig.suptitle(f"noise token τ = {data.tau}")
+    fig.suptitle(f"Fig 7: layer-1 attention and the value / FF read-outs (noise token τ = {data.tau})")
     fig.tight_layout()
     return fig
 
@@ -471,79 +534,12 @@ def _fig_ioi(histories: dict, optimizer: str):
     for n_layers, history in histories.items():
         key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
         for ax, metric in zip(axes, ("loss", "acc")):
-            line, = ax.plot(*_series(history, f"full.{metric}"), label=f"L={n_layers} full")
-            ax.plot(*_series(history, f"{key}.{metric}"), ls="--", color=line.get_color(), label=f"L={n_layers} {key}")
+            line, = ax.plot(*_series(history, f"full.{metric}"), label=f"L = {n_layers}, full model")
+            ax.plot(*_series(history, f"{key}.{metric}"), ls="--", color=line.get_color(),
+                    label=f"L = {n_layers}, {_curve_label(key)}")
     for ax, metric in zip(axes, ("clean test loss", "accuracy")):
         ax.set(xlabel="step", ylabel=metric, xscale="symlog")
     axes[1].legend(fontsize=6)
+    fig.suptitle(f"Fig {19 if optimizer == 'sgd' else 20}: synthetic IOI ({optimizer})")
     fig.tight_layout()
     return fig
-
-
-# ----------------------------------------------------------------------------------- entry point
-
-
-def run(out: str | Path, experiments: Sequence[str], rc: RunConfig, *, progress: bool = True) -> dict:
-    """Run ``experiments`` and write ``out/results.json`` plus the figures; returns the results dict."""
-    out = Path(out)
-    unknown = [e for e in experiments if e not in EXPERIMENTS]
-    if unknown:
-        raise ValueError(f"unknown experiment(s) {unknown}; expected some of {EXPERIMENTS}")
-    if rc.preset not in PRESETS:
-        raise ValueError(f"preset={rc.preset!r}; expected one of {tuple(PRESETS)}")
-    _data_config(rc)  # validates α, the data preset and T before any work
-    if "ioi" in experiments and not PRESETS[rc.preset].ioi_layers:
-        raise ValueError(f"--experiment ioi needs --preset paper or micro (preset {rc.preset!r} has no IOI runs)")
-    results, claims, figures = {}, [], {}
-    for name in experiments:
-        r, c, f = RUNNERS[name](out, rc, progress)
-        results[name] = r
-        claims += c
-        figures.update(f)
-    write_results(out, results, experiment="noisy_icl:" + "+".join(experiments), config=dataclasses.asdict(rc),
-                  seed=rc.seed, claims=claims, figures=figures)
-    return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analyses.noisy_icl", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="smoke", choices=tuple(PRESETS),
-                        help="sizes: micro (CI, seconds), smoke (CPU, minutes), paper (d=T=256, batch 512, 2000 steps: GPU)")
-    parser.add_argument("--experiment", nargs="+", default=["main"], choices=EXPERIMENTS + ("all",),
-                        help="what to run (default main); 'all' runs every experiment the preset supports")
-    parser.add_argument("--out", default="runs/noisy_icl", help="output directory; re-running resumes (default %(default)s)")
-    parser.add_argument("--data-preset", default="official_code", choices=("official_code", "paper_text"),
-                        help="official_code: τ = id 2, loss on repeated-trigger positions (the authors' code); "
-                             "paper_text: τ = appended id 65, loss on the last position (the paper's text)")
-    parser.add_argument("--alpha", type=float, default=0.5, help="noise probability α for training (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for init and data (default %(default)s)")
-    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the preset's)")
-    parser.add_argument("--lr", type=float, default=0.03, help="SGD learning rate (default %(default)s; Adam runs use 3e-3)")
-    parser.add_argument("--device", default=None, help="torch device, e.g. cuda (default: TransformerLens' choice)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default %(default)s)")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    args = parser.parse_args(argv)
-    experiments = list(args.experiment)
-    if "all" in experiments:
-        experiments = [e for e in EXPERIMENTS if e != "ioi" or PRESETS[args.preset].ioi_layers]
-    if args.steps is not None and args.steps < 1:
-        parser.error(f"--steps={args.steps}; expected >= 1")
-    if not 0.0 <= args.alpha <= 1.0:
-        parser.error(f"--alpha={args.alpha}; expected a probability in [0, 1]")
-    torch.set_num_threads(args.threads)
-    rc = RunConfig(preset=args.preset, data_preset=args.data_preset, alpha=args.alpha, seed=args.seed,
-                   lr=args.lr, steps=args.steps, device=args.device)
-    try:
-        results = run(args.out, experiments, rc, progress=not args.no_progress)
-    except ValueError as exc:
-        parser.error(str(exc))
-    for name, result in results.items():
-        for check, passed in result.get("checks", {}).items() if isinstance(result, dict) else ():
-            print(f"{'PASS' if passed else 'FAIL'}  {name}: {check}")
-    print(f"wrote {Path(args.out) / 'results.json'} ({', '.join(results)})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,7 @@
 Test metrics (``recall_metrics``, Figs 3, 8, 10-13, 19-20) are read at a batch's ``loss_mask`` positions;
 interventions (``interventions``: drop / rank-truncate F₁, F₂ or the first-layer OV product) come from
 ``hooks`` and are undone after each measurement. Weight-space read-outs (Figs 3 right, 7, 9) are the raw
-bilinear forms the model computes (spec §9.41): no softmax, and ``1/√d_head`` only where the model uses it.
+bilinear forms the model computes: no softmax, and ``1/√d_head`` only where the model uses it.
 """
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ FACTUAL_20: tuple[Prompt, ...] = tuple(
 
 # --------------------------------------------------------------------------- prepositions (App. I.1, Fig. 14)
 
-#: App. I.1: the 30 raw prepositions; each is a whole input by itself (no leading space; spec §6.6).
+#: App. I.1: the 30 raw prepositions; each is a whole input by itself (no leading space).
 PREPOSITIONS: tuple[str, ...] = tuple(
     """
     about above across after against along around at before behind below beneath beside between by
@@ -125,7 +125,7 @@ PREPOSITIONS: tuple[str, ...] = tuple(
     """.split()
 )
 
-#: App. I.1 (spec App. B): the 40 incomplete sentences ending with a preposition, verbatim (ASCII apostrophes).
+#: App. I.1: the 40 incomplete sentences ending with a preposition, verbatim (ASCII apostrophes).
 PREPOSITION_SENTENCES: tuple[str, ...] = (
     "Inspired painter gazed at pristine canvas, envisioning next creation about",
     "Children's delighted squeals filled yard as they frolicked, stumbling across",
@@ -211,7 +211,7 @@ def ioi_prompts(
     names: Sequence[str] = IOI_NAMES,
     template: str = IOI_TEMPLATE,
 ) -> list[IOIPrompt]:
-    """``n`` IOI prompts "with random names for [IO] and [S]" (§4.1; spec §6.2 recommended generator).
+    """``n`` IOI prompts "with random names for [IO] and [S]" (§4.1 recommended generator).
 
     The name pool (default :data:`IOI_NAMES`) is filtered to names whose ``" " + name`` is a single token under
     ``tokenizer`` (an HF tokenizer or a ``HookedTransformer``); ``ValueError`` if fewer than ``min_names``

@@ -1,0 +1,50 @@
+"""Noisy in-context recall (Chen, Bruna & Bietti) — ``python -m analyses.noisy_icl --help``.
+
+The paper's code lives in ``analyses/papers/distributional/``; this module is its table of contents.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mechrecall.experiment import Experiment, Option, Part
+
+PAPER = ("Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
+         "(Chen, Bruna & Bietti)")
+PKG = "analyses.papers.distributional.noisy_icl"
+
+EXPERIMENT = Experiment(
+    name="noisy_icl",
+    paper=PAPER,
+    summary="Feed-forward layers store the distributional noise association (trigger → τ); attention does the "
+            "in-context recall (trigger → ȳ). Dropping or truncating the last FF removes the noise (§3, App. B, G, J).",
+    parts=(
+        Part("main", f"{PKG}:part_main", "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, "
+             "7, 8, 9, 10)"),
+        Part("ff_variants", f"{PKG}:part_ff_variants", "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)"),
+        Part("finetune", f"{PKG}:part_finetune", "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)"),
+        Part("multi_trigger", f"{PKG}:part_multi_trigger", "five triggers (Fig 9 right)"),
+        Part("ioi", f"{PKG}:part_ioi", "synthetic IOI with deeper models (Figs 19, 20)", presets=("micro", "paper")),
+        Part("theory", f"{PKG}:part_theory", "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)"),
+    ),
+    default_parts=("main",),
+    preset_help={
+        "micro": "d = T = 32, 25 steps: seconds; exercises every code path (not comparable to the paper)",
+        "smoke": "d = T = 64, batch 64, 600 steps: a few minutes on a laptop CPU",
+        "paper": "d = T = 256, batch 512, d_mlp = 1024, 2,000 steps (a GPU)",
+    },
+    options=(
+        Option("--data-preset", default="official_code", choices=("official_code", "paper_text"),
+               help="official_code: τ = id 2, loss on repeated-trigger positions (the authors' code); paper_text: "
+                    "τ = appended id 65, loss on the last position (the paper's text)"),
+        Option("--alpha", type=float, default=0.5, help="noise probability α for training (default %(default)s)"),
+        Option("--steps", type=int, default=None, help="training steps (default: the preset's)"),
+        Option("--lr", type=float, default=0.03, help="SGD learning rate (default %(default)s; Adam runs use 3e-3)"),
+    ),
+    check=f"{PKG}:check",
+)
+
+main = EXPERIMENT.main
+
+if __name__ == "__main__":
+    sys.exit(main())
