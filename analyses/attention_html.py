@@ -11,7 +11,6 @@ archive or an offline machine. Works with any ``HookedTransformer`` (a toy model
 from __future__ import annotations
 
 import html as _html
-import operator
 import os
 import re
 from pathlib import Path
@@ -19,7 +18,8 @@ from typing import Any, Sequence
 
 import torch
 
-from mechrecall._tl import HookedTransformer
+from mechrecall.checks import check_head, check_index, check_layer
+from mechrecall._tl import HookedTransformer, get_act_name
 from mechrecall.io import atomic_write_text
 
 __all__ = ["attention_pattern_html", "save_attention_html"]
@@ -40,17 +40,6 @@ def _check_self_contained(html: str) -> str:
     if match:
         raise ValueError(f"HTML is not self-contained: it loads {match.group(0)!r}... from the network")
     return html
-
-
-def _check_index(name: str, value: Any, size: int, what: str) -> int:
-    """``value`` as an int if it indexes ``size`` items, else a ``ValueError`` naming it and the valid range."""
-    try:
-        index = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        index = None
-    if index is None or not 0 <= index < size:
-        raise ValueError(f"{name}={value!r} is out of range: expected an int in [0, {size - 1}] ({what})")
-    return index
 
 
 def attention_pattern_html(
@@ -88,11 +77,11 @@ def attention_pattern_html(
     from circuitsvis.attention import attention_heads
 
     cfg = model.cfg
-    layer = _check_index("layer", layer, cfg.n_layers, f"the model has n_layers={cfg.n_layers}")
+    layer = check_layer(model, layer)
     if heads is None:
         heads = list(range(cfg.n_heads))
     else:
-        heads = [_check_index("head", h, cfg.n_heads, f"the model has n_heads={cfg.n_heads}") for h in heads]
+        heads = [check_head(model, layer, h)[1] for h in heads]
         if not heads:
             raise ValueError("heads=[] selects nothing; pass None for all heads or a non-empty list")
 
@@ -106,7 +95,7 @@ def attention_pattern_html(
         tokens = tokens[None]
     if tokens.ndim != 2 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise ValueError(f"tokens must be int ids of shape [batch, pos] or [pos], got {tokens.dtype} {tuple(tokens.shape)}")
-    batch_index = _check_index("batch_index", batch_index, tokens.shape[0], f"the batch has {tokens.shape[0]} sequences")
+    batch_index = check_index("batch_index", batch_index, tokens.shape[0], f"the batch has {tokens.shape[0]} sequences")
     ids = tokens[batch_index]
     if str_tokens is not None:
         labels = [str(t) for t in str_tokens]
@@ -117,7 +106,7 @@ def attention_pattern_html(
     else:
         labels = [str(i) for i in ids.tolist()]
 
-    name = f"blocks.{layer}.attn.hook_pattern"
+    name = get_act_name("pattern", layer)
     with torch.no_grad():
         _, cache = model.run_with_cache(tokens.to(cfg.device), names_filter=name)
     pattern = cache[name][batch_index, heads].float().cpu()  # [head, query_pos, key_pos]

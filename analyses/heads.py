@@ -31,7 +31,8 @@ import torch
 from jaxtyping import Bool, Float, Int
 
 from analyses.plotting import heatmap, layer_head_table
-from mechrecall._tl import HookedTransformer
+from mechrecall.checks import check_layers
+from mechrecall._tl import HookedTransformer, get_act_name
 from mechrecall.sequences import repeated_random_tokens
 
 ATTENTION_ROLES = ("previous_token", "duplicate_token", "induction")
@@ -108,11 +109,8 @@ def attention_patterns(
     model: HookedTransformer, tokens: Int[torch.Tensor, "batch pos"], layers: Sequence[int] | None = None
 ) -> Float[torch.Tensor, "layer batch head q k"]:
     """Attention patterns of ``layers`` (default all) stacked: ``[layer, batch, head, q, k]``."""
-    layers = list(range(model.cfg.n_layers)) if layers is None else list(layers)
-    bad = [l for l in layers if not 0 <= l < model.cfg.n_layers]
-    if bad:
-        raise ValueError(f"layers {bad} out of range; expected 0..{model.cfg.n_layers - 1}")
-    names = [f"blocks.{l}.attn.hook_pattern" for l in layers]
+    layers = list(range(model.cfg.n_layers)) if layers is None else check_layers(model, layers)
+    names = [get_act_name("pattern", l) for l in layers]
     _, cache = model.run_with_cache(tokens, names_filter=names)
     return torch.stack([cache[n] for n in names])
 
@@ -219,8 +217,10 @@ def top_heads(table: pd.DataFrame, score: str, k: int = 3) -> list[tuple[int, in
 
 
 def head_roles_figure(table: pd.DataFrame, title: str | None = None):
-    """One layer x head heatmap per score."""
-    return heatmap(table, title=title)
+    """One layer x head heatmap per score, values printed in the cells. The attention scores share one colour
+    scale on [0, 1]; the copying score (an eigenvalue ratio) has its own on [-1, 1]."""
+    limits = {role: (0.0, 1.0) for role in ATTENTION_ROLES} | {"copying": (-1.0, 1.0)}
+    return heatmap(table, title=title, limits=limits, annotate=True)
 
 
 # ----------------------------------------------------------------------------------- induction performance

@@ -19,6 +19,7 @@ import torch
 from analyses.plotting import heatmap
 from hooks import weights
 from hooks.weights import MATRICES, edit_matrix, get_matrix, matrix_params, rank_for, truncation
+from mechrecall.progress import progress_bar
 from mechrecall._tl import HookedTransformer
 from pretrained.loading import require_raw
 
@@ -115,12 +116,7 @@ def laser_sweep(
 
     baseline = _as_metrics(metric(model))
     rows, n_svd = [], 0
-    bar = targets
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(targets, desc="LASER sweep", unit="matrix")
-    for layer, matrix, head in bar:
+    for layer, matrix, head in progress_bar(targets, enabled=progress, desc="LASER sweep", unit="matrix"):
         W = get_matrix(model, layer, matrix, head).clone()
         factors = weights.svd(W, dtype)
         n_svd += 1

@@ -22,13 +22,12 @@ import torch
 from jaxtyping import Float, Int
 
 from hooks.positions import Positions, position_mask
-from mechrecall._tl import FactoredMatrix, HookedTransformer
+from mechrecall.checks import check_head
+from mechrecall._tl import FactoredMatrix, HookedTransformer, get_act_name
 
 
 def _check_head(model: HookedTransformer, layer: int, head: int) -> None:
-    if not (0 <= layer < model.cfg.n_layers and 0 <= head < model.cfg.n_heads):
-        raise ValueError(f"head (layer={layer}, head={head}) out of range; the model has "
-                         f"{model.cfg.n_layers} layers x {model.cfg.n_heads} heads")
+    check_head(model, layer, head)
 
 
 def ov_circuit(model: HookedTransformer, layer: int, head: int) -> FactoredMatrix:
@@ -164,7 +163,7 @@ def head_logit_lens(
     and multiplied by its weight when the model is unprocessed — the linear part of ``ln_final``.
     """
     _check_head(model, layer, head)
-    names = [f"blocks.{layer}.attn.hook_z"]
+    names = [get_act_name("z", layer)]
     has_ln = apply_ln and "ln_final.hook_scale" in model.hook_dict
     if has_ln:
         names.append("ln_final.hook_scale")

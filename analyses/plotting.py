@@ -8,7 +8,7 @@ it with ``fig.savefig``.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import torch
@@ -48,11 +48,14 @@ def heatmap(
     cmap: str = "viridis",
     annotate: bool | None = None,
     fmt: str = "{:.2f}",
+    limits: tuple[float, float] | Mapping[Any, tuple[float, float]] | None = None,
 ):
     """One heatmap panel per distinct ``table[panel]`` value (or a single panel if ``panel`` is None).
 
     Rows/columns are the sorted distinct values of ``table[row]`` / ``table[col]``; cells are annotated
-    with their value when the grid is small (``annotate=None``: at most 20 x 20 cells).
+    with their value when the grid is small (``annotate=None``: at most 20 x 20 cells). ``limits``: the colour
+    scale, one ``(vmin, vmax)`` shared by every panel or a panel name -> ``(vmin, vmax)`` mapping (panels not in
+    it scale to their own data), so that scores on a common scale are compared by colour, not per panel.
     """
     for name in [row, col, value] + ([panel] if panel else []):
         if name not in table.columns:
@@ -61,7 +64,9 @@ def heatmap(
     fig, axes = subplots(1, len(groups), figsize=(3.6 * len(groups) + 0.6, 3.4), squeeze=False)
     for ax, (name, part) in zip(axes[0], groups):
         grid = part.pivot_table(index=row, columns=col, values=value, aggfunc="mean")
-        image = ax.imshow(grid.to_numpy(dtype=float), cmap=cmap, aspect="auto")
+        lim = limits.get(name) if isinstance(limits, Mapping) else limits
+        vmin, vmax = lim if lim is not None else (None, None)
+        image = ax.imshow(grid.to_numpy(dtype=float), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
         ax.set_xticks(range(grid.shape[1]), [str(c) for c in grid.columns], rotation=90 if grid.shape[1] > 12 else 0)
         ax.set_yticks(range(grid.shape[0]), [str(r) for r in grid.index])
         ax.set(xlabel=col, ylabel=row, title=str(name) if name is not None else (title or ""))
@@ -70,7 +75,9 @@ def heatmap(
                 for j in range(grid.shape[1]):
                     v = grid.iat[i, j]
                     if v == v:  # not NaN
-                        ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7, color="w")
+                        shade = image.norm(v)
+                        ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7,
+                                color="k" if shade > 0.6 else "w")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     if title and panel:
         fig.suptitle(title)

@@ -36,7 +36,8 @@ from jaxtyping import Float, Int
 
 import hooks
 from hooks.activations import check_hook_names
-from mechrecall._tl import HookedTransformer
+from mechrecall.checks import check_layer
+from mechrecall._tl import HookedTransformer, get_act_name
 
 __all__ = [
     "SITES", "coeff_sweep", "inject_task_vector", "latent_geometry", "latent_geometry_figure", "pca",
@@ -56,16 +57,14 @@ def site_hook_name(model: HookedTransformer, layer: int, site: str) -> str:
     """``blocks.{layer}.hook_{site}``, after checking that the model has (and runs) that hook."""
     if site not in SITES:
         raise ValueError(f"site={site!r}; expected one of {SITES}")
-    n_layers = model.cfg.n_layers
-    if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < n_layers:
-        raise ValueError(f"layer={layer!r} is out of range; expected an int in [0, {n_layers - 1}]")
+    check_layer(model, layer)
     # TL creates hook_mlp_out in attention-only blocks too, but never calls it.
     if site in ("resid_mid", "mlp_out") and model.cfg.attn_only:
         raise ValueError(f"site={site!r}: an attention-only model has no MLPs; use 'resid_pre', 'resid_post' or 'attn_out'")
     if site == "resid_mid" and model.cfg.parallel_attn_mlp:
         raise ValueError("site='resid_mid': this model runs attention and MLP in parallel (e.g. GPT-NeoX), "
                          "so it has no resid_mid; use 'resid_pre', 'resid_post', 'attn_out' or 'mlp_out'")
-    name = f"blocks.{layer}.hook_{site}"
+    name = get_act_name(site, layer)
     check_hook_names(model, [name])
     return name
 

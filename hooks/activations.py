@@ -17,7 +17,8 @@ import torch
 from jaxtyping import Float
 
 from hooks.positions import Positions, position_mask
-from mechrecall._tl import HookedTransformer
+from mechrecall.checks import check_heads, check_layers
+from mechrecall._tl import HookedTransformer, get_act_name
 
 Head = tuple[int, int]
 HookFn = Callable[[torch.Tensor, object], torch.Tensor]
@@ -28,15 +29,15 @@ HookFn = Callable[[torch.Tensor, object], torch.Tensor]
 
 def head_hook_name(layer: int) -> str:
     """``blocks.{layer}.attn.hook_z``: per-head outputs ``[batch, pos, head, d_head]`` before ``W_O``."""
-    return f"blocks.{layer}.attn.hook_z"
+    return get_act_name("z", layer)
 
 
 def attn_out_hook_name(layer: int) -> str:
-    return f"blocks.{layer}.hook_attn_out"
+    return get_act_name("attn_out", layer)
 
 
 def mlp_out_hook_name(layer: int) -> str:
-    return f"blocks.{layer}.hook_mlp_out"
+    return get_act_name("mlp_out", layer)
 
 
 def check_hook_names(model: HookedTransformer, names: Iterable[str]) -> None:
@@ -50,25 +51,6 @@ def check_hook_names(model: HookedTransformer, names: Iterable[str]) -> None:
     if missing:
         hint = " (an attention-only model has no MLP hooks)" if any("mlp" in n for n in missing) else ""
         raise ValueError(f"model has no hook point(s) {missing}{hint}; e.g. {sorted(model.hook_dict)[:4]} ...")
-
-
-def check_heads(model: HookedTransformer, heads: Iterable[Head]) -> list[Head]:
-    heads = [(int(l), int(h)) for l, h in heads]
-    for layer, head in heads:
-        if not (0 <= layer < model.cfg.n_layers and 0 <= head < model.cfg.n_heads):
-            raise ValueError(
-                f"head (layer={layer}, head={head}) out of range; the model has {model.cfg.n_layers} layers "
-                f"x {model.cfg.n_heads} heads"
-            )
-    return heads
-
-
-def check_layers(model: HookedTransformer, layers: Iterable[int]) -> list[int]:
-    layers = [int(l) for l in layers]
-    bad = [l for l in layers if not 0 <= l < model.cfg.n_layers]
-    if bad:
-        raise ValueError(f"layer(s) {bad} out of range; expected 0..{model.cfg.n_layers - 1}")
-    return layers
 
 
 # --------------------------------------------------------------------------------------- hook functions

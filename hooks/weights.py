@@ -36,6 +36,7 @@ import torch
 from jaxtyping import Float
 
 from mechrecall._tl import HookedTransformer
+from mechrecall.checks import check_head, check_layer
 from mechrecall.processing import require_raw
 
 MATRICES = ("mlp_in", "mlp_out", "attn_q", "attn_k", "attn_v", "attn_o", "attn_ov")
@@ -102,13 +103,12 @@ def _mlp_param(model: HookedTransformer, layer: int, name: str) -> torch.nn.Para
 def _check(model: HookedTransformer, layer: int, kind: str, head: int | None) -> None:
     if kind not in MATRICES:
         raise ValueError(f"matrix={kind!r}; expected one of {MATRICES}")
-    if not isinstance(layer, int) or not 0 <= layer < model.cfg.n_layers:
-        raise ValueError(f"layer={layer!r} out of range; expected 0..{model.cfg.n_layers - 1}")
+    check_layer(model, layer)
     if kind == "attn_ov":
         if head is None and model.cfg.n_heads != 1:
             raise ValueError(f"matrix='attn_ov' needs head= (the model has {model.cfg.n_heads} heads)")
-        if head is not None and not 0 <= head < model.cfg.n_heads:
-            raise ValueError(f"head={head!r} out of range; expected 0..{model.cfg.n_heads - 1}")
+        if head is not None:
+            check_head(model, layer, head)
     elif head is not None:
         raise ValueError(f"head= only applies to matrix='attn_ov', not {kind!r}")
     if kind.startswith("mlp") and model.cfg.attn_only:

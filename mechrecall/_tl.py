@@ -21,5 +21,6 @@ with warnings.catch_warnings():
         ) from exc
     from transformer_lens.hook_points import HookPoint
     from transformer_lens.FactoredMatrix import FactoredMatrix
+    from transformer_lens.utilities import get_act_name  # "pattern", 1 -> "blocks.1.attn.hook_pattern"
 
-__all__ = ["HookedTransformer", "HookedTransformerConfig", "HookPoint", "FactoredMatrix"]
+__all__ = ["HookedTransformer", "HookedTransformerConfig", "HookPoint", "FactoredMatrix", "get_act_name"]

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_from_spec, model_spec
+from mechrecall.errors import CheckpointError
 from mechrecall.io import atomic_directory, atomic_write_json
 
 CHECKPOINT_FORMAT = 1
@@ -65,13 +67,28 @@ def save_checkpoint(
     return path
 
 
+def read_tensors(file: Path) -> dict[str, torch.Tensor]:
+    """A checkpoint's safetensors file; :class:`CheckpointError` naming the file when it is missing or unreadable."""
+    if not file.is_file():
+        raise CheckpointError(f"{file} is missing: the checkpoint {file.parent} is incomplete")
+    try:
+        return load_file(str(file))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{file} is unreadable ({exc}); the checkpoint {file.parent} is damaged") from exc
+
+
 def read_checkpoint_meta(path: str | os.PathLike) -> dict[str, Any]:
-    """The checkpoint's JSON (format-checked)."""
+    """The checkpoint's JSON (format-checked); :class:`CheckpointError` naming the file when it is unreadable."""
     path = Path(path)
     meta_file = path / _JSON
     if not meta_file.is_file():
         raise FileNotFoundError(f"{path} is not a mechrecall checkpoint (no {_JSON})")
-    meta = json.loads(meta_file.read_text())
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{meta_file} is unreadable ({exc}); the checkpoint {path} is damaged") from exc
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{meta_file} is not a JSON object; the checkpoint {path} is damaged")
     if meta.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"{path}: checkpoint format {meta.get('format')!r}; expected {CHECKPOINT_FORMAT}")
     return meta
@@ -81,7 +98,7 @@ def load_model(path: str | os.PathLike) -> HookedTransformer:
     """Rebuild the model recorded in a checkpoint and load its weights."""
     meta = read_checkpoint_meta(path)
     model = build_from_spec(meta["model_spec"])
-    model.load_state_dict(load_file(str(Path(path) / "model.safetensors")), strict=True)
+    model.load_state_dict(read_tensors(Path(path) / "model.safetensors"), strict=True)
     return model
 
 
@@ -111,7 +128,7 @@ def load_weights(model: HookedTransformer, path: str | os.PathLike, *, check_see
     diffs = [d for d in spec_differences(theirs, ours) if check_seed or not d.startswith("seed")]
     if diffs:
         raise ValueError(f"checkpoint {path} was written for a different model (checkpoint vs this model): " + "; ".join(diffs))
-    model.load_state_dict(load_file(str(Path(path) / "model.safetensors")), strict=True)
+    model.load_state_dict(read_tensors(Path(path) / "model.safetensors"), strict=True)
     return meta
 
 
@@ -123,7 +140,7 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, path: str | os.PathLi
     info = meta["optimizer"]
     if info["class"] != type(optimizer).__name__:
         raise ValueError(f"checkpoint {path} holds a {info['class']} state; the optimizer is a {type(optimizer).__name__}")
-    tensors = load_file(str(Path(path) / "optimizer.safetensors"))
+    tensors = read_tensors(Path(path) / "optimizer.safetensors")
     state: dict[int, dict[str, Any]] = {}
     for key, value in tensors.items():
         _, index, name = key.split(".", 2)
@@ -139,7 +156,7 @@ def load_rng_state(path: str | os.PathLike) -> None:
     """Restore torch's global RNG state saved with a checkpoint (if any)."""
     rng_file = Path(path) / "rng.safetensors"
     if rng_file.is_file():
-        torch.set_rng_state(load_file(str(rng_file))["torch"])
+        torch.set_rng_state(read_tensors(rng_file)["torch"])
 
 
 def _flatten_optimizer(optimizer: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:

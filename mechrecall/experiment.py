@@ -27,6 +27,7 @@ import argparse
 import datetime as _dt
 import importlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -218,6 +219,7 @@ class Experiment:
         """Parse, check, run; user errors end in one line on stderr and exit code 2."""
         parser = self.parser()
         args = parser.parse_args(argv)
+        _console_logging()
         try:
             options = {o.dest: getattr(args, o.dest) for o in self.options}
             parts = self.select_parts(args.experiment, args.preset)
@@ -346,6 +348,17 @@ class Experiment:
         payload.update(updated=_stamp(), versions=versions(), claims=rows, summary=summary(rows),
                        figures=[f for p in payload["parts"].values() for f in p.get("figures", [])])
         atomic_write_json(root / "results.json", payload)
+
+
+def _console_logging() -> None:
+    """The library's log lines (e.g. "resuming ... from step 900") on stderr, once, for a command-line run."""
+    logger = logging.getLogger("mechrecall")
+    if not any(getattr(h, "_mechrecall_cli", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler._mechrecall_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
 
 
 class OneLineErrorParser(argparse.ArgumentParser):

@@ -21,7 +21,8 @@ from typing import Callable, Iterable
 
 import torch
 
-from mechrecall._tl import HookedTransformer
+from mechrecall.checks import check_layer
+from mechrecall._tl import HookedTransformer, get_act_name
 
 HookFn = Callable[..., torch.Tensor | None]
 HookFactory = Callable[..., list[tuple[str, HookFn]]]
@@ -42,10 +43,10 @@ def register_permanent_hook(name: str) -> Callable[[HookFactory], HookFactory]:
 
 
 def _check_layer(model: HookedTransformer, layer: int, hook: str) -> None:
-    if not isinstance(layer, int) or not 0 <= layer < model.cfg.n_layers:
-        raise ValueError(
-            f"permanent hook {hook!r}: layer={layer!r} is not a block index; expected 0..{model.cfg.n_layers - 1}"
-        )
+    try:
+        check_layer(model, layer)
+    except ValueError as exc:
+        raise ValueError(f"permanent hook {hook!r}: {exc}") from None
 
 
 @register_permanent_hook("no_skip_connection")
@@ -60,8 +61,8 @@ def no_skip_connection(model: HookedTransformer, layer: int) -> list[tuple[str, 
         return resid_post - stash.pop("resid_pre")
 
     return [
-        (f"blocks.{layer}.hook_resid_pre", save_resid_pre),
-        (f"blocks.{layer}.hook_resid_post", drop_resid_pre),
+        (get_act_name("resid_pre", layer), save_resid_pre),
+        (get_act_name("resid_post", layer), drop_resid_pre),
     ]
 
 
@@ -97,8 +98,8 @@ def relative_key_positions(
         return scores + torch.gather(q_dot_pos, -1, index)  # -inf (masked) stays -inf
 
     return [
-        (f"blocks.{layer}.attn.hook_q", save_q),
-        (f"blocks.{layer}.attn.hook_attn_scores", add_relative_keys),
+        (get_act_name("q", layer), save_q),
+        (get_act_name("attn_scores", layer), add_relative_keys),
     ]
 
 
@@ -113,4 +114,4 @@ def strict_causal_mask(model: HookedTransformer, layers: Iterable[int]) -> list[
         diagonal = torch.eye(n_q, n_k, dtype=torch.bool, device=scores.device)
         return scores.masked_fill(diagonal, float("-inf"))
 
-    return [(f"blocks.{layer}.attn.hook_attn_scores", mask_diagonal) for layer in layers]
+    return [(get_act_name("attn_scores", layer), mask_diagonal) for layer in layers]

@@ -23,9 +23,11 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import json
+import logging
 import math
 import os
 import shutil
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -33,13 +35,16 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 import torch.nn.functional as F
 from jaxtyping import Bool, Float, Int
-from tqdm.auto import tqdm
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
+from mechrecall.errors import CheckpointError
+from mechrecall.progress import progress_bar
 from mechrecall.builder import derive_seed
 from mechrecall.checkpoint import load_optimizer_state, load_rng_state, load_weights, read_checkpoint_meta, save_checkpoint
 from mechrecall.io import atomic_write_json
+
+log = logging.getLogger(__name__)
 
 OPTIMIZERS = ("sgd", "adam", "adamw")
 SCHEDULES = ("constant", "cosine")
@@ -232,12 +237,69 @@ def _checkpoint_dir(out_dir: Path) -> Path:
 
 
 def latest_checkpoint(out_dir: str | os.PathLike) -> Path | None:
-    """The newest complete checkpoint written by ``train`` into ``out_dir``, or None."""
-    pointer = _checkpoint_dir(Path(out_dir)) / "latest.json"
-    if not pointer.is_file():
-        return None
-    path = _checkpoint_dir(Path(out_dir)) / json.loads(pointer.read_text())["name"]
-    return path if path.is_dir() else None
+    """The newest checkpoint written by ``train`` into ``out_dir`` (``checkpoints/latest.json``), or None."""
+    candidates = checkpoint_candidates(out_dir)
+    return candidates[0] if candidates else None
+
+
+def checkpoint_candidates(out_dir: str | os.PathLike) -> list[Path]:
+    """Every checkpoint folder in ``out_dir/checkpoints``, newest first: the one ``latest.json`` names (when it
+    is readable), then the ``step-*`` folders by decreasing step."""
+    root = _checkpoint_dir(Path(out_dir))
+    if not root.is_dir():
+        return []
+    steps = sorted((p for p in root.glob("step-*") if p.is_dir()), key=lambda p: p.name, reverse=True)
+    pointer = root / "latest.json"
+    try:
+        named = root / json.loads(pointer.read_text())["name"]
+    except (OSError, ValueError, KeyError, TypeError):
+        named = None
+    if named is not None and named.is_dir():
+        steps = [named, *(p for p in steps if p != named)]
+    elif pointer.exists():
+        log.warning("%s is unreadable or names a missing checkpoint; looking for the newest intact one", pointer)
+    return steps
+
+
+def _resume(
+    out: Path, model: HookedTransformer, optimizer: torch.optim.Optimizer, cfg: TrainConfig
+) -> tuple[dict[str, list[dict[str, Any]]], int] | None:
+    """Load the newest intact checkpoint in ``out`` into ``model`` / ``optimizer`` / the RNG: ``(history, step)``.
+
+    A damaged checkpoint (truncated or missing file, unreadable JSON) is skipped with a warning naming it, in
+    favour of the next older one; when every checkpoint is damaged, :class:`CheckpointError` says what to delete.
+    A checkpoint of another model or training config is an error, never skipped.
+    """
+    candidates = checkpoint_candidates(out)
+    damaged: list[str] = []
+    for ckpt in candidates:
+        try:
+            meta = read_checkpoint_meta(ckpt)
+            saved_cfg = TrainConfig.from_dict(meta["state"]["train_config"])
+        except (CheckpointError, FileNotFoundError, KeyError, TypeError) as exc:
+            damaged.append(f"{ckpt.name}: {exc}")
+            continue
+        if _comparable(saved_cfg) != _comparable(cfg):
+            a, b = _comparable(saved_cfg), _comparable(cfg)
+            diffs = [f"{k}: {a.get(k)!r} (checkpoint) vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            raise ValueError(f"cannot resume from {ckpt}: the training config differs: " + "; ".join(diffs))
+        if meta["step"] > cfg.steps:
+            raise ValueError(f"checkpoint {ckpt} is at step {meta['step']}, beyond TrainConfig.steps={cfg.steps}")
+        try:
+            load_weights(model, ckpt, check_seed=False)
+            load_optimizer_state(optimizer, ckpt)
+            load_rng_state(ckpt)
+        except CheckpointError as exc:
+            damaged.append(f"{ckpt.name}: {exc}")
+            continue
+        if damaged:
+            log.warning("skipped damaged checkpoint(s) %s; resuming from %s", "; ".join(damaged), ckpt)
+        log.info("resuming %s from step %d", out, meta["step"])
+        return meta["state"]["history"], meta["step"]
+    if damaged:
+        raise CheckpointError(f"no intact checkpoint in {_checkpoint_dir(out)} ({damaged[0]}); delete that folder "
+                              "to train from step 0")
+    return None
 
 
 def train(
@@ -262,27 +324,21 @@ def train(
     if cfg.checkpoint_every and out is None:
         raise ValueError("TrainConfig.checkpoint_every > 0 needs an out_dir to write checkpoints into")
     optimizer = build_optimizer(model, cfg)
-    base_lrs = [g["lr"] for g in optimizer.param_groups]
     entry_masks = {
         model.get_parameter(n): m for n, m in (getattr(model, "mechrecall_entry_masks", None) or {}).items()
     }
     history: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
     start, resumed_from = 0, None
 
-    if out is not None and resume and (ckpt := latest_checkpoint(out)) is not None:
-        meta = read_checkpoint_meta(ckpt)
-        saved_cfg = TrainConfig.from_dict(meta["state"]["train_config"])
-        if _comparable(saved_cfg) != _comparable(cfg):
-            a, b = _comparable(saved_cfg), _comparable(cfg)
-            diffs = [f"{k}: {a.get(k)!r} (checkpoint) vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-            raise ValueError(f"cannot resume from {ckpt}: the training config differs: " + "; ".join(diffs))
-        if meta["step"] > cfg.steps:
-            raise ValueError(f"checkpoint {ckpt} is at step {meta['step']}, beyond TrainConfig.steps={cfg.steps}")
-        load_weights(model, ckpt, check_seed=False)
-        load_optimizer_state(optimizer, ckpt)
-        load_rng_state(ckpt)
-        history = meta["state"]["history"]
-        start = resumed_from = meta["step"]
+    # torch's LambdaLR keeps every group's lr at base × lr_factor(cfg, step) (warm-up, then constant / cosine).
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(cfg, step))
+    if out is not None and resume and (resumed := _resume(out, model, optimizer, cfg)) is not None:
+        history, start = resumed
+        resumed_from = start
+        scheduler.last_epoch = start - 1
+        with warnings.catch_warnings():  # no optimizer.step() in this process yet: expected here
+            warnings.simplefilter("ignore", UserWarning)
+            scheduler.step()
 
     def compute_loss(batch: Batch) -> torch.Tensor:
         if loss_fn is not None:
@@ -325,11 +381,9 @@ def train(
     if start == 0:
         run_evals(0)
     model.train()
-    bar = tqdm(total=cfg.steps, initial=start, disable=not cfg.progress, desc="train", dynamic_ncols=True, mininterval=0.5)
+    bar = progress_bar(total=cfg.steps, initial=start, enabled=cfg.progress, desc="train")
     for step in range(start, cfg.steps):
-        factor = lr_factor(cfg, step)
-        for group, base in zip(optimizer.param_groups, base_lrs):
-            group["lr"] = base * factor
+        lr = optimizer.param_groups[0]["lr"]
         batch = batch_at(step)
         optimizer.zero_grad(set_to_none=True)
         loss = compute_loss(batch)
@@ -347,7 +401,8 @@ def train(
         with torch.no_grad():
             for p, values in kept.items():
                 p[~entry_masks[p]] = values
-        history["train"].append({"step": step + 1, "loss": loss.item(), "grad_norm": grad_norm, "lr": base_lrs[0] * factor})
+        scheduler.step()
+        history["train"].append({"step": step + 1, "loss": loss.item(), "grad_norm": grad_norm, "lr": lr})
         bar.update(1)
         bar.set_postfix(loss=f"{history['train'][-1]['loss']:.4f}")
         done = step + 1

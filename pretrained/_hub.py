@@ -14,6 +14,8 @@ The weights go through TransformerLens' own ``HookedTransformer.from_pretrained`
 """
 from __future__ import annotations
 
+import errno
+
 import logging
 import os
 import socket
@@ -118,6 +120,10 @@ def unavailable_message(name: str, official: str, checkpoint: int | None, why: s
     )
 
 
+#: OSErrors of this machine (not of the hub) that must surface as they are.
+_LOCAL_ERRNOS = frozenset({errno.ENOSPC, errno.EACCES, errno.EPERM, errno.EROFS, errno.EDQUOT, errno.EMFILE})
+
+
 def _unavailable_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [OSError]  # transformers/huggingface_hub/requests errors
     try:
@@ -186,9 +192,11 @@ def load_from_hub(
     except PretrainedNotAvailableError:
         raise
     except _unavailable_errors() as exc:
+        if isinstance(exc, OSError) and exc.errno in _LOCAL_ERRNOS:
+            raise  # disk full, permissions: a problem of this machine, not of the hub
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
         why = "it is not available offline" if offline else "the Hugging Face Hub could not be used"
         raise PretrainedNotAvailableError(
             unavailable_message(name, official, checkpoint, f"{why} ({type(exc).__name__}: {first})")
-        ) from None
+        ) from exc
     return model

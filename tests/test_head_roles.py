@@ -46,7 +46,15 @@ def test_head_roles_find_exactly_the_handbuilt_heads(handbuilt):
     assert value[(*INDUCTION_HEAD, "copying")] == pytest.approx(1.0, abs=1e-6)  # OV circuit = identity
     others = table[(table["score"] == "induction") & ~((table["layer"] == 1) & (table["head"] == 1))]
     assert (others["value"] < 0.2).all()
-    assert head_roles_figure(table).axes
+    fig = head_roles_figure(table, title="roles")
+    panels = [ax for ax in fig.axes if ax.get_title() in ("previous_token", "duplicate_token", "induction", "copying")]
+    assert [ax.get_title() for ax in panels] == list(table["score"].unique())
+    for ax in panels:  # each panel shows the table's grid, on the shared scale, with the values printed
+        image = ax.images[0]
+        grid = table[table["score"] == ax.get_title()].pivot(index="layer", columns="head", values="value")
+        assert image.get_array().data.ravel().tolist() == pytest.approx(grid.to_numpy().ravel().tolist())
+        assert image.get_clim() == ((-1.0, 1.0) if ax.get_title() == "copying" else (0.0, 1.0))
+        assert [t.get_text() for t in ax.texts] == [f"{v:.2f}" for v in grid.to_numpy().ravel()]
 
 
 def test_removing_the_induction_head_kills_induction(handbuilt):
@@ -128,7 +136,13 @@ def test_head_roles_run_on_every_model(any_model):
     copying = table[table["score"] == "copying"]["value"]
     assert ((copying >= -1 - 1e-6) & (copying <= 1 + 1e-6)).all()
     perf = induction_performance(any_model)
-    assert 0 <= perf["accuracy"] <= 1 and perf["loss"] > 0
+    tokens, offset = repeated_tokens(any_model, seed=0)  # the same prompts, scored by hand
+    half = (tokens.shape[1] - offset) // 2
+    with torch.no_grad():
+        logprobs = any_model(tokens)[:, offset + half : -1].log_softmax(-1)
+    target = tokens[:, offset + half + 1 :]
+    assert perf["accuracy"] == pytest.approx((logprobs.argmax(-1) == target).float().mean().item())
+    assert perf["loss"] == pytest.approx(-logprobs.gather(-1, target[..., None]).mean().item(), rel=1e-5)
     with pytest.raises(ValueError, match="unknown role"):
         head_roles(any_model, roles=["induction", "successor"])
 

@@ -92,7 +92,7 @@ def test_ablation_hits_the_right_activation_on_every_model(any_model):
 
 
 def test_ablation_bad_input(any_model):
-    with pytest.raises(ValueError, match=r"head \(layer=9, head=0\) out of range"):
+    with pytest.raises(ValueError, match=r"layer=9 is out of range; expected an int in \[0, 1\] \(the model has 2 layers\)"):
         with ablate(any_model, heads=[(9, 0)]):
             pass
     with pytest.raises(ValueError, match="needs reference="):

@@ -118,7 +118,7 @@ def test_low_rank_bad_input(any_model):
     with pytest.raises(ValueError, match="matrix='fc_in'"):
         with low_rank(any_model, 0, "fc_in", 0.5):
             pass
-    with pytest.raises(ValueError, match="layer=7 out of range"):
+    with pytest.raises(ValueError, match="layer=7 is out of range"):
         with low_rank(any_model, 7, "mlp_in", 0.5):
             pass
     with pytest.raises(ValueError, match="needs head="):
@@ -162,7 +162,11 @@ def test_sweep_computes_one_svd_per_matrix_and_matches_single_truncations(any_mo
     assert (full == result.baseline["entropy"]).all()
     best = result.best("logprob")
     assert best["value"] == result.table.query("metric == 'logprob'")["value"].max()
-    assert result.figure("entropy").axes
+    fig = result.figure("entropy")
+    image = fig.axes[0].images[0]  # panel "mlp_in" (matrices in table order): layers x rho, the entropy values
+    grid = result.table.query("metric == 'entropy' and matrix == @fig.axes[0].get_title()").pivot_table(
+        index="layer", columns="rho", values="value")
+    assert image.get_array().data.ravel().tolist() == pytest.approx(grid.to_numpy().ravel().tolist())
 
 
 def test_sweep_restores_weights_when_the_metric_raises(any_model):

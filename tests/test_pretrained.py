@@ -297,7 +297,7 @@ def test_unreachable_hub_fails_fast(empty_hub, no_network, monkeypatch):
 
 
 def test_hub_failure_inside_transformers_is_reraised_concisely(empty_hub, no_network, monkeypatch):
-    """If the hub fails only inside transformers/TL, the error is re-raised short, ``from None``.
+    """If the hub fails only inside transformers/TL, the error is re-raised short, keeping its cause.
     (huggingface_hub is put offline so that its failure is immediate, without retries.)"""
     import huggingface_hub.constants
 
@@ -308,9 +308,29 @@ def test_hub_failure_inside_transformers_is_reraised_concisely(empty_hub, no_net
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(PretrainedNotAvailableError) as err:
         pretrained.load("gpt2")
-    assert err.value.__suppress_context__ and err.value.__cause__ is None
+    assert isinstance(err.value.__cause__, OSError)  # the chain is kept for whoever needs it
     assert "could not be used" in str(err.value) and 'pretrained.load("/path/to/hf_dir")' in str(err.value)
     assert len(str(err.value).splitlines()) < 10
+
+
+def test_a_local_disk_error_is_not_reported_as_unavailable(empty_hub, no_network, monkeypatch):
+    """Disk full while loading is this machine's problem: it surfaces as the OSError it is."""
+    import errno
+
+    import transformers
+
+    from pretrained import _hub
+
+    monkeypatch.setattr(_hub, "hub_offline", lambda: False)
+    monkeypatch.setattr(_hub, "hub_reachable", lambda timeout=3.0: True)
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", disk_full)
+    with pytest.raises(OSError) as err:
+        pretrained.load("gpt2")
+    assert not isinstance(err.value, PretrainedNotAvailableError) and err.value.errno == errno.ENOSPC
 
 
 def _put_in_hub_cache(cache: Path, repo: str, revision: str, src: Path, commit: str) -> None:

@@ -170,6 +170,50 @@ def test_resume_refuses_a_different_model_or_training_config(tmp_path):
     assert train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6}), out_dir=tmp_path).resumed_from == 4
 
 
+@pytest.mark.parametrize("damage", ["truncate model", "truncate optimizer", "remove model", "bad json",
+                                    "bad latest.json"])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, damage, caplog):
+    cfg = TrainConfig(steps=6, optimizer="sgd", lr=0.1, momentum=0.9, loss_positions="mask", checkpoint_every=2,
+                      keep_checkpoints=2, progress=False)
+    reference = small_model()
+    train(reference, batch_fn, cfg, out_dir=tmp_path / "ref")
+    run = tmp_path / "run"
+    train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 4}), out_dir=run)  # steps 2, 4 kept
+    newest = run / "checkpoints" / "step-00000004"
+    if damage == "truncate model":
+        data = (newest / "model.safetensors").read_bytes()
+        (newest / "model.safetensors").write_bytes(data[: len(data) // 2])
+    elif damage == "truncate optimizer":
+        data = (newest / "optimizer.safetensors").read_bytes()
+        (newest / "optimizer.safetensors").write_bytes(data[:20])
+    elif damage == "remove model":
+        (newest / "model.safetensors").unlink()
+    elif damage == "bad json":
+        (newest / "checkpoint.json").write_text("{not json")
+    else:
+        (run / "checkpoints" / "latest.json").write_text("")
+    resumed = small_model()
+    with caplog.at_level("INFO", logger="mechrecall"):
+        result = train(resumed, batch_fn, cfg, out_dir=run)
+    if damage == "bad latest.json":  # the step-* folders are still intact: the newest one is used
+        assert result.resumed_from == 4
+    else:
+        assert result.resumed_from == 2 and "step-00000004" in caplog.text and "skipped damaged" in caplog.text
+    assert f"from step {result.resumed_from}" in caplog.text
+    assert_same_weights(weights(reference), weights(resumed))  # and the run still ends where it should
+
+
+def test_no_intact_checkpoint_says_what_to_delete(tmp_path):
+    from mechrecall.errors import CheckpointError
+
+    cfg = TrainConfig(steps=2, optimizer="sgd", lr=0.1, loss_positions="mask", checkpoint_every=2,
+                      keep_checkpoints=1, progress=False)
+    train(small_model(), batch_fn, cfg, out_dir=tmp_path)
+    (tmp_path / "checkpoints" / "step-00000002" / "model.safetensors").write_bytes(b"\x00" * 10)
+    with pytest.raises(CheckpointError, match=r"model.safetensors is unreadable.*delete that folder"):
+        train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 4}), out_dir=tmp_path)
+
+
 def test_evals_recorded_on_schedule_and_checkpoints_pruned(tmp_path):
     calls = []
     cfg = TrainConfig(steps=7, optimizer="sgd", lr=0.1, loss_positions="mask", eval_every=3, eval_steps=(1,),

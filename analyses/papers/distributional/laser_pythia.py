@@ -44,6 +44,7 @@ from hooks.weights import get_matrix
 from mechrecall.claims import Claim, Rule, at_least, at_most
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
+from mechrecall.progress import progress_bar
 from analyses.papers.distributional.prompts import (
     FACTUAL_20,
     GPT2_IOI,
@@ -191,11 +192,7 @@ def rank_of(probs: torch.Tensor, token: int) -> torch.Tensor:
 def _iter_runs(ctx: Context, models: Sequence[str], opts: Options, desc: str):
     """(name, checkpoint, model) for every model x checkpoint whose weights are here."""
     pairs = [(m, c) for m in models for c in opts.checkpoints]
-    if ctx.progress:
-        from tqdm.auto import tqdm
-
-        pairs = tqdm(pairs, desc=desc, unit="checkpoint")
-    for name, checkpoint in pairs:
+    for name, checkpoint in progress_bar(pairs, enabled=ctx.progress, desc=desc, unit="checkpoint"):
         model = load(ctx, name, checkpoint, opts)
         if model is not None:
             yield name, checkpoint, model

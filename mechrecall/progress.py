@@ -1,0 +1,17 @@
+"""One progress display for every loop: a tqdm bar on a terminal, nothing when output goes to a file or pipe
+(a log then gets the experiment's own one-line messages instead of a line per step)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Iterable
+
+
+def progress_bar(iterable: Iterable[Any] | None = None, *, enabled: bool = True, **kwargs: Any) -> Any:
+    """``tqdm(iterable, **kwargs)``, disabled unless ``enabled`` and stderr is a terminal."""
+    from tqdm.auto import tqdm
+
+    shown = enabled and sys.stderr.isatty()
+    kwargs.setdefault("dynamic_ncols", True)
+    kwargs.setdefault("mininterval", 0.5)
+    return tqdm(iterable, disable=not shown, **kwargs)
