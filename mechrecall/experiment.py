@@ -94,11 +94,15 @@ class Option:
 
 @dataclass
 class PartResult:
-    """What a part hands back: its numbers, its claims and its figures (name -> Figure / HTML str / bytes)."""
+    """What a part hands back: its numbers, its claims and its figures (name -> Figure / HTML str / bytes).
+
+    ``footer``: what else a reader of the figures needs (e.g. "600 steps, d = 64"); the protocol writes it, with
+    the experiment, part, preset and seed, at the bottom of every matplotlib figure of the part."""
 
     results: dict[str, Any] = field(default_factory=dict)
     claims: list[Claim] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
+    footer: str = ""
 
 
 @dataclass
@@ -312,7 +316,9 @@ class Experiment:
                                           "traceback": traceback.format_exc(), "seconds": time.perf_counter() - started}
                 self._write(root, payload)
                 raise
-            figures = _save_figures(root, result.figures)
+            footer = f"python -m analyses.{self.name} · part {name} · preset {preset} · seed {seed}" + (
+                f" · {result.footer}" if result.footer else "")
+            figures = _save_figures(root, result.figures, footer)
             payload["parts"][name] = {"status": STATUS_DONE, "seconds": time.perf_counter() - started,
                                       "finished": _stamp(), "results": result.results, "figures": figures,
                                       "claims": [c.row() for c in result.claims]}
@@ -428,9 +434,12 @@ def _diff(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> l
     return out
 
 
-def _save_figures(root: Path, figures: Mapping[str, Any]) -> list[str]:
+def _save_figures(root: Path, figures: Mapping[str, Any], footer: str) -> list[str]:
+    """Save each figure (a matplotlib one with ``footer`` at its bottom edge); returns the file names."""
     from mechrecall.results import save_figure
 
-    for name in figures:
-        save_figure(root / name, figures[name])
+    for name, figure in figures.items():
+        if hasattr(figure, "savefig"):
+            figure.text(0.995, 0.003, footer, ha="right", va="bottom", fontsize=6, color="0.4")
+        save_figure(root / name, figure)
     return list(figures)

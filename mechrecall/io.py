@@ -2,7 +2,8 @@
 
 Every writer here writes to a temporary name in the destination's own directory, flushes and fsyncs it,
 then ``os.replace``s it into place (atomic on POSIX). Directories are built under a temporary name and
-renamed into place once complete.
+renamed into place once complete. Permissions follow the umask like any ordinary write (``0o666 & ~umask``
+for files, ``0o777 & ~umask`` for folders), not the private modes of ``tempfile``.
 """
 from __future__ import annotations
 
@@ -16,12 +17,19 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + fsync + rename)."""
+    """Write ``data`` to ``path`` atomically (temp file + fsync + rename), with the umask's permissions."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -72,6 +80,7 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
+        tmp.chmod(0o777 & ~_umask())
         yield tmp
         os.rename(tmp, path)
     except BaseException:

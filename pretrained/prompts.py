@@ -110,8 +110,9 @@ def _check_text(value: Any, name: str, *, strip_ok: bool) -> None:
 class Prompt:
     """A next-token prompt and its target word(s); the target is scored by the first token of ``" " + answer``.
 
-    ``prompt`` must not end with whitespace (the answer's token carries the leading space) and ``answer`` must
-    not start or end with whitespace.
+    ``prompt`` must not end with whitespace (the answer's token carries the leading space). ``answer`` may be
+    written with or without its leading space (``"Spain"`` or ``" Spain"``: the same answer); other whitespace
+    around it is an error.
     """
 
     prompt: str
@@ -121,6 +122,8 @@ class Prompt:
         _check_text(self.prompt, "prompt", strip_ok=True)
         if self.prompt != self.prompt.rstrip():
             raise ValueError(f"prompt must not end with whitespace, got {self.prompt!r}")
+        if isinstance(self.answer, str) and self.answer.startswith(" ") and not self.answer.startswith("  "):
+            object.__setattr__(self, "answer", self.answer[1:])  # " Spain" as the README's examples write it
         _check_text(self.answer, "answer", strip_ok=False)
 
     def answer_token(self, tokenizer_or_model: Any) -> AnswerToken:

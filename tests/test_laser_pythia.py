@@ -159,6 +159,16 @@ def test_unknown_model_needs_layer_and_rho(dirs, tmp_path, capsys):
     assert "pass --layer" in capsys.readouterr().err
 
 
+def test_sweep_refuses_an_answer_outside_the_vocabulary_and_names_the_prompt(dirs, tmp_path, capsys):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt": "Madrid is located in", "answer": " Spain"}) + "\n"
+                       + json.dumps({"prompt": "Paris is located in", "answer": "Zanzibarland"}) + "\n")
+    assert main(["--experiment", "sweep", "--model", str(dirs["neox"]), "--prompts", str(prompts), "--rho", "0.5",
+                 "--out", str(tmp_path / "s"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "'Zanzibarland' of the prompt 'Paris is located in'" in err and "not in its vocabulary" in err
+
+
 def test_bad_prompt_file_fails_before_loading(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "x"}\n')

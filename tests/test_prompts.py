@@ -112,8 +112,11 @@ def test_prompt_validation():
         Prompt("", "Spain")
     with pytest.raises(ValueError, match="whitespace"):
         Prompt("Madrid is located in ", "Spain")
+    assert Prompt("Madrid is located in", " Spain") == MADRID  # the leading space is optional
     with pytest.raises(ValueError, match="whitespace"):
-        Prompt("Madrid is located in", " Spain")
+        Prompt("Madrid is located in", "Spain ")
+    with pytest.raises(ValueError, match="whitespace"):
+        Prompt("Madrid is located in", "  Spain")
     with pytest.raises(ValueError, match="differ"):
         IOIPrompt("When Mary and Mary ...", "Mary", "Mary")
     with pytest.raises(Exception):

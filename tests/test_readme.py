@@ -20,5 +20,7 @@ def test_readme_example_runs(code, tmp_path, monkeypatch, capsys):
     exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert out.strip()  # every example prints what it shows
+    stray = [p.name for p in tmp_path.iterdir() if p.name != "runs"]
+    assert stray == []  # examples write under runs/ or a temporary folder, never beside the user's files
     if 'out_dir="runs/readme"' in code:  # the trainer example checkpoints where it says
         assert (tmp_path / "runs" / "readme" / "checkpoints" / "latest.json").is_file()

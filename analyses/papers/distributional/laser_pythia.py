@@ -31,6 +31,7 @@ probabilities, ratios, ranks and top-k tokens of that part; the paper's numbers 
 from __future__ import annotations
 
 import contextlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -55,8 +56,10 @@ from analyses.papers.distributional.prompts import (
     PREPOSITIONS,
     ioi_prompts,
 )
-from pretrained.prompts import Prompt, load_prompt_file
+from pretrained.prompts import Prompt, answer_token, load_prompt_file
 
+
+log = logging.getLogger(__name__)
 
 #: Paper layer (1-indexed) and ρ of each (experiment, model) from App. C.2.
 PAPER_LASER = {
@@ -159,10 +162,23 @@ def _tokens(model, texts: Sequence[str], opts: Options) -> list[torch.Tensor]:
     return [model.to_tokens(t, prepend_bos=opts.prepend_bos)[0] for t in texts]
 
 
-def token_id(model, word: str) -> tuple[int, str]:
-    """First token of ``" " + word`` and the string it decodes to (a multi-token word keeps its first piece)."""
-    ids = model.to_tokens(" " + word, prepend_bos=False)[0]
-    return int(ids[0]), model.tokenizer.decode([int(ids[0])])
+def token_id(model, word: str, prompt: str | None = None) -> tuple[int, str]:
+    """First token of ``" " + word`` and the string it decodes to (``pretrained.prompts.answer_token``).
+
+    A word outside the vocabulary is refused (``UsageError`` naming the prompt); a word of several tokens is
+    scored by its first piece, as the paper does, and says so once in the log."""
+    try:
+        token = answer_token(model, word)
+    except ValueError as exc:
+        raise UsageError(f"answer {word!r}" + (f" of the prompt {prompt!r}" if prompt else "") + f": {exc}") from None
+    if token.multi_token and (word, prompt) not in _WARNED:
+        _WARNED.add((word, prompt))
+        log.warning("answer %r%s is %d tokens; scored by its first piece %r", word,
+                    f" of {prompt!r}" if prompt else "", len(token.ids), token.text)
+    return int(token), token.text
+
+
+_WARNED: set[tuple[str, str | None]] = set()
 
 
 @torch.no_grad()
@@ -273,7 +289,7 @@ def run_factual(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]
 
 def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> dict[str, Any]:
     the, _ = token_id(model, "the")
-    answers = [token_id(model, p.answer) for p in prompts]
+    answers = [token_id(model, p.answer, p.prompt) for p in prompts]
     ids = torch.tensor([a for a, _ in answers])
     p_answer, p_the = probs[torch.arange(len(ids)), ids], probs[:, the]
     return {"per_prompt": [{"prompt": p.prompt, "answer": p.answer, "answer_token": s, "p_answer": float(a), "p_the": float(t)}
@@ -414,7 +430,7 @@ def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
     results, figures = {}, {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "sweep"):
         the, _ = token_id(model, "the")
-        answers = torch.tensor([token_id(model, p.answer)[0] for p in prompts])
+        answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in prompts])
 
         def metric(m):
             probs = next_token_probs(m, [p.prompt for p in prompts], opts)

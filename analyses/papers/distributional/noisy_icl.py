@@ -185,6 +185,12 @@ def run_config(ctx: Context) -> RunConfig:
                      steps=o["steps"], device=ctx.device)
 
 
+def _footer(rc: RunConfig) -> str:
+    scale = rc.scale()
+    return (f"{rc.steps or scale.steps} steps, d = T = {scale.d_model}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
+            f"α = {rc.alpha}, {rc.data_preset} data")
+
+
 def check(ctx: Context) -> None:
     """Every option, before any work: α, the data preset, steps, lr and the parts the preset can run."""
     o = ctx.options
@@ -260,7 +266,7 @@ def part_main(ctx: Context) -> PartResult:
     from analyses.attention_html import attention_pattern_html
 
     figures["attention_layer2.html"] = attention_pattern_html(model, noisy.tokens[:1].cpu(), layer=1)
-    return PartResult(results, claims, figures)
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 #: Figs 11-13: each FF variant's drops and the paper's statement about them.
@@ -304,7 +310,7 @@ def part_ff_variants(ctx: Context) -> PartResult:
                                     final["drop_F1.p_noise"] - final["full.p_noise"], at_least(0.0), where=fig))
         figures[f"{fig.lower().replace(' ', '')}_{variant}.png"] = _fig_drops(
             run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})")
-    return PartResult(results, claims, figures)
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 def _rho_sweep(model, clean, data, kind: str, rhos=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)) -> list[dict]:
@@ -343,7 +349,7 @@ def part_finetune(ctx: Context) -> PartResult:
     figures = {"fig8_finetune.png": _fig_noise_fraction(history, "Fig 8 (right): fine-tuning on noisy data after clean "
                                                                  "pre-training"),
                "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)")}
-    return PartResult(results, claims, figures)
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 def part_multi_trigger(ctx: Context) -> PartResult:
@@ -364,7 +370,7 @@ def part_multi_trigger(ctx: Context) -> PartResult:
                         at_least(5, partial=3), paper=5, where="Fig 9 right")]
     figures = {"fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 (right): five triggers", "query token j",
                                                      "previous token i")}
-    return PartResult(results, claims, figures)
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 def part_ioi(ctx: Context) -> PartResult:
@@ -390,7 +396,7 @@ def part_ioi(ctx: Context) -> PartResult:
                                     note=f"full {final['full.acc']:.3f}, edited {final[f'{key}.acc']:.3f}"))
         if histories:
             figures[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = _fig_ioi(histories, optimizer)
-    return PartResult(results, claims, figures)
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 def part_theory(ctx: Context) -> PartResult:

@@ -130,7 +130,7 @@ def part_demo(ctx: Context) -> PartResult:
     }
     ctx.say(f"induction accuracy {final['accuracy']:.3f} (chance {1 / c.d_vocab:.3f}); L0 previous-token attention "
             f"{final['attention.L0_previous_token']:.2f}, L1 induction attention {final['attention.L1_induction']:.2f}")
-    return PartResult(results, claims, figures)
+    return PartResult(results, claims, figures, footer=f"{c.steps} steps, d_model {c.d_model}, vocabulary {c.d_vocab}")
 
 
 def _figure(history: dict):
