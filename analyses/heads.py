@@ -24,7 +24,7 @@ prepended when the model prepends one.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence, TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -37,6 +37,9 @@ from mechrecall.sequences import repeated_random_tokens
 
 ATTENTION_ROLES = ("previous_token", "duplicate_token", "induction")
 ROLES = ATTENTION_ROLES + ("copying",)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 # ----------------------------------------------------------------------------------- prompts
@@ -216,7 +219,7 @@ def top_heads(table: pd.DataFrame, score: str, k: int = 3) -> list[tuple[int, in
     return [(int(l), int(h)) for l, h in zip(part["layer"], part["head"])]
 
 
-def head_roles_figure(table: pd.DataFrame, title: str | None = None):
+def head_roles_figure(table: pd.DataFrame, title: str | None = None) -> Figure:
     """One layer x head heatmap per score, values printed in the cells. The attention scores share one colour
     scale on [0, 1]; the copying score (an eigenvalue ratio) has its own on [-1, 1]."""
     limits = {role: (0.0, 1.0) for role in ATTENTION_ROLES} | {"copying": (-1.0, 1.0)}

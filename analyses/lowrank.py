@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TYPE_CHECKING
 
 import pandas as pd
 import torch
@@ -25,6 +25,9 @@ from pretrained.loading import require_raw
 
 Metric = Callable[[HookedTransformer], "float | Mapping[str, float]"]
 DEFAULT_RHOS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass
@@ -48,7 +51,7 @@ class SweepResult:
         row["baseline"] = self.baseline[metric]
         return row
 
-    def figure(self, metric: str | None = None, *, title: str | None = None):
+    def figure(self, metric: str | None = None, *, title: str | None = None) -> Figure:
         """Heatmap per matrix: layers x rho, coloured by ``metric``."""
         metric = self._metric(metric)
         part = self.table[self.table["metric"] == metric]
@@ -66,7 +69,7 @@ class SweepResult:
         return metric
 
 
-def _as_metrics(value) -> dict[str, float]:
+def _as_metrics(value: Any) -> dict[str, float]:
     if isinstance(value, Mapping):
         return {str(k): float(v) for k, v in value.items()}
     return {"metric": float(value)}

@@ -8,15 +8,18 @@ it with ``fig.savefig``.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
 import torch
 from jaxtyping import Float
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, squeeze: bool = True,
-             **kwargs: Any) -> tuple[Any, Any]:
+             **kwargs: Any) -> tuple[Figure, Any]:
     """``(Figure, axes)`` like ``pyplot.subplots``, on a bare ``matplotlib.figure.Figure`` (no pyplot state)."""
     from matplotlib.figure import Figure
 
@@ -49,7 +52,7 @@ def heatmap(
     annotate: bool | None = None,
     fmt: str = "{:.2f}",
     limits: tuple[float, float] | Mapping[Any, tuple[float, float]] | None = None,
-):
+) -> Figure:
     """One heatmap panel per distinct ``table[panel]`` value (or a single panel if ``panel`` is None).
 
     Rows/columns are the sorted distinct values of ``table[row]`` / ``table[col]``; cells are annotated
@@ -57,9 +60,9 @@ def heatmap(
     scale, one ``(vmin, vmax)`` shared by every panel or a panel name -> ``(vmin, vmax)`` mapping (panels not in
     it scale to their own data), so that scores on a common scale are compared by colour, not per panel.
     """
-    for name in [row, col, value] + ([panel] if panel else []):
-        if name not in table.columns:
-            raise ValueError(f"column {name!r} not in the table; it has {list(table.columns)}")
+    for column in [row, col, value] + ([panel] if panel else []):
+        if column not in table.columns:
+            raise ValueError(f"column {column!r} not in the table; it has {list(table.columns)}")
     groups = list(table.groupby(panel, sort=False)) if panel else [(None, table)]
     fig, axes = subplots(1, len(groups), figsize=(3.6 * len(groups) + 0.6, 3.4), squeeze=False)
     for ax, (name, part) in zip(axes[0], groups):
@@ -88,11 +91,11 @@ def heatmap(
 def curves(
     table: pd.DataFrame, *, x: str, y: str, hue: str | None = None, title: str | None = None,
     xscale: str = "linear", yscale: str = "linear", ylim: Sequence[float] | None = None,
-):
+) -> Figure:
     """Line plot of ``y`` against ``x``, one line per distinct ``table[hue]``."""
-    for name in [x, y] + ([hue] if hue else []):
-        if name not in table.columns:
-            raise ValueError(f"column {name!r} not in the table; it has {list(table.columns)}")
+    for column in [x, y] + ([hue] if hue else []):
+        if column not in table.columns:
+            raise ValueError(f"column {column!r} not in the table; it has {list(table.columns)}")
     fig, ax = subplots(figsize=(5, 3.4))
     for name, part in (table.groupby(hue, sort=False) if hue else [(None, table)]):
         part = part.sort_values(x)

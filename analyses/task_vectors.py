@@ -28,7 +28,7 @@ expected.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Mapping, Sequence, TYPE_CHECKING, Union
 
 import numpy as np
 import torch
@@ -48,6 +48,10 @@ __all__ = [
 SITES = ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out")
 
 QueryPositions = Union[int, Int[torch.Tensor, "batch"]]
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 
 # --------------------------------------------------------------------------------------- validation
@@ -246,7 +250,7 @@ def coeff_sweep(
     *,
     site: str = "resid_pre",
     positions: QueryPositions = -1,
-):
+) -> pd.DataFrame:
     """:func:`inject_task_vector` for each of ``coeffs`` (the clean run done once), as a tidy table.
 
     Returns a pandas ``DataFrame`` with one row per coeff and columns ``coeff``, ``p_target``,
@@ -360,7 +364,9 @@ def latent_geometry(vectors: Float[torch.Tensor, "n d_model"], labels: Any, n_co
     }
 
 
-def latent_geometry_figure(result: dict[str, Any], labels: Any, label_names: Mapping[Any, str] | Sequence[str] | None = None):
+def latent_geometry_figure(
+    result: dict[str, Any], labels: Any, label_names: Mapping[Any, str] | Sequence[str] | None = None
+) -> Figure:
     """A matplotlib ``Figure``: scatter of the first two principal components, coloured by label.
 
     ``result`` is :func:`latent_geometry`'s output (``n_components >= 2``); ``labels`` the same ``n``

@@ -11,14 +11,14 @@ and an MLP at ``blocks.{l}.hook_mlp_out`` (both ``[batch, pos, d_model]``).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Literal, Sequence
+from typing import Callable, Iterable, Iterator, Literal, Mapping, Sequence
 
 import torch
 from jaxtyping import Float
 
 from hooks.positions import Positions, position_mask
 from mechrecall.checks import check_heads, check_layers
-from mechrecall._tl import HookedTransformer, get_act_name
+from mechrecall._tl import ActivationCache, HookedTransformer, HookPoint, get_act_name
 
 Head = tuple[int, int]
 HookFn = Callable[[torch.Tensor, object], torch.Tensor]
@@ -65,7 +65,7 @@ def replace_hook(
     ``[pos, ...]``/``[...]`` for mean ablation, a cached activation ``[batch, pos, ...]`` for patching.
     """
 
-    def hook(act: torch.Tensor, hook=None) -> torch.Tensor:
+    def hook(act: torch.Tensor, hook: HookPoint | None = None) -> torch.Tensor:
         mask = position_mask(positions, act.shape[0], act.shape[1], act.device)  # [batch, pos]
         target = act if head is None else act[:, :, head]
         new = torch.as_tensor(value, dtype=act.dtype, device=act.device)
@@ -83,7 +83,7 @@ def replace_hook(
 def add_hook(vector: Float[torch.Tensor, "*d"], coeff: float = 1.0, positions: Positions = None) -> HookFn:
     """A hook adding ``coeff * vector`` to the activation at ``positions`` (steering / task vectors)."""
 
-    def hook(act: torch.Tensor, hook=None) -> torch.Tensor:
+    def hook(act: torch.Tensor, hook: HookPoint | None = None) -> torch.Tensor:
         mask = position_mask(positions, act.shape[0], act.shape[1], act.device)
         delta = coeff * vector.to(act.device, act.dtype)
         return act + mask.view(*mask.shape, *[1] * (act.ndim - 2)).to(act.dtype) * delta
@@ -119,8 +119,10 @@ def activation_means(
     return {name: cache[name].mean(dims) for name in names}
 
 
-def _ablation_targets(model, heads, attn_layers, mlps) -> list[tuple[str, int | None]]:
-    targets = [(head_hook_name(l), h) for l, h in check_heads(model, heads)]
+def _ablation_targets(
+    model: HookedTransformer, heads: Iterable[Head], attn_layers: Iterable[int], mlps: Iterable[int]
+) -> list[tuple[str, int | None]]:
+    targets: list[tuple[str, int | None]] = [(head_hook_name(l), h) for l, h in check_heads(model, heads)]
     targets += [(attn_out_hook_name(l), None) for l in check_layers(model, attn_layers)]
     targets += [(mlp_out_hook_name(l), None) for l in check_layers(model, mlps)]
     if not targets:
@@ -170,7 +172,7 @@ def ablate(
 @contextmanager
 def patch(
     model: HookedTransformer,
-    source_cache,
+    source_cache: ActivationCache | Mapping[str, torch.Tensor],
     names: Iterable[str],
     *,
     positions: Positions = None,

@@ -21,7 +21,9 @@ from jaxtyping import Bool
 Positions = Union[None, int, Sequence[int], slice, torch.Tensor]
 
 
-def position_mask(positions: Positions, batch: int, seq_len: int, device=None) -> Bool[torch.Tensor, "batch pos"]:
+def position_mask(
+    positions: Positions, batch: int, seq_len: int, device: torch.device | str | None = None
+) -> Bool[torch.Tensor, "batch pos"]:
     """The bool mask ``[batch, seq_len]`` selected by ``positions`` (see the module docstring)."""
     if positions is None:
         return torch.ones(batch, seq_len, dtype=torch.bool, device=device)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import einops
 import torch
@@ -172,7 +172,7 @@ def set_matrix(
         params[0].copy_(einops.rearrange(W, "m (h d) -> h m d", h=model.cfg.n_heads))
 
 
-def _set_ov(params, h: int, W: torch.Tensor, factors) -> None:
+def _set_ov(params: Sequence[torch.Tensor], h: int, W: torch.Tensor, factors: Any) -> None:
     W_V, W_O = params
     d_head = W_V.shape[-1]
     if factors is None:

@@ -76,7 +76,9 @@ class Rule:
         def band(lo: float | None, hi: float | None) -> str:
             if lo is not None and hi is not None:
                 return f"in [{_fmt(lo)}, {_fmt(hi)}]"
-            return f"≥ {_fmt(lo)}" if lo is not None else f"≤ {_fmt(hi)}"
+            if lo is not None:
+                return f"≥ {_fmt(lo)}"
+            return f"≤ {_fmt(hi)}" if hi is not None else "any value"
 
         if self.kind == "is_true":
             return "holds (1 = yes)"
@@ -187,7 +189,7 @@ def judge_row(row: Mapping[str, Any]) -> str:
     spec = dict(row["rule_spec"])
     partial = spec.pop("partial")
     rule = Rule(spec["kind"], lo=spec.get("lo"), hi=spec.get("hi"),
-                partial=tuple(partial) if partial is not None else None)  # type: ignore[arg-type]
+                partial=(partial[0], partial[1]) if partial is not None else None)
     return rule.judge(row.get("ours"))
 
 

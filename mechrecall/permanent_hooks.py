@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 import torch
 
 from mechrecall.checks import check_layer
-from mechrecall._tl import HookedTransformer, get_act_name
+from mechrecall._tl import HookedTransformer, HookPoint, get_act_name
 
 HookFn = Callable[..., torch.Tensor | None]
 HookFactory = Callable[..., list[tuple[str, HookFn]]]
@@ -54,10 +54,10 @@ def no_skip_connection(model: HookedTransformer, layer: int) -> list[tuple[str, 
     _check_layer(model, layer, "no_skip_connection")
     stash: dict[str, torch.Tensor] = {}
 
-    def save_resid_pre(resid_pre: torch.Tensor, hook) -> None:
+    def save_resid_pre(resid_pre: torch.Tensor, hook: HookPoint) -> None:
         stash["resid_pre"] = resid_pre
 
-    def drop_resid_pre(resid_post: torch.Tensor, hook) -> torch.Tensor:
+    def drop_resid_pre(resid_post: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         return resid_post - stash.pop("resid_pre")
 
     return [
@@ -83,10 +83,10 @@ def relative_key_positions(
     attn = model.blocks[layer].attn
     stash: dict[str, torch.Tensor] = {}
 
-    def save_q(q: torch.Tensor, hook) -> None:  # q: [batch, pos, head, d_head]
+    def save_q(q: torch.Tensor, hook: HookPoint) -> None:  # q: [batch, pos, head, d_head]
         stash["q"] = q
 
-    def add_relative_keys(scores: torch.Tensor, hook) -> torch.Tensor:  # scores: [batch, head, q_pos, k_pos]
+    def add_relative_keys(scores: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # scores: [batch, head, q_pos, k_pos]
         q = stash.pop("q")
         pos_keys = attn.W_K[:, pos_offset : pos_offset + n_pos, :]  # [head, n_pos, d_head]
         q_dot_pos = torch.einsum("bthe,hoe->bhto", q, pos_keys) / attn.attn_scale  # [b, h, t, n_pos]
@@ -109,7 +109,7 @@ def strict_causal_mask(model: HookedTransformer, layers: Iterable[int]) -> list[
     for layer in layers:
         _check_layer(model, layer, "strict_causal_mask")
 
-    def mask_diagonal(scores: torch.Tensor, hook) -> torch.Tensor:
+    def mask_diagonal(scores: torch.Tensor, hook: HookPoint) -> torch.Tensor:
         n_q, n_k = scores.shape[-2:]
         diagonal = torch.eye(n_q, n_k, dtype=torch.bool, device=scores.device)
         return scores.masked_fill(diagonal, float("-inf"))

@@ -12,14 +12,14 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 __all__ = ["AnswerToken", "Prompt", "answer_token", "is_single_token", "load_prompt_file", "tokenizer_of"]
 
 # --------------------------------------------------------------------------- tokens
 
 
-def tokenizer_of(tokenizer_or_model: Any):
+def tokenizer_of(tokenizer_or_model: Any) -> Any:
     """An HF tokenizer itself, or the ``.tokenizer`` of a ``HookedTransformer`` (or anything holding one)."""
     if callable(getattr(tokenizer_or_model, "encode", None)):
         return tokenizer_or_model
@@ -64,11 +64,11 @@ class AnswerToken(int):
         extra = f", multi_token ({len(self.ids)} tokens)" if self.multi_token else ""
         return f"AnswerToken({int(self)}, text={self.text!r}, answer={self.answer!r}{extra})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         return (_rebuild_answer_token, (self.ids, self.answer, self.text))
 
 
-def _rebuild_answer_token(ids, answer, text):
+def _rebuild_answer_token(ids: Sequence[int], answer: str, text: str) -> AnswerToken:
     return AnswerToken(ids, answer=answer, text=text)
 
 
@@ -89,7 +89,7 @@ def answer_token(tokenizer_or_model: Any, answer: str) -> AnswerToken:
     return AnswerToken(ids, answer=answer, text=tok.decode(ids[:1]))
 
 
-def is_single_token(tok, word: str) -> bool:
+def is_single_token(tok: Any, word: str) -> bool:
     ids = tok.encode(" " + word, add_special_tokens=False)
     return len(ids) == 1 and ids[0] != getattr(tok, "unk_token_id", None)
 

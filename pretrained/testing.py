@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
-from typing import Iterable, Literal, Union
+from typing import Any, Iterable, Literal, Union
 
 import torch
 
@@ -48,7 +48,7 @@ DEFAULT_WORDS: tuple[str, ...] = tuple(
 )
 
 
-def tiny_tokenizer(vocab: Iterable[str] | None = None, *, model_max_length: int = 1024):
+def tiny_tokenizer(vocab: Iterable[str] | None = None, *, model_max_length: int = 1024) -> Any:
     """A word-level ``PreTrainedTokenizerFast`` covering ``vocab`` (default :data:`DEFAULT_WORDS`).
 
     Built offline with the ``tokenizers`` library: WordLevel model, ByteLevel pre-tokenizer
