@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,13 @@ class Batch:
     loss_mask: Bool[torch.Tensor, "batch pos"] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         """The same batch with every tensor (extras included) on ``device``."""
-        move = lambda x: x.to(device) if isinstance(x, torch.Tensor) else x  # noqa: E731
-        return Batch(move(self.tokens), move(self.targets), move(self.loss_mask), {k: move(v) for k, v in self.extras.items()})
+
+        def move(x: Any) -> Any:
+            return x.to(device) if isinstance(x, torch.Tensor) else x
+
+        moved = copy.copy(self)  # not Batch(...): the trainer checks shapes itself, with its own messages
+        moved.tokens, moved.targets, moved.loss_mask = move(self.tokens), move(self.targets), move(self.loss_mask)
+        moved.extras = {k: move(v) for k, v in self.extras.items()}
+        return moved

@@ -1,5 +1,14 @@
-"""Shared test set-up: one CPU thread (tiny models run far faster), no hub access."""
+"""Shared test set-up: shapes checked at run time, one CPU thread (tiny models run far faster), no hub access."""
 import os
+
+from jaxtyping import install_import_hook
+
+# Every jaxtyping annotation of the project's packages is checked when the function is called (beartype, through
+# tests/shape_checker.py), so a Float[Tensor, "batch pos d_model"] that receives the wrong shape fails the test
+# that passed it. This must run before any of those packages is imported.
+install_import_hook(
+    ["mechrecall", "hooks", "analyses", "pretrained"], "shape_checker.check"
+)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -18,6 +27,17 @@ torch.set_num_threads(1)
 import pytest  # noqa: E402
 
 ANY_MODEL = ["toy", "gpt_neox", "gpt2"]
+
+
+@pytest.fixture
+def without_shape_checks():
+    """For tests of the library's own shape validation (the ValueError a user without the checker sees):
+    the run-time shape checker is off for the test."""
+    import jaxtyping
+
+    jaxtyping.config.update("jaxtyping_disable", True)
+    yield
+    jaxtyping.config.update("jaxtyping_disable", False)
 
 
 @pytest.fixture(scope="session")

@@ -251,7 +251,7 @@ def test_neox_has_no_resid_mid(neox):
 # --------------------------------------------------------------------------- bad input
 
 
-def test_bad_input_errors(toy):
+def test_bad_input_errors(toy, without_shape_checks):
     model, tokens = toy, toy_tokens(toy)
     n_layers, d_model = model.cfg.n_layers, model.cfg.d_model
     v, targets = torch.zeros(d_model, dtype=torch.float64), torch.zeros(len(tokens), dtype=torch.long)
@@ -293,7 +293,7 @@ def test_bad_input_errors(toy):
 # --------------------------------------------------------------------------- geometry
 
 
-def test_pca_recovers_known_axes_and_variance():
+def test_pca_recovers_known_axes_and_variance(without_shape_checks):
     n, d = 200, 6
     gen = torch.Generator().manual_seed(0)
     basis, _ = torch.linalg.qr(torch.randn(d, d, generator=gen, dtype=torch.float64))  # columns: true axes

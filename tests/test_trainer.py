@@ -137,10 +137,9 @@ def test_loss_positions_select_the_right_rows():
 @pytest.mark.parametrize(
     "cfg_kwargs, batch, message",
     [
-        (dict(loss_positions="mask"), Batch(torch.zeros(2, T, dtype=torch.long), torch.zeros(2, T, dtype=torch.long),
-                                            torch.ones(2, T - 1, dtype=torch.bool)), "loss_mask has shape (2, 11)"),
+        (dict(loss_positions="mask"), "short mask", "loss_mask has shape (2, 11)"),
         (dict(loss_positions=(T,)), None, f"outside the sequence (length {T})"),
-        (dict(loss_positions="all"), Batch(torch.zeros(2, T, dtype=torch.long), torch.zeros(2, dtype=torch.long)), "targets have shape (2,)"),
+        (dict(loss_positions="all"), "1-d targets", "targets have shape (2,)"),
         (dict(loss_positions="middle"), None, "loss_positions='middle'"),
         (dict(optimizer="lion"), None, "optimizer='lion'"),
         (dict(lr=-1.0), None, "lr=-1.0"),
@@ -151,12 +150,32 @@ def test_loss_positions_select_the_right_rows():
 def test_bad_input_fails_before_any_update(cfg_kwargs, batch, message):
     model = small_model()
     before = weights(model)
+    if batch is not None:  # shapes the runtime checker would refuse in Batch(...): set after construction
+        bad, batch = batch, Batch(torch.zeros(2, T, dtype=torch.long), torch.zeros(2, T, dtype=torch.long))
+        if bad == "short mask":
+            batch.loss_mask = torch.ones(2, T - 1, dtype=torch.bool)
+        else:
+            batch.targets = torch.zeros(2, dtype=torch.long)
     fn = (lambda step, gen: batch) if batch is not None else batch_fn
     cfg = TrainConfig(**{"steps": 3, "loss_positions": "mask", "progress": False, **cfg_kwargs})
     with pytest.raises(ValueError) as info:
         train(model, fn, cfg)
     assert message in str(info.value)
     assert_same_weights(before, weights(model))
+
+
+def test_annotated_shapes_are_checked_at_run_time_in_the_tests():
+    """tests/conftest.py installs jaxtyping's import hook with beartype over the project's packages."""
+    from jaxtyping import TypeCheckError
+
+    from mechrecall.trainer import select_positions as checked
+
+    logits, targets = torch.zeros(2, 5, 7), torch.zeros(2, 5, dtype=torch.long)
+    checked(logits, targets, "all")  # consistent shapes pass
+    with pytest.raises(TypeCheckError):
+        checked(torch.zeros(2, 5), targets, "all")  # logits without their vocabulary axis
+    with pytest.raises(TypeCheckError):
+        Batch(torch.zeros(2, T, dtype=torch.long), torch.zeros(2, T, dtype=torch.long), torch.ones(2, T - 1) > 0)
 
 
 def test_resume_refuses_a_different_model_or_training_config(tmp_path):
