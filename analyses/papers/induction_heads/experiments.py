@@ -141,7 +141,7 @@ def part_exact(ctx: Context) -> PartResult:
         inside = [grads[0][:8, :8], grads[1][:16, :16], grads[2]]
         outside = max(float(grads[0][8:].abs().max()), float(grads[0][:, 8:].abs().max()), float(grads[1][16:].abs().max()))
         tl_gaps["strict" if exclude_self else "standard"] = {
-            "forward": float((z - zr).abs().max()),
+            "forward": float((z - zr).detach().abs().max()),
             "grad": max(float((a - b.grad).abs().max()) for a, b in zip(inside, ref)),
             "grad_outside_slices": outside,
         }

@@ -70,7 +70,7 @@ def integrate_three_param(
 ) -> Trajectory:
     """Integrate ``dθ/dt = −∇L(θ)`` from ``α = β = γ = 0`` (App. B.5).
 
-    ``method="rk4"``: classical Runge–Kutta with step ``dt`` (default ``N / 200``, i.e. 200 steps per
+    ``method="rk4"``: classical Runge–Kutta with step ``dt`` (default ``N / 50``, i.e. 50 steps per
     plateau time scale N of γ; the α/β phase evolves on the slower scale N²); ``method="euler"``: gradient
     descent with step ``dt`` (e.g. App. F's ``η = λ/D``). Every step is recorded. The run stops at ``t_max``
     (default ``8 N² + 10``) or, with ``stop_at``, once α, β and γ are all ``>= stop_at`` (plus 5 % of the time).
@@ -82,7 +82,7 @@ def integrate_three_param(
     if dt is None:
         if method == "euler":
             raise ValueError("method='euler' needs a step dt > 0")
-        dt = n_pairs / 200
+        dt = n_pairs / 50
     if not dt > 0:
         raise ValueError(f"dt={dt!r}; expected > 0")
 
