@@ -25,7 +25,8 @@ EXPERIMENT = Experiment(
         Part("ode", f"{X}:part_ode", "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²"),
         Part("disentangled", f"{X}:part_disentangled", "Figs 3, 4 (15, 16): SGD on the disentangled transformer, "
              "all weights vs only α₃, β₂, γ₃"),
-        Part("weights", f"{X}:part_weights", "Figs 6-14: weight heatmaps during training"),
+        Part("weights", f"{X}:part_weights", "Figs 6-14: weight heatmaps after the paper's numbers of steps "
+             "(smoke: the disentangled part's snapshots instead)", presets=("micro", "paper")),
         Part("standard", f"{X}:part_standard", "Figs 2, 17: the §2 transformer on the token ICL task; head roles, "
              "interpretable QK/OV matrices"),
         Part("sgd_scaling", f"{X}:part_sgd_scaling", "t_ICL vs N from full SGD training at 3 N, several seeds "

@@ -111,6 +111,7 @@ def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
     r = res.results
     assert r["checkpoints"] == [0, 100, 1000]
     assert all(c.ours is not None for c in res.claims)
+    assert r["weight_based_fig2"].startswith("not applicable") and "rotary" in r["weight_based_fig2"]
     # the same estimator, recomputed from the stored grids
     (l, h) = r["top_heads"]["induction"][0]
     values = [r["scores"][s]["induction"][l][h] for s in (0, 100, 1000)]

@@ -239,6 +239,8 @@ def part_disentangled(ctx: Context) -> PartResult:
 
     only = train_only_of(ctx)
     base = DisentangledRun(**DISENTANGLED[ctx.preset], seed=ctx.seed)
+    steps = base.steps
+    base = replace(base, snapshot_steps=(steps // 4, steps // 2, steps))
     runs = {"main": base}
     if ctx.preset == "paper":
         runs.update({k: replace(base, **v) for k, v in EXTRA_TRAJECTORIES.items()})
@@ -259,6 +261,10 @@ def part_disentangled(ctx: Context) -> PartResult:
                                                           f"Fig 3: weights after {run.steps} SGD steps "
                                                           f"(D={run.dim}, N={run.n_pairs})")
             main_full, main_three = full, three
+            for step in sorted(full.snapshots):  # the emergence step by step (Figs 6–14 style), same run
+                figures[f"weights_N{run.n_pairs}_step{step:04d}.png"] = weight_heatmaps(
+                    *full.snapshots[step], run.dim, f"Figs 6–14 style: weights after {step} SGD steps "
+                    f"(D={run.dim}, N={run.n_pairs}, lr {run.lr}, B={run.batch_size})")
     first, last = main_full.history[0], main_full.history[-1]
     last3 = main_three.history[-1]
     top3 = sorted(PSEUDO_PARAMS, key=lambda n: -abs(last[n]))[:3]

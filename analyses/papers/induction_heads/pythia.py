@@ -106,6 +106,8 @@ def part_pythia(ctx: Context) -> PartResult:
             for row in table.to_dict(orient="records"):
                 grid[row["score"]][int(row["layer"])][int(row["head"])] = float(row["value"])
             grids[step] = grid
+            if step == steps[-1]:
+                weight_based = _weight_based_note(model)
             del model
     except pretrained.PretrainedNotAvailableError as exc:
         reason = f"no weights: {exc}".splitlines()[0]
@@ -128,7 +130,8 @@ def part_pythia(ctx: Context) -> PartResult:
     t_ind, t_prev = times[top_ind], times[top_prev]
     forms = series[top_ind][0] < threshold <= series[top_ind][-1]
     order = t_ind is not None and t_prev is not None and t_prev <= t_ind
-    results = {"model": model_name, "checkpoints": steps, "threshold": threshold, "scores": grids, "top_heads": tops,
+    results = {"model": model_name, "checkpoints": steps, "threshold": threshold, "weight_based_fig2": weight_based,
+               "scores": grids, "top_heads": tops,
                "series": series, "max_over_heads": best, "emergence_step": times}
     values = {"induction_head_forms": forms, "previous_token_before_induction": order,
               "final_induction_score": series[top_ind][-1]}
@@ -144,3 +147,14 @@ def part_pythia(ctx: Context) -> PartResult:
                                                          f"({Path(model_name).name})")
     ctx.say(f"{top_ind} emerges at step {t_ind}, {top_prev} at step {t_prev} (threshold {threshold})")
     return PartResult(results, claims, {"pythia_head_roles_vs_step.png": fig})
+
+
+def _weight_based_note(model) -> str:
+    """Whether Fig 2's weight-based matrices apply to this model, and if not, why (said in the results)."""
+    from analyses.ov import NotApplicableError, interpretable_qk_matrices
+
+    try:
+        interpretable_qk_matrices(model)
+    except NotApplicableError as exc:
+        return f"not applicable: {exc}"
+    return "applicable (learned positions, attention-only)"
