@@ -182,7 +182,7 @@ def head_logit_lens(
     return project_to_vocab(model, out[mask])
 
 
-# ----------------------------------------------------------------------------------- interpretable basis (Musat et al. Fig 2)
+# ---------------------------------------------------------------------- interpretable basis (Fig 2 of Musat et al.)
 
 
 class NotApplicableError(ValueError):
@@ -240,9 +240,15 @@ def interpretable_qk_matrices(
     scale, no biases) for head ``heads[l]``; ``"OUT"``: ``S_L W_U``. Each entry is ``{"matrix": Tensor,
     "blocks": [(name, size), ...]}``; :func:`block_of` cuts a named block out.
     """
+    reasons = []
+    if model.cfg.positional_embedding_type != "standard":
+        reasons.append(f"it uses {model.cfg.positional_embedding_type!r} positions (no W_pos, so no P block)")
     if not model.cfg.attn_only:
-        raise NotApplicableError("interpretable_qk_matrices needs an attention-only model: MLP outputs are not in "
-                                 "the span of [E, P, OV·E, OV·P, ...]")
+        reasons.append("it has MLPs, whose outputs are not in the span of [E, P, OV·E, OV·P, ...]")
+    if reasons:
+        raise NotApplicableError("interpretable_qk_matrices needs an attention-only model with learned absolute "
+                                 "positions; " + " and ".join(reasons) + ". Use the activation-based scores of "
+                                 "analyses.heads instead.")
     basis = interpretable_basis(model, heads=heads, tokens=tokens, positions=positions)
     heads = [0] * model.cfg.n_layers if heads is None else list(heads)
     out = {}

@@ -58,7 +58,8 @@ def test_disentangled_part_trains_both_runs_and_plots_all_19(tmp_path):
     fig = res.figures["fig4_pseudo_parameters.png"]
     assert len(fig.axes) == 4 and len(_lines(fig, 0)) == 19 and len(_lines(fig, 2)) == 19
     only = res.results["main"]["only"][-1]
-    assert {k for k in only if k.startswith(("alpha", "beta", "gamma")) and only[k] != 0} <= {"alpha3", "beta2", "gamma3"}
+    moved = {k for k in only if k.startswith(("alpha", "beta", "gamma")) and only[k] != 0}
+    assert moved <= {"alpha3", "beta2", "gamma3"}
     claims = {c.id.rsplit(".", 1)[1]: c for c in res.claims}
     assert claims["only_run_stays_in_span"].ours == 0.0 and claims["only_run_stays_in_span"].verdict == "reproduced"
     assert claims["beta3_to_beta6_exactly_zero"].ours == 0.0
@@ -74,7 +75,8 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     names = {c.id.rsplit(".", 1)[1] for c in res.claims}
     assert {"previous_token_head_layer0", "induction_head_layer1", "fig2_P_P_subdiagonal"} <= names
     roles = res.results["head_roles"]
-    assert {(r["layer"], r["score"]) for r in roles} == {(l, s) for l in (0, 1) for s in ("previous_token", "induction")}
+    expected = {(l, s) for l in (0, 1) for s in ("previous_token", "induction")}
+    assert {(r["layer"], r["score"]) for r in roles} == expected
     fig2 = res.figures["fig2_interpretable_matrices.png"]
     assert fig2.axes[0].get_images()[0].get_array().shape == (64, 64)  # [E; P] with 32 + 32
     assert fig2.axes[1].get_images()[0].get_array().shape == (128, 128)
@@ -86,7 +88,9 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
 def test_paper_sizes_run_a_few_steps():
     """The paper preset's configurations are valid: two steps of each at the paper's sizes (small batches)."""
     from analyses.papers.induction_heads.experiments import DISENTANGLED, STANDARD
-    from analyses.papers.induction_heads.training import DisentangledRun, StandardRun, train_disentangled, train_standard
+    from analyses.papers.induction_heads.training import (
+        DisentangledRun, StandardRun, train_disentangled, train_standard,
+    )
 
     std = replace(StandardRun(**STANDARD["paper"]), steps=2, batch_size=2, eval_every=0)
     result = train_standard(std)

@@ -34,7 +34,8 @@ def test_token_icl_batch_is_the_appendix_E_task():
     assert set(b.query_index.tolist()) == set(range(8))
 
 
-@pytest.mark.parametrize("kwargs, message", [(dict(n_pairs=16), r"2N\+1 = 33"), (dict(n_pairs=9, vocab_size=16), "2N = 18")])
+@pytest.mark.parametrize("kwargs, message", [(dict(n_pairs=16), r"2N\+1 = 33"),
+                                             (dict(n_pairs=9, vocab_size=16), "2N = 18")])
 def test_token_icl_batch_rejects_sequences_that_do_not_fit(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_token_icl_batch(4, **kwargs)
@@ -140,7 +141,8 @@ def test_pseudo_parameter_basis_is_orthogonal_and_round_trips():
     assert subspace_residual(*W) == pytest.approx(0.0, abs=1e-12)
     # eq. 6 by hand: W1 = [[α1 I, 0], [0, α2 I + α3 M]]
     M = block_swap_matrix(D, torch.float64)
-    torch.testing.assert_close(W[0][D:, D:], coeffs["alpha2"] * torch.eye(D, dtype=torch.float64) + coeffs["alpha3"] * M)
+    expected = coeffs["alpha2"] * torch.eye(D, dtype=torch.float64) + coeffs["alpha3"] * M
+    torch.testing.assert_close(W[0][D:, D:], expected)
     off = torch.zeros_like(W[0])
     off[0, D] = 1.0  # a content->position entry: orthogonal to the whole subspace
     assert subspace_residual(off, torch.zeros_like(W[1]), torch.zeros_like(W[2])) == pytest.approx(1.0)
@@ -193,7 +195,7 @@ def test_projected_sgd_step_moves_exactly_the_three_coefficients_by_the_closed_f
     for h in handles:
         h.remove()
     after = pseudo_parameters(*dtl.weights())
-    grad = dict(zip(("alpha3", "beta2", "gamma3"), closed_form_grad(start["alpha3"], start["beta2"], start["gamma3"], N)))
+    grad = dict(zip(("alpha3", "beta2", "gamma3"), closed_form_grad(*start.values(), N)))
     for name in PSEUDO_PARAMS:
         expected = start.get(name, 0.0) - lr / D * grad.get(name, 0.0)
         assert after[name] == pytest.approx(expected, abs=1e-12), name

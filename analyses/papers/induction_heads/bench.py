@@ -50,7 +50,7 @@ def compare_train_steps(dim: int = 16, n_pairs: int = 8, batch: int = 512, round
     for _ in range(rounds):
         tl.append(timed(step_tl))
         plain.append(timed(step_ref))
-    gap = max(float((a - b).abs().max()) for a, b in zip(dtl.weights(), ref.parameters()))
+    gap = max(float((a - b.detach()).abs().max()) for a, b in zip(dtl.weights(), ref.parameters()))
     return {"tl_ms": statistics.median(tl), "plain_ms": statistics.median(plain),
             "ratio": statistics.median(a / b for a, b in zip(tl, plain)), "ratios": [a / b for a, b in zip(tl, plain)],
             "max_weight_gap": gap, "dim": dim, "n_pairs": n_pairs, "batch": batch}

@@ -82,7 +82,8 @@ def make_token_icl_batch(
     if 2 * n_pairs > vocab_size:
         raise ValueError(f"n_pairs={n_pairs}: 2N = {2 * n_pairs} distinct tokens do not fit in vocab_size={vocab_size}")
     if seq > block_size:
-        raise ValueError(f"n_pairs={n_pairs}: the sequence 2N+1 = {seq} is longer than block_size (n_ctx) = {block_size}")
+        raise ValueError(f"n_pairs={n_pairs}: the sequence 2N+1 = {seq} is longer than block_size (n_ctx) = "
+                         f"{block_size}")
     g = generator
     # Distinct tokens per row: the first 2P entries of a random permutation (argsort of uniforms).
     perm = torch.rand(batch_size, vocab_size, generator=g).argsort(-1)[:, : 2 * n_pairs]
@@ -176,7 +177,8 @@ def _orthonormal_codes(batch: int, n_pairs: int, dim: int, g: torch.Generator | 
 
 
 def orthonormal_icl_batch(
-    batch_size: int, n_pairs: int, dim: int, generator: torch.Generator | None = None, dtype: torch.dtype = torch.float32
+    batch_size: int, n_pairs: int, dim: int, generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> tuple[Float[Tensor, "B L 2D"], Float[Tensor, "B D"]]:
     """Task C (Assumptions 7–8): orthonormal items/labels and positions, query = the last pair. ``(X, y)``."""
     X, y, _ = make_continuous_icl_batch(batch_size, n_pairs, dim, query="last", dist="orthonormal",

@@ -128,8 +128,7 @@ def part_exact(ctx: Context) -> PartResult:
     for exclude_self in (True, False):
         g = torch.Generator().manual_seed(ctx.seed + 1)
         dtl = build_disentangled(4, 3, exclude_self=exclude_self, dtype="float64")
-        W1, W2 = torch.randn(8, 8, generator=g, dtype=torch.float64), torch.randn(16, 16, generator=g, dtype=torch.float64)
-        W3 = torch.randn(32, 4, generator=g, dtype=torch.float64)
+        W1, W2, W3 = (torch.randn(*shape, generator=g, dtype=torch.float64) for shape in ((8, 8), (16, 16), (32, 4)))
         dtl.set_weights(W1, W2, W3)
         X4, y4, _ = make_continuous_icl_batch(6, 3, 4, generator=g, dtype=torch.float64)
         z = dtl(X4)
@@ -139,7 +138,8 @@ def part_exact(ctx: Context) -> PartResult:
         ((zr - y4) ** 2).sum(-1).mean().backward()
         grads = [dtl.model.blocks[0].attn.W_Q.grad[0], dtl.model.blocks[1].attn.W_Q.grad[0], dtl.model.W_U.grad]
         inside = [grads[0][:8, :8], grads[1][:16, :16], grads[2]]
-        outside = max(float(grads[0][8:].abs().max()), float(grads[0][:, 8:].abs().max()), float(grads[1][16:].abs().max()))
+        outside = max(float(grads[0][8:].abs().max()), float(grads[0][:, 8:].abs().max()),
+                      float(grads[1][16:].abs().max()))
         tl_gaps["strict" if exclude_self else "standard"] = {
             "forward": float((z - zr).detach().abs().max()),
             "grad": max(float((a - b.grad).abs().max()) for a, b in zip(inside, ref)),
@@ -152,8 +152,8 @@ def part_exact(ctx: Context) -> PartResult:
     worst_tl = max(max(v["forward"], v["grad"]) for v in tl_gaps.values())
     worst_orbit = max(o["symmetrized"] for o in orbit.values())
     claims = [
-        ctx.claim("exact", "closed_form_equals_matrix_model", "the 3-parameter closed-form loss equals the matrix model "
-                  "on orthonormal data (max |difference|, float64, 4 points)", max(gaps), at_most(1e-10),
+        ctx.claim("exact", "closed_form_equals_matrix_model", "the 3-parameter closed-form loss equals the matrix "
+                  "model on orthonormal data (max |difference|, float64, 4 points)", max(gaps), at_most(1e-10),
                   where="App. B.3", note="D=16, N=4, 32 sequences per point"),
         ctx.claim("exact", "tl_embedding_equals_reference", "the HookedTransformer embedding of the disentangled "
                   "transformer equals the plain-torch equations (max |difference| of forward and gradients, float64)",
@@ -200,7 +200,8 @@ def part_ode(ctx: Context) -> PartResult:
                "asymptote_over_N2": asym}
     where = "Theorem 2, Corollary 1, Fig 5"
     claims = [
-        ctx.claim("ode", "order_gamma_beta_alpha", f"parameters emerge in the order γ₃ < β₂ < α₃ at every N in {list(ns)}",
+        ctx.claim("ode", "order_gamma_beta_alpha",
+                  f"parameters emerge in the order γ₃ < β₂ < α₃ at every N in {list(ns)}",
                   order_ok, is_true(), where="Theorem 2"),
         ctx.claim("ode", "t_icl_exponent", f"t_ICL = Θ(N²): fitted exponent of t_ICL on N ∈ {fit_ns}", k_icl,
                   between(1.9, 2.05, partial=(1.8, 2.2)), paper=2.0, where=where),
@@ -214,8 +215,8 @@ def part_ode(ctx: Context) -> PartResult:
     ]
     fig = _scaling_fig(rows, c_icl if asym is None else asym, "Fig 5: emergence time vs N (gradient-flow ODE, "
                        f"thresholds α₃ {th['alpha3']}, β₂ {th['beta2']}, γ₃ {th['gamma3']})")
-    rows_f = [{"N": r["N"], "T_gamma3": r["T_gamma3_appF"], "T_beta2": r["T_beta2_appF"], "T_alpha3": r["T_alpha3_appF"],
-               "t_icl": r["T_alpha3_appF"]} for r in rows]
+    rows_f = [{"N": r["N"], "T_gamma3": r["T_gamma3_appF"], "T_beta2": r["T_beta2_appF"],
+               "T_alpha3": r["T_alpha3_appF"], "t_icl": r["T_alpha3_appF"]} for r in rows]
     fig_f = _scaling_fig(rows_f, None, "Fig 5 with App. F thresholds (α₃, β₂: 0.1; γ₃: 0.5)")
     ctx.say(f"t_ICL exponent {k_icl:.3f} on N={fit_ns}; order γ<β<α: {order_ok}")
     return PartResult(results, claims, {"fig5_emergence_scaling.png": fig, "fig5_appendixF_thresholds.png": fig_f})
@@ -277,8 +278,9 @@ def part_disentangled(ctx: Context) -> PartResult:
         ctx.claim("disentangled", "loss_drops", "SGD drops the loss (final / first training MSE)",
                   last["loss"] / loss0, at_most(0.3, partial=0.6), where="Fig 4 top right",
                   note=f"first {loss0:.3f}, final {last['loss']:.3f} at step {last['step']}"),
-        ctx.claim("disentangled", "top3_are_alpha3_beta2_gamma3", "α₃, β₂ and γ₃ are the three largest |pseudo-parameters| "
-                  "after training", set(top3) == set(INDUCTION_PARAMS), is_true(), where="§5, Fig 3, Fig 4",
+        ctx.claim("disentangled", "top3_are_alpha3_beta2_gamma3", "α₃, β₂ and γ₃ are the three largest "
+                  "|pseudo-parameters| after training", set(top3) == set(INDUCTION_PARAMS), is_true(),
+                  where="§5, Fig 3, Fig 4",
                   note="top 3: " + ", ".join(f"{n}={last[n]:.3f}" for n in top3)),
         ctx.claim("disentangled", "beta3_to_beta6_exactly_zero", "β₃..β₆ never move (the query has no positional code; "
                   "derived) — max |c|", forbidden, at_most(0.0), where="eq. 7 (derived)"),
@@ -301,8 +303,8 @@ def part_weights(ctx: Context) -> PartResult:
     figures, results = {}, {}
     dim, batch = (8, 64) if ctx.preset == "micro" else (16, 512)
     for n, steps, fig_nos in WEIGHT_FIGS[ctx.preset]:
-        run = DisentangledRun(dim=dim, n_pairs=n, batch_size=batch, lr=1.0, steps=max(steps), log_every=max(steps) // 20,
-                              snapshot_steps=steps, seed=ctx.seed)
+        run = DisentangledRun(dim=dim, n_pairs=n, batch_size=batch, lr=1.0, steps=max(steps),
+                              log_every=max(steps) // 20, snapshot_steps=steps, seed=ctx.seed)
         res = train_disentangled(run, out_dir=ctx.run_dir(f"weights_N{n}"), progress=ctx.progress, device=ctx.device)
         for step, fig_no in zip(steps, fig_nos):
             if step in res.snapshots:
@@ -325,7 +327,8 @@ def part_standard(ctx: Context) -> PartResult:
 
     n_pairs = ctx.options.get("n_pairs") or 8
     run = StandardRun(**STANDARD[ctx.preset], n_pairs=n_pairs, seed=ctx.seed)
-    test = make_token_icl_batch(512, n_pairs, run.vocab, run.block, True, torch.Generator().manual_seed(10_000 + ctx.seed))
+    test = make_token_icl_batch(512, n_pairs, run.vocab, run.block, True,
+                                torch.Generator().manual_seed(10_000 + ctx.seed))
     device = ctx.device or "cpu"
     tokens0 = test.tokens.to(device)  # at position offset 0 (one of the training offsets) for analyses.heads
     label_keys = torch.zeros_like(tokens0, dtype=torch.bool)
@@ -372,8 +375,8 @@ def part_standard(ctx: Context) -> PartResult:
         ctx.claim("standard", "induction_head_layer1", "analyses.head_roles: layer 1 is an induction head",
                   score[(1, "induction")], at_least(0.5, partial=0.3), where=where,
                   note=f"layer 0: {score[(0, 'induction')]:.3f}"),
-        ctx.claim("standard", "roles_in_the_right_layers", "the previous-token score peaks in layer 0 and the induction "
-                  "score in layer 1", score[(0, "previous_token")] > score[(1, "previous_token")]
+        ctx.claim("standard", "roles_in_the_right_layers", "the previous-token score peaks in layer 0 and the "
+                  "induction score in layer 1", score[(0, "previous_token")] > score[(1, "previous_token")]
                   and score[(1, "induction")] > score[(0, "induction")], is_true(), where=where),
         ctx.claim("standard", "fig2_P_P_subdiagonal", "Fig 2: layer-0 QK, P–P block, subdiagonal contrast (query i on "
                   "key i−1)", contrasts["previous_position"], at_least(0.0), where=where,
@@ -384,7 +387,8 @@ def part_standard(ctx: Context) -> PartResult:
         ctx.claim("standard", "fig2_output_OV1E_diagonal", "Fig 2: output matrix, OV1·E block, diagonal contrast",
                   contrasts["copy"], at_least(0.0), where=where, note=f"at init {contrasts_init['copy']:.3g}"),
     ]
-    figures = {"fig2_interpretable_matrices.png": interpretable_qk_figure(mats), "fig17_loss.png": loss_figure(result.history)}
+    figures = {"fig2_interpretable_matrices.png": interpretable_qk_figure(mats),
+               "fig17_loss.png": loss_figure(result.history)}
     ctx.say(f"test NLL {final['test_loss']:.3f}, query->label attention {final['L1_query_to_label']:.2f}, "
             f"prev-token L0 {score[(0, 'previous_token')]:.2f}, induction L1 {score[(1, 'induction')]:.2f}")
     return PartResult(results, claims, figures)
@@ -438,15 +442,17 @@ def part_sgd_scaling(ctx: Context) -> PartResult:
     for variant in ("appendixF_span", "full"):
         for seed in (seeds[:1] if variant == "appendixF_span" else seeds):
             for n in ns:
-                run = DisentangledRun(dim=dim, n_pairs=n, batch_size=8 if variant == "appendixF_span" else cfg["batch_size"],
+                batch = 8 if variant == "appendixF_span" else cfg["batch_size"]
+                run = DisentangledRun(dim=dim, n_pairs=n, batch_size=batch,
                                       lr=lr, steps=1, data="orthonormal", query="last", loss="sum", log_every=1,
                                       trainable=INDUCTION_PARAMS if variant == "appendixF_span" else None, seed=seed)
-                res, times, series, t_icl = _train_until_icl(run, th, ctx.run_dir(f"sgd_scaling_{variant}_N{n}_seed{seed}"),
-                                                             ctx, max_time=4 * ode[n])
+                out = ctx.run_dir(f"sgd_scaling_{variant}_N{n}_seed{seed}")
+                res, times, series, t_icl = _train_until_icl(run, th, out, ctx, max_time=4 * ode[n])
                 T = em.emergence_times(times, series, th)
                 rows.append({"variant": variant, "seed": seed, "N": n, "steps": res.history[-1]["step"],
                              **{f"T_{k}": v for k, v in T.items()}, "t_icl": t_icl, "t_icl_ode": ode[n],
-                             "final_loss": res.history[-1]["loss"], "final_residual": res.history[-1]["residual"],
+                             "final_loss": res.history[-1]["loss"], "max_loss": max(r["loss"] for r in res.train_loss),
+                             "final_residual": res.history[-1]["residual"],
                              "final_coefficients": {k: res.history[-1][k] for k in PSEUDO_PARAMS}})
     exps: dict[str, list[float]] = {"appendixF_span": [], "full": []}
     orders: list[bool] = []
@@ -464,6 +470,8 @@ def part_sgd_scaling(ctx: Context) -> PartResult:
     results = {"dim": dim, "ns": list(ns), "seeds": seeds, "thresholds": th, "eta_eff": ETA_EFF, "lr": lr, "rows": rows,
                "exponents": exps, "ode_exponent_same_ns": k_ode}
     full_k = exps["full"]
+    full_rows = [r for r in rows if r["variant"] == "full"]
+    unstable = max(r["max_loss"] for r in full_rows) if full_rows else float("nan")
     claims = [
         ctx.claim("sgd_scaling", "t_icl_exponent_full_training", f"full SGD training (every weight, D={dim}, B="
                   f"{cfg['batch_size']}, orthonormal data): t_ICL grows ≈ quadratically in N; fitted exponent on N ∈ "
@@ -471,7 +479,8 @@ def part_sgd_scaling(ctx: Context) -> PartResult:
                   between(1.75, 2.25, partial=(1.5, 2.5)), paper=2.0, where="Corollary 1, Fig 5",
                   seeds=tuple(seeds), spread=spread_of(full_k) if full_k else None,
                   reason="" if full_k else "t_ICL was not reached within 4x the ODE's time for some N",
-                  note=f"the ODE's exponent on the same N: {k_ode:.3f}; time = steps x lr/D = steps x {ETA_EFF:.3f}"),
+                  note=f"the ODE's exponent on the same N: {k_ode:.3f}; time = steps x lr/D = steps x {ETA_EFF:.3f}; "
+                       f"largest training loss on the way: {unstable:.2f} (1.0 at init)"),
         ctx.claim("sgd_scaling", "t_icl_exponent_appendixF", f"App. F protocol (SGD on the matrix model, gradients "
                   f"projected on α₃, β₂, γ₃): fitted exponent on N ∈ {list(ns)}",
                   exps["appendixF_span"][0] if exps["appendixF_span"] else None,

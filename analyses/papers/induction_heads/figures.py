@@ -17,23 +17,30 @@ def _grid(ax, sizes: Sequence[int], axis: str) -> None:
         (ax.axhline if axis == "y" else ax.axvline)(at - 0.5, color="k", lw=0.5)
 
 
-def interpretable_qk_figure(mats: Mapping[str, dict], title: str = "Fig 2: the trained §2 transformer"):
-    """Fig 2: layer-0 and layer-1 QK matrices and the output matrix in the [E, P, OV·E, OV·P, ...] basis."""
+def interpretable_qk_figure(mats: Mapping[str, dict], title: str = "Fig 2: the trained §2 transformer",
+                            center_rows: bool = True):
+    """Fig 2: layer-0 and layer-1 QK matrices and the output matrix in the [E, P, OV·E, OV·P, ...] basis.
+
+    ``center_rows``: QK panels show each row minus its mean within each key block (softmax-invariant per block).
+    """
     names = [k for k in mats if k.startswith("L")] + ["OUT"]
     fig, axes = subplots(1, len(names), figsize=(4.2 * len(names), 4.4))
     for ax, name in zip(np.atleast_1d(axes), names):
         entry = mats[name]
         m = entry["matrix"].detach().cpu().float().numpy()
+        sizes = [s for _, s in entry["blocks"]]
+        if name != "OUT" and center_rows:  # a per-query constant does not change the softmax: remove it per block
+            cuts = np.cumsum([0] + sizes)
+            m = np.concatenate([m[:, a:b] - m[:, a:b].mean(1, keepdims=True) for a, b in zip(cuts[:-1], cuts[1:])], 1)
         lim = float(np.abs(m).max()) or 1.0
         ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
-        sizes = [s for _, s in entry["blocks"]]
         _grid(ax, sizes, "y")
         centers = np.cumsum([0] + sizes[:-1]) + np.array(sizes) / 2 - 0.5
         ax.set_yticks(centers, [n for n, _ in entry["blocks"]], fontsize=7)
         if name != "OUT":
             _grid(ax, sizes, "x")
             ax.set_xticks(centers, [n for n, _ in entry["blocks"]], fontsize=7, rotation=90)
-            ax.set(title=f"{name} QK (rows: query, cols: key)")
+            ax.set(title=f"{name} QK (rows: query, cols: key)" + (", row-centred" if center_rows else ""))
         else:
             ax.set(title="output W_U (cols: vocabulary)", xlabel="output token")
     fig.suptitle(title)

@@ -172,8 +172,8 @@ def build_disentangled(
         raise ValueError(f"dim={dim!r}; expected an even integer >= 2")
     if not isinstance(n_pairs, int) or n_pairs < 1:
         raise ValueError(f"n_pairs={n_pairs!r}; expected an integer >= 1")
-    model = build_toy_model(disentangled_config(dim, n_pairs, dtype), disentangled_surgeries(dim, exclude_self, init_std),
-                            seed=seed)
+    model = build_toy_model(disentangled_config(dim, n_pairs, dtype),
+                            disentangled_surgeries(dim, exclude_self, init_std), seed=seed)
     return DisentangledTL(model, dim, n_pairs)
 
 

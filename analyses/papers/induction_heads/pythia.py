@@ -44,7 +44,8 @@ def checkpoints_of(ctx: Context) -> list[int]:
         try:
             steps = sorted({int(s) for s in str(text).split(",") if s.strip()})
         except ValueError:
-            raise UsageError(f"--checkpoints {text!r}; expected comma-separated training steps like 0,1000,143000") from None
+            raise UsageError(f"--checkpoints {text!r}; expected comma-separated training steps like "
+                             "0,1000,143000") from None
         if steps and min(steps) < 0:
             raise UsageError(f"--checkpoints {text!r}; expected non-negative training steps")
     else:

@@ -140,7 +140,8 @@ class StandardRun:
             raise ValueError(f"n_pairs={self.n_pairs}: the sequence 2N+1 = {2 * self.n_pairs + 1} is longer than "
                              f"n_ctx = {self.block}")
         if 2 * self.n_pairs > self.vocab:
-            raise ValueError(f"n_pairs={self.n_pairs}: 2N = {2 * self.n_pairs} distinct tokens exceed vocab={self.vocab}")
+            raise ValueError(f"n_pairs={self.n_pairs}: 2N = {2 * self.n_pairs} distinct tokens exceed "
+                             f"vocab={self.vocab}")
 
 
 def train_standard(run: StandardRun, *, evals: Mapping[str, Callable] | None = None, out_dir: str | Path | None = None,
