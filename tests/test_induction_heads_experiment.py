@@ -134,19 +134,29 @@ def test_pythia_part_without_weights_is_not_run_with_the_reason(tmp_path):
 # --------------------------------------------------------------------------- bad input
 
 
-@pytest.mark.parametrize("args, value", [
+BAD_INPUT = [
     (["--n-pairs", "16"], "--n-pairs 16"),
     (["--experiment", "sgd_scaling", "--sgd-ns", "2,3,5"], "N=5"),
     (["--thresholds", "0.5,1.2,0.5"], "beta2=1.2"),
     (["--train-only", "alpha3,delta1"], "delta1"),
     (["--experiment", "pythia", "--checkpoints", "1000"], "at least 2 checkpoints"),
-])
-def test_bad_input_is_one_line_exit_2_before_any_work(tmp_path, args, value):
+]
+
+
+def test_bad_input_from_the_command_line_is_one_line_exit_2(tmp_path):
+    args, value = BAD_INPUT[0]
     proc = subprocess.run([sys.executable, "-m", "analyses.induction_emergence", "--preset", "micro", "--out",
                            str(tmp_path), "--no-progress", *args], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert value in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, value", BAD_INPUT)
+def test_bad_input_is_one_line_exit_2_before_any_work(tmp_path, capsys, args, value):
+    code = EXPERIMENT.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and value in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "induction_emergence" / "runs").exists()  # nothing trained
 
 
