@@ -101,6 +101,8 @@ def scaling_figure(ns: Sequence[int], times: Mapping[str, Sequence[float]], t_ic
         ax_r.plot(grid, asymptote * grid ** 2, "--", label=f"{asymptote:.3g} N²")
     ax_r.set(xscale="log", yscale="log", xlabel="N", ylabel="t_ICL", title="time to in-context learning")
     ax_r.legend()
+    for ax in (ax_l, ax_r):
+        n_ticks(ax, ns)
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -139,3 +141,11 @@ def checkpoint_scores_figure(steps: Sequence[int], series: Mapping[str, Sequence
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def n_ticks(ax, ns: Sequence[int]) -> None:
+    """Label a log x axis with the N values themselves (no minor labels)."""
+    from matplotlib.ticker import NullFormatter
+
+    ax.set_xticks(list(ns), [str(n) for n in ns])
+    ax.xaxis.set_minor_formatter(NullFormatter())
