@@ -85,6 +85,23 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     assert len(loss.get_xdata()) == 30  # micro: 30 steps
 
 
+def test_sgd_scaling_appendixF_protocol_follows_the_ode(tmp_path):
+    """SGD on the matrix model with gradients projected on α₃, β₂, γ₃ is Euler on the ODE (time = steps x lr/D):
+    its t_ICL matches the ODE's; training runs in chunks that resume their checkpoints until t_ICL is reached."""
+    from analyses.papers.induction_heads.experiments import part_sgd_scaling
+
+    res = part_sgd_scaling(_ctx(tmp_path, parts=("sgd_scaling",)))
+    span = [r for r in res.results["rows"] if r["variant"] == "appendixF_span"]
+    assert [r["N"] for r in span] == [2, 3, 4]
+    for r in span:
+        assert r["t_icl"] == pytest.approx(r["t_icl_ode"], rel=0.05)
+        assert r["final_residual"] == 0.0
+    assert {c.id.rsplit(".", 1)[1] for c in res.claims} == {
+        "t_icl_exponent_full_training", "t_icl_exponent_appendixF", "order_full_training"}
+    ax = res.figures["fig5_full_training.png"].axes[0]
+    assert ax.get_xscale() == "log" and list(ax.get_lines()[-1].get_xdata()) == [2, 3, 4]
+
+
 def test_paper_sizes_run_a_few_steps():
     """The paper preset's configurations are valid: two steps of each at the paper's sizes (small batches)."""
     from analyses.papers.induction_heads.experiments import DISENTANGLED, STANDARD

@@ -99,7 +99,7 @@ STANDARD = {  # App. E: AdamW lr 1e-3, wd 0.01; the paper's D = 2048, B = 512, 3
 }
 
 SGD_SCALING = {  # orthonormal data (Task C), query = last pair, ‖y − z‖², all weights trained
-    "micro": dict(dim=8, ns=(2, 3, 4), seeds=2, batch_size=16),
+    "micro": dict(dim=8, ns=(2, 3, 4), seeds=1, batch_size=16),
     "smoke": dict(dim=32, ns=(4, 8, 16), seeds=5, batch_size=64),
     "paper": dict(dim=64, ns=(4, 8, 16, 32), seeds=5, batch_size=64),
 }
