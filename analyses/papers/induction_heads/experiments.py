@@ -17,7 +17,6 @@ import statistics
 import time
 from dataclasses import asdict, replace
 
-import numpy as np
 import torch
 
 from mechrecall.claims import at_least, at_most, between, is_true, near, spread_of
@@ -213,7 +212,7 @@ def part_ode(ctx: Context) -> PartResult:
                   f"√(2π)·erf(√θ_α) = {asym:.3f}", ratio, near(asym, 0.03 * asym, partial_tol=0.1 * asym),
                   where="Fig 5 right (quadratic asymptote)", note="the constant is derived here from App. B.5's ODE"),
     ]
-    fig = _scaling_fig(rows, c_icl if asym is None else asym, "Fig 5: emergence time vs N (gradient-flow ODE, "
+    fig = _scaling_fig(rows, asym, "Fig 5: emergence time vs N (gradient-flow ODE, "
                        f"thresholds α₃ {th['alpha3']}, β₂ {th['beta2']}, γ₃ {th['gamma3']})")
     rows_f = [{"N": r["N"], "T_gamma3": r["T_gamma3_appF"], "T_beta2": r["T_beta2_appF"],
                "T_alpha3": r["T_alpha3_appF"], "t_icl": r["T_alpha3_appF"]} for r in rows]
