@@ -179,3 +179,120 @@ def head_logit_lens(
         if w is not None:
             out = out * w
     return project_to_vocab(model, out[mask])
+
+
+# ---------------------------------------------------------------------- interpretable basis (Fig 2 of Musat et al.)
+
+
+class NotApplicableError(ValueError):
+    """A weight-based analysis that does not apply to this model (e.g. rotary positions: no ``W_pos``)."""
+
+
+def interpretable_basis(
+    model: HookedTransformer,
+    *,
+    heads: Sequence[int] | None = None,
+    tokens: Sequence[int] | None = None,
+    positions: int | None = None,
+) -> list[tuple[str, torch.Tensor]]:
+    """Residual directions of an attention-only model, layer by layer: ``[(name, [n, d_model]), ...]``.
+
+    Layer 0 reads ``E`` (rows of ``W_E``, optionally only ``tokens``) and ``P`` (the first ``positions``
+    rows of ``W_pos``); every head ``h_l`` (``heads[l]``, default 0) appends the images of all earlier
+    directions under its OV circuit, ``S_{l+1} = [S_l; S_l W_V W_O]``, so the residual before layer ``l``
+    lies in the span of ``S_l`` (plus bias directions, ignored here). Names: ``E, P, OV0·E, OV0·P,
+    OV1·E, ...`` (Musat et al., §2.2 / Fig 2: ``[E, P, W_O¹W_V¹E, W_O¹W_V¹P, ...]``).
+
+    Raises :class:`NotApplicableError` for models without learned absolute positions (rotary / no
+    ``W_pos``): the P block does not exist there; use the activation-based ``analyses.heads`` scores.
+    """
+    if model.cfg.positional_embedding_type != "standard":
+        raise NotApplicableError(
+            f"the interpretable [E, P, OV·E, OV·P] basis needs learned absolute positions (W_pos); this model uses "
+            f"{model.cfg.positional_embedding_type!r} positions. Use the activation-based scores of analyses.heads.")
+    heads = [0] * model.cfg.n_layers if heads is None else list(heads)
+    if len(heads) != model.cfg.n_layers:
+        raise ValueError(f"heads={heads}; expected one head index per layer ({model.cfg.n_layers})")
+    E = model.W_E if tokens is None else model.W_E[torch.as_tensor(list(tokens), dtype=torch.long)]
+    n_pos = model.cfg.n_ctx if positions is None else positions
+    if not 1 <= n_pos <= model.cfg.n_ctx:
+        raise ValueError(f"positions={positions!r}; expected 1..n_ctx={model.cfg.n_ctx}")
+    basis = [("E", E.detach()), ("P", model.W_pos[:n_pos].detach())]
+    for layer, head in enumerate(heads):
+        _check_head(model, layer, head)
+        ov = ov_circuit(model, layer, head)
+        basis = basis + [(f"OV{layer}·{name}", (block @ ov.A) @ ov.B) for name, block in basis]
+    return basis
+
+
+@torch.no_grad()
+def interpretable_qk_matrices(
+    model: HookedTransformer,
+    *,
+    heads: Sequence[int] | None = None,
+    tokens: Sequence[int] | None = None,
+    positions: int | None = None,
+) -> dict[str, dict]:
+    """Musat et al. Fig 2: QK and output matrices of an attention-only model in the interpretable basis.
+
+    ``"L{l}"``: ``S_l W_Q W_Kᵀ S_lᵀ`` (rows = query direction, columns = key direction; no 1/sqrt(d_head)
+    scale, no biases) for head ``heads[l]``; ``"OUT"``: ``S_L W_U``. Each entry is ``{"matrix": Tensor,
+    "blocks": [(name, size), ...]}``; :func:`block_of` cuts a named block out.
+    """
+    reasons = []
+    if model.cfg.positional_embedding_type != "standard":
+        reasons.append(f"it uses {model.cfg.positional_embedding_type!r} positions (no W_pos, so no P block)")
+    if not model.cfg.attn_only:
+        reasons.append("it has MLPs, whose outputs are not in the span of [E, P, OV·E, OV·P, ...]")
+    if reasons:
+        raise NotApplicableError("interpretable_qk_matrices needs an attention-only model with learned absolute "
+                                 "positions; " + " and ".join(reasons) + ". Use the activation-based scores of "
+                                 "analyses.heads instead.")
+    basis = interpretable_basis(model, heads=heads, tokens=tokens, positions=positions)
+    heads = [0] * model.cfg.n_layers if heads is None else list(heads)
+    out = {}
+    for layer, head in enumerate(heads):
+        n_blocks = 2 ** (layer + 1)
+        S = torch.cat([b for _, b in basis[:n_blocks]])
+        attn = model.blocks[layer].attn
+        mat = (S @ attn.W_Q[head]) @ (S @ attn.W_K[head]).T
+        out[f"L{layer}"] = {"matrix": mat, "blocks": [(n, b.shape[0]) for n, b in basis[:n_blocks]]}
+    S = torch.cat([b for _, b in basis])
+    out["OUT"] = {"matrix": S @ model.W_U, "blocks": [(n, b.shape[0]) for n, b in basis]}
+    return out
+
+
+def block_of(entry: dict, row: str, col: str | None = None) -> torch.Tensor:
+    """The ``row`` x ``col`` block of an :func:`interpretable_qk_matrices` entry (``col=None``: all columns)."""
+    starts, at = {}, 0
+    for name, size in entry["blocks"]:
+        starts[name] = (at, at + size)
+        at += size
+    for name in (row, col):
+        if name is not None and name not in starts:
+            raise ValueError(f"block {name!r} not in {list(starts)}")
+    r0, r1 = starts[row]
+    m = entry["matrix"][r0:r1]
+    if col is None:
+        return m
+    c0, c1 = starts[col]
+    return m[:, c0:c1]
+
+
+def diagonal_contrast(mat: torch.Tensor, offset: int = 0) -> float:
+    """``mean(diagonal at offset) − mean(every other entry)``: > 0 for a (sub)diagonal structure.
+
+    Musat et al. Fig 2 summaries: previous-position head = contrast of the P–P block at offset −1 (query
+    ``i`` on key ``i−1``); induction = the E vs OV0·E block at offset 0; copying = the output's OV1·E block.
+    """
+    mat = torch.as_tensor(mat, dtype=torch.float64)
+    if mat.ndim != 2:
+        raise ValueError(f"expected a matrix, got shape {tuple(mat.shape)}")
+    mask = torch.zeros_like(mat, dtype=torch.bool)
+    diag = torch.diagonal(mask, offset=offset)
+    if diag.numel() == 0:
+        raise ValueError(f"offset={offset} is outside a {tuple(mat.shape)} matrix")
+    diag.fill_(True)
+    if mask.all():
+        raise ValueError("the diagonal covers the whole matrix; nothing to contrast with")
+    return float(mat[mask].mean() - mat[~mask].mean())

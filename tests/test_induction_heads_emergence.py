@@ -1,0 +1,129 @@
+"""Musat et al.: the emergence-time estimator, the gradient-flow ODE and the Fig 2 matrices (analyses.ov)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from analyses.ov import NotApplicableError, block_of, diagonal_contrast, interpretable_basis, interpretable_qk_matrices
+from analyses.papers.induction_heads import emergence as em
+from analyses.papers.induction_heads.theory import asymptotic_emergence_times, integrate_three_param
+from mechrecall.builder import build_toy_model
+
+# --------------------------------------------------------------------------- estimator
+
+
+def test_crossing_time_interpolates_between_measurements():
+    t = [0, 10, 20, 30]
+    assert em.crossing_time(t, [0.0, 0.2, 0.6, 0.9], 0.5) == pytest.approx(17.5)
+    assert em.crossing_time(t, [0.0, 0.2, 0.6, 0.9], 0.5, interpolate=False) == 20
+    assert em.crossing_time(t, [0.0, 0.2, 0.3, 0.4], 0.5) is None
+    assert em.crossing_time(t, [0.7, 0.2, 0.3, 0.4], 0.5) == 0
+
+
+def test_joint_time_is_when_the_last_series_crosses_and_all_are_past():
+    t = [0, 1, 2, 3, 4]
+    series = {"alpha3": [0, 0, 0.2, 0.6, 0.8], "beta2": [0, 0.3, 0.7, 0.4, 0.9], "gamma3": [0, 0.9, 1, 1, 1]}
+    th = {"alpha3": 0.5, "beta2": 0.5, "gamma3": 0.5}
+    times = em.emergence_times(t, series, th)
+    assert times["beta2"] == pytest.approx(1.5) and times["alpha3"] == pytest.approx(2.75)
+    # beta2 dips below at t=3: all three are past only at t=4 (beta2 crossing again at 3 + 0.1/0.5)
+    assert em.joint_emergence_time(t, series, th) == pytest.approx(3.2)
+
+
+@pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5])
+def test_thresholds_outside_0_1_are_rejected_by_name(bad):
+    with pytest.raises(ValueError, match=f"beta2={bad}"):
+        em.emergence_times([0, 1], {"beta2": [0, 1]}, {"beta2": bad})
+
+
+def test_series_with_fewer_than_two_measurements_is_an_error():
+    with pytest.raises(ValueError, match="at least 2"):
+        em.crossing_time([5], [0.9], 0.5)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        em.crossing_time([0, 0], [0.1, 0.9], 0.5)
+
+
+def test_series_from_trainer_rows_and_power_law_fit():
+    rows = [{"step": 20, "x": 0.9}, {"step": 0, "x": 0.0}, {"step": 10, "x": 0.4}, {"step": 5}]
+    times, series = em.series_from_rows(rows, ["x"])
+    assert times == [0, 10, 20] and series["x"] == [0.0, 0.4, 0.9]
+    ns = [4, 8, 16, 32]
+    k, c = em.fit_power_law(ns, [1.7 * n ** 2 for n in ns])
+    assert k == pytest.approx(2.0) and c == pytest.approx(1.7)
+    with pytest.raises(ValueError, match="positive"):
+        em.fit_power_law([4, 8], [1.0, 0.0])
+
+
+# --------------------------------------------------------------------------- ODE
+
+
+def test_ode_emergence_times_and_order():
+    traj = integrate_three_param(8)
+    T = em.emergence_times(traj.t, traj.series())
+    # gradient flow of App. B.5 integrated independently (solve_ivp, rtol 1e-9): 5.543, 68.15, 116.6
+    assert T["gamma3"] == pytest.approx(5.543, rel=2e-3)
+    assert T["beta2"] == pytest.approx(68.15, rel=2e-3)
+    assert T["alpha3"] == pytest.approx(116.6, rel=2e-3)
+    assert em.joint_emergence_time(traj.t, traj.series()) == pytest.approx(T["alpha3"], rel=1e-3)
+    # plateau: with α = β = 0, γ(t) = 1 − exp(−t/N) exactly, so early on γ follows it
+    early = traj.t < 2
+    assert traj.gamma[early] == pytest.approx(1 - torch.exp(-torch.tensor(traj.t[early]) / 8).numpy(), abs=1e-3)
+    with pytest.raises(ValueError, match="n_pairs=1"):
+        integrate_three_param(1)
+
+
+def test_large_N_constants_match_the_derived_asymptotics():
+    n = 64
+    traj = integrate_three_param(n)
+    T = em.emergence_times(traj.t, traj.series())
+    asym = asymptotic_emergence_times(n)
+    assert T["gamma3"] / n == pytest.approx(math.log(2), rel=1e-2)
+    assert T["alpha3"] / asym["alpha3"] == pytest.approx(1.0, abs=0.02)
+    assert T["beta2"] / asym["beta2"] == pytest.approx(1.0, abs=0.03)
+
+
+# --------------------------------------------------------------------------- Fig 2 matrices (analyses.ov)
+
+
+def _attn_only(pos="standard", n_layers=2):
+    cfg = dict(n_layers=n_layers, n_heads=1, d_model=12, d_head=12, d_vocab=5, n_ctx=6, attn_only=True,
+               normalization_type=None, positional_embedding_type=pos)
+    if pos == "rotary":
+        cfg["rotary_dim"] = 4
+    return build_toy_model(cfg, [], seed=0)
+
+
+def test_interpretable_matrices_are_the_products_in_the_basis():
+    model = _attn_only()
+    mats = interpretable_qk_matrices(model)
+    E, P = model.W_E, model.W_pos
+    a0, a1 = model.blocks[0].attn, model.blocks[1].attn
+    OV0, OV1 = a0.W_V[0] @ a0.W_O[0], a1.W_V[0] @ a1.W_O[0]
+    S0 = torch.cat([E, P])
+    S1 = torch.cat([E, P, E @ OV0, P @ OV0])
+    S2 = torch.cat([S1, S1 @ OV1])
+    torch.testing.assert_close(mats["L0"]["matrix"], S0 @ a0.W_Q[0] @ a0.W_K[0].T @ S0.T)
+    torch.testing.assert_close(mats["L1"]["matrix"], S1 @ a1.W_Q[0] @ a1.W_K[0].T @ S1.T)
+    torch.testing.assert_close(mats["OUT"]["matrix"], S2 @ model.W_U)
+    assert [n for n, _ in mats["OUT"]["blocks"]] == ["E", "P", "OV0·E", "OV0·P", "OV1·E", "OV1·P", "OV1·OV0·E",
+                                                     "OV1·OV0·P"]
+    torch.testing.assert_close(block_of(mats["L1"], "E", "OV0·P"), (E @ a1.W_Q[0]) @ (P @ OV0 @ a1.W_K[0]).T)
+    names = [n for n, _ in interpretable_basis(model)]
+    assert names[:4] == ["E", "P", "OV0·E", "OV0·P"]
+
+
+def test_diagonal_contrast_on_hand_built_matrices():
+    m = torch.zeros(4, 4)
+    m[1, 0] = m[2, 1] = m[3, 2] = 3.0  # a previous-position pattern: subdiagonal
+    assert diagonal_contrast(m, -1) == pytest.approx(3.0)
+    assert diagonal_contrast(m, 0) == pytest.approx(-9.0 / 12)
+    assert diagonal_contrast(torch.eye(3) * 2 + 1, 0) == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="offset=5"):
+        diagonal_contrast(m, 5)
+
+
+def test_weight_analysis_says_it_does_not_apply_to_rotary_models():
+    with pytest.raises(NotApplicableError, match="rotary"):
+        interpretable_qk_matrices(_attn_only("rotary"))

@@ -1,0 +1,184 @@
+"""``python -m analyses.induction_emergence``: micro parts end to end, figures, the Pythia extension, bad input."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+
+import pytest
+import torch
+
+from analyses.induction_emergence import EXPERIMENT
+from analyses.papers.induction_heads import emergence as em
+from mechrecall.experiment import Context
+
+
+def _ctx(tmp_path, preset="micro", parts=(), **options):
+    opts = {o.dest: o.kwargs.get("default") for o in EXPERIMENT.options}
+    opts.update(options)
+    return Context(EXPERIMENT, tmp_path, preset, 0, opts, parts=tuple(parts))
+
+
+def _lines(fig, axis_index=0):
+    return fig.axes[axis_index].get_lines()
+
+
+def test_micro_parts_write_claims_with_computed_verdicts(tmp_path):
+    payload = EXPERIMENT.run(tmp_path, preset="micro", parts=["exact", "ode", "benchmark"])
+    rows = {r["id"].split(".", 1)[1]: r for r in payload["claims"]}
+    assert rows["exact.orbit_gradient_in_19dim_subspace"]["ours"] < 1e-10
+    assert rows["exact.orbit_gradient_in_19dim_subspace"]["verdict"] == "reproduced"
+    assert rows["exact.closed_form_equals_matrix_model"]["verdict"] == "reproduced"
+    assert rows["exact.tl_embedding_equals_reference"]["verdict"] == "reproduced"
+    assert rows["ode.order_gamma_beta_alpha"]["ours"] == 1
+    assert rows["benchmark.tl_step_over_plain_step"]["ours"] > 0
+    saved = json.loads((tmp_path / "induction_emergence" / "results.json").read_text())
+    assert saved["parts"]["ode"]["status"] == "done" and "fig5_emergence_scaling.png" in saved["figures"]
+
+
+def test_ode_part_figure_plots_the_three_times_and_the_quadratic_asymptote(tmp_path):
+    from analyses.papers.induction_heads.experiments import part_ode
+
+    res = part_ode(_ctx(tmp_path))
+    fig = res.figures["fig5_emergence_scaling.png"]
+    left, right = fig.axes[:2]
+    assert [l.get_label() for l in left.get_lines()] == ["T_γ₃", "T_β₂", "T_α₃"]
+    assert left.get_xscale() == "log" and right.get_yscale() == "log"
+    ns = [r["N"] for r in res.results["rows"]]
+    assert list(right.get_lines()[0].get_xdata()) == ns
+    assert list(right.get_lines()[0].get_ydata()) == [r["t_icl"] for r in res.results["rows"]]
+    assert "N²" in right.get_lines()[1].get_label()
+
+
+def test_disentangled_part_trains_both_runs_and_plots_all_19(tmp_path):
+    from analyses.papers.induction_heads.experiments import part_disentangled
+
+    res = part_disentangled(_ctx(tmp_path))
+    fig = res.figures["fig4_pseudo_parameters.png"]
+    assert len(fig.axes) == 4 and len(_lines(fig, 0)) == 19 and len(_lines(fig, 2)) == 19
+    only = res.results["main"]["only"][-1]
+    moved = {k for k in only if k.startswith(("alpha", "beta", "gamma")) and only[k] != 0}
+    assert moved <= {"alpha3", "beta2", "gamma3"}
+    claims = {c.id.rsplit(".", 1)[1]: c for c in res.claims}
+    assert claims["only_run_stays_in_span"].ours == 0.0 and claims["only_run_stays_in_span"].verdict == "reproduced"
+    assert claims["beta3_to_beta6_exactly_zero"].ours == 0.0
+    heat = res.figures["fig3_weights.png"]
+    assert [a.get_title().split(" ")[0] for a in heat.axes[:3]] == ["W1", "W2", "W3ᵀ"]
+    assert heat.axes[0].get_images()[0].get_array().shape == (16, 16)  # micro: D = 8
+
+
+def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
+    from analyses.papers.induction_heads.experiments import part_standard
+
+    res = part_standard(_ctx(tmp_path))
+    names = {c.id.rsplit(".", 1)[1] for c in res.claims}
+    assert {"previous_token_head_layer0", "induction_head_layer1", "fig2_P_P_subdiagonal"} <= names
+    roles = res.results["head_roles"]
+    expected = {(l, s) for l in (0, 1) for s in ("previous_token", "induction")}
+    assert {(r["layer"], r["score"]) for r in roles} == expected
+    fig2 = res.figures["fig2_interpretable_matrices.png"]
+    assert fig2.axes[0].get_images()[0].get_array().shape == (64, 64)  # [E; P] with 32 + 32
+    assert fig2.axes[1].get_images()[0].get_array().shape == (128, 128)
+    assert fig2.axes[2].get_images()[0].get_array().shape == (256, 32)
+    loss = res.figures["fig17_loss.png"].axes[0].get_lines()[0]
+    assert len(loss.get_xdata()) == 30  # micro: 30 steps
+
+
+def test_sgd_scaling_appendixF_protocol_follows_the_ode(tmp_path):
+    """SGD on the matrix model with gradients projected on α₃, β₂, γ₃ is Euler on the ODE (time = steps x lr/D):
+    its t_ICL matches the ODE's; training runs in chunks that resume their checkpoints until t_ICL is reached."""
+    from analyses.papers.induction_heads.experiments import part_sgd_scaling
+
+    res = part_sgd_scaling(_ctx(tmp_path, parts=("sgd_scaling",)))
+    span = [r for r in res.results["rows"] if r["variant"] == "appendixF_span"]
+    assert [r["N"] for r in span] == [2, 3, 4]
+    for r in span:
+        assert r["t_icl"] == pytest.approx(r["t_icl_ode"], rel=0.05)
+        assert r["final_residual"] == 0.0
+    assert {c.id.rsplit(".", 1)[1] for c in res.claims} == {
+        "t_icl_exponent_full_training", "t_icl_exponent_appendixF", "order_full_training"}
+    ax = res.figures["fig5_full_training.png"].axes[0]
+    assert ax.get_xscale() == "log" and list(ax.get_lines()[-1].get_xdata()) == [2, 3, 4]
+
+
+def test_paper_sizes_run_a_few_steps():
+    """The paper preset's configurations are valid: two steps of each at the paper's sizes (small batches)."""
+    from analyses.papers.induction_heads.experiments import DISENTANGLED, STANDARD
+    from analyses.papers.induction_heads.training import (
+        DisentangledRun, StandardRun, train_disentangled, train_standard,
+    )
+
+    std = replace(StandardRun(**STANDARD["paper"]), steps=2, batch_size=2, eval_every=0)
+    result = train_standard(std)
+    assert result.model.cfg.d_model == 2048 and len(result.history["train"]) == 2
+    run = replace(DisentangledRun(**DISENTANGLED["paper"]), steps=2, batch_size=4, log_every=1)
+    res = train_disentangled(run)
+    assert res.model.dim == 32 and res.model.n_pairs == 16 and len(res.history) == 3
+
+
+# --------------------------------------------------------------------------- Pythia extension
+
+
+def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
+    from pretrained.testing import tiny_checkpoint
+
+    from analyses.papers.induction_heads.pythia import TOP_K, part_pythia
+
+    mirror = tmp_path / "mirror"
+    for step, seed in ((0, 1), (100, 2), (1000, 3)):
+        tiny_checkpoint(mirror / f"step{step}", "gpt_neox", seed=seed, n_layers=2)
+    res = part_pythia(_ctx(tmp_path / "out", parts=("pythia",), model=str(mirror), pythia_threshold=0.2))
+    r = res.results
+    assert r["checkpoints"] == [0, 100, 1000]
+    assert all(c.ours is not None for c in res.claims)
+    assert r["weight_based_fig2"].startswith("not applicable") and "rotary" in r["weight_based_fig2"]
+    # the same estimator, recomputed from the stored grids
+    (l, h) = r["top_heads"]["induction"][0]
+    values = [r["scores"][s]["induction"][l][h] for s in (0, 100, 1000)]
+    assert r["emergence_step"][f"induction L{l}H{h}"] == em.crossing_time([0, 100, 1000], values, 0.2)
+    ax = res.figures["pythia_head_roles_vs_step.png"].axes[0]
+    assert ax.get_xscale() == "log" and len([ln for ln in ax.get_lines() if ln.get_marker() == "o"]) == 2 * TOP_K
+
+
+def test_pythia_part_without_weights_is_not_run_with_the_reason(tmp_path):
+    from analyses.papers.induction_heads.pythia import part_pythia
+
+    res = part_pythia(_ctx(tmp_path, parts=("pythia",), model="EleutherAI/pythia-70m", checkpoints="0,1000"))
+    assert res.claims and all(c.verdict == "not run" and c.reason.startswith("no weights") for c in res.claims)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+BAD_INPUT = [
+    (["--n-pairs", "16"], "--n-pairs 16"),
+    (["--experiment", "sgd_scaling", "--sgd-ns", "2,3,5"], "N=5"),
+    (["--thresholds", "0.5,1.2,0.5"], "beta2=1.2"),
+    (["--train-only", "alpha3,delta1"], "delta1"),
+    (["--experiment", "pythia", "--checkpoints", "1000"], "at least 2 checkpoints"),
+]
+
+
+def test_bad_input_from_the_command_line_is_one_line_exit_2(tmp_path):
+    args, value = BAD_INPUT[0]
+    proc = subprocess.run([sys.executable, "-m", "analyses.induction_emergence", "--preset", "micro", "--out",
+                           str(tmp_path), "--no-progress", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert value in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, value", BAD_INPUT)
+def test_bad_input_is_one_line_exit_2_before_any_work(tmp_path, capsys, args, value):
+    code = EXPERIMENT.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and value in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "induction_emergence" / "runs").exists()  # nothing trained
+
+
+def test_help_lists_every_part():
+    text = EXPERIMENT.parser().format_help()
+    for part in ("exact", "ode", "disentangled", "weights", "standard", "sgd_scaling", "pythia", "benchmark"):
+        assert part in text
+    assert torch.get_num_threads() == 1
