@@ -192,11 +192,13 @@ def main(argv=None) -> dict:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     started = time.perf_counter()
 
-    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"), threads=torch.get_num_threads(), cpus=os.cpu_count(),
+    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"),
+                   threads=torch.get_num_threads(), cpus=os.cpu_count(),
                    python=platform.python_version(), platform=platform.platform(), processor=platform.machine())
     print(f"mechrecall benchmarks ({'quick' if args.quick else 'full'}): torch {machine['torch']}, "
           f"TransformerLens {machine['transformer_lens']}, "
-          f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, {machine['platform']}")
+          f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, "
+          f"{machine['platform']}")
 
     neox = load_neox(cfg["neox"])
     toy = build_toy_model(TOY, seed=0)
@@ -210,7 +212,8 @@ def main(argv=None) -> dict:
     for r in laser:
         svds = f"{r['n_matrices'] * r['R']}/{r['n_matrices']}"
         print(f"{r['R']:>4} {svds:>17} {r['naive_s']:>9.3f} {r['laser_s']:>14.3f} {r['speedup']:>8.2f}x "
-              f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} {r['svd_speedup']:>8.2f}x")
+              f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} "
+              f"{r['svd_speedup']:>8.2f}x")
 
     print(f"\n2. Hook overhead under no_grad, tokens 8x32; ms per call (median of {hook_repeats}), ratio vs forward")
     overhead = bench_hooks("toy", toy, hook_repeats) + bench_hooks("gpt_neox", neox, hook_repeats)

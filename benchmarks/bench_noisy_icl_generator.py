@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
             ratio = "1.00x" if name == "vectorised" else f"{r['ratio'][name]:.0f}x"
             print(f"{B:>6}  {name:<16} {sec * 1e3:>10.2f} {r['sequences_per_s'][name]:>10.0f} {ratio:>8}")
         verdict = "met" if r["ratio"]["reference"] >= TARGET else "NOT met"
-        print(f"{'':>6}  speed-up vs the Python reference {r['ratio']['reference']:.0f}x (target >= {TARGET:.0f}x: {verdict})")
+        print(f"{'':>6}  speed-up vs the Python reference {r['ratio']['reference']:.0f}x "
+              f"(target >= {TARGET:.0f}x: {verdict})")
     out = {"preset": args.preset, "seq_len": T, "threads": args.threads, "results": results,
            "rows": rows(results, args.preset)}
     if args.json:

@@ -1,4 +1,4 @@
-"""Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of the same shape.
+"""Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of its shape.
 
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~3 min
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 3 rounds, ~10 s
@@ -284,7 +284,8 @@ def bench_size(name: str, size: dict, repeats: int, min_time: float, device: tor
         losses = {c: masked_loss(m, batch).item() for c, m in models.items()}
     paired = {c: t[c]["ratio"] for c in CANDIDATES}  # median over rounds of (candidate / plain) in the same round
     return dict(size=name, **size, d_mlp=4 * size["d_model"], loss_tokens=int(batch.loss_mask.sum()), **diffs,
-                ms={c: 1e3 * t[c]["s"] for c in CANDIDATES}, ratio=paired, steps_per_sample=t["plain"]["steps_per_sample"],
+                ms={c: 1e3 * t[c]["s"] for c in CANDIDATES}, ratio=paired,
+                steps_per_sample=t["plain"]["steps_per_sample"],
                 samples_ms={c: [1e3 * s for s in t[c]["samples"]] for c in CANDIDATES},
                 trainer_setup_ms=1e3 * statistics.median(setup) if setup else None, final_loss=losses)
 
@@ -403,7 +404,8 @@ def main(argv=None) -> dict:
                    python=platform.python_version(), platform=platform.platform())
     print(f"noisy-ICL training step ({'quick' if args.quick else 'full'}{' + paper' if args.paper else ''}): "
           f"torch {machine['torch']}, TransformerLens {machine['transformer_lens']}, {machine['threads']} thread(s) "
-          f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), Python {machine['python']}, "
+          f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), "
+          f"Python {machine['python']}, "
           f"{machine['platform']}")
     print(f"one step = forward + masked CE + backward + SGD(lr=0.03, momentum=0.9, wd=1e-4) + zero_grad; "
           f"median ms per step over {repeats} interleaved rounds (>= {cfg['min_time']:.2f} s each); ratios = median "
@@ -413,8 +415,9 @@ def main(argv=None) -> dict:
     for name in cfg["sizes"]:
         results.append(bench_size(name, SIZES[name], repeats, cfg["min_time"], device))
     if args.paper:
-        print(f"(paper size: {PAPER['repeats']} rounds of {PAPER['steps']} + {PAPER['steps']} steps, no warm-up sample)")
-        results.append(bench_size("paper", SIZES["paper"], PAPER["repeats"], 0.0, device, steps=PAPER["steps"], warmup=False))
+        steps = PAPER["steps"]
+        print(f"(paper size: {PAPER['repeats']} rounds of {steps} + {steps} steps, no warm-up sample)")
+        results.append(bench_size("paper", SIZES["paper"], PAPER["repeats"], 0.0, device, steps=steps, warmup=False))
     print()
     print_table(results)
     print("setup ms = the trainer's fixed cost per train() call (optimiser + no-grad validation forward), "

@@ -36,6 +36,8 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 from mechrecall.io import atomic_write_json  # noqa: E402
 from timing import row  # noqa: E402
 
+ERROR = "(the benchmark raised)"
+
 
 def discover() -> dict[str, Path]:
     """``{name: path}`` of every ``bench_<name>.py`` beside this file, sorted by name."""
@@ -64,16 +66,18 @@ def run_one(name: str, path: Path, quick: bool, verbose: bool) -> list[dict]:
     except Exception as exc:  # noqa: BLE001 -- reported as a row, the other benchmarks still run
         if verbose:
             traceback.print_exc()
-        return [row(name, "(the benchmark raised)", float("nan"), "runs", False, f"{type(exc).__name__}: {exc}")]
+        return [row(name, ERROR, float("nan"), "runs", False, f"{type(exc).__name__}: {exc}")]
 
 
 def print_table(rows: list[dict]) -> None:
+    """benchmark, measure, ratio, target, ok (yes / NO / - when no target), note; long measures are cut."""
     width = min(90, max([len(r["measure"]) for r in rows] + [7]))
-    print(f"{'benchmark':<20} {'measure':<{width}} {'ratio':>8}  {'target':<14} ok")
+    print(f"{'benchmark':<20} {'measure':<{width}} {'ratio':>8}  {'target':<12} {'ok':<3}  note")
     for r in rows:
         ok = {True: "yes", False: "NO", None: "-"}[r["ok"]]
         measure = r["measure"] if len(r["measure"]) <= width else r["measure"][:width - 3] + "..."
-        print(f"{r['benchmark']:<20} {measure:<{width}} {r['ratio']:>7.2f}x  {r['target']:<14} {ok}")
+        note = r["note"] if r["measure"] != ERROR else ""  # errors are printed in full below the table
+        print(f"{r['benchmark']:<20} {measure:<{width}} {r['ratio']:>7.2f}x  {r['target']:<12} {ok:<3}  {note}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - started
     print()
     print_table(rows)
-    errors = [r for r in rows if r["measure"] == "(the benchmark raised)"]
+    errors = [r for r in rows if r["measure"] == ERROR]
     for r in errors:
         print(f"error in {r['benchmark']}: {r['note']}")
     counts = {label: sum(r["ok"] is value for r in rows) for label, value in (("ok", True), ("missed", False))}

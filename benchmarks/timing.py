@@ -59,7 +59,8 @@ def interleave(samplers: dict[str, Callable[[], float]], baseline: str, rounds: 
 
 def compare(fns: dict[str, Callable[[], Any]], baseline: str, rounds: int = 3, min_run_time: float = 0.05,
             num_threads: int | None = None, warmup: bool = True) -> Comparison:
-    """Time every function of ``fns`` with ``time_call`` in ``rounds`` interleaved rounds (after one warm-up call each)."""
+    """Time every function of ``fns`` with ``time_call`` in ``rounds`` interleaved rounds, after one warm-up call
+    each (``warmup=False``: none, and no ``results``); the ratios are to ``fns[baseline]``."""
     results = {name: fn() for name, fn in fns.items()} if warmup else {}
     samplers = {name: (lambda fn=fn: time_call(fn, min_run_time, num_threads).median) for name, fn in fns.items()}
     comparison = interleave(samplers, baseline, rounds)
