@@ -1,7 +1,7 @@
 """Benchmarks for the analysis tools, each timed against a baseline measured in the same run.
 
     .venv/bin/python benchmarks/bench_analyses.py            # full, ~1-2 min on one CPU thread
-    .venv/bin/python benchmarks/bench_analyses.py --quick    # small models, ~10 s
+    .venv/bin/python benchmarks/bench_analyses.py --quick    # small models, ~20 s
     .venv/bin/python benchmarks/bench_analyses.py --json runs/bench.json --threads 2
 
 1. LASER sweep vs naive truncations, on a random-init GPT-NeoX loaded raw. For every MLP matrix
@@ -55,7 +55,7 @@ from pretrained.testing import tiny_checkpoint  # noqa: E402
 from timing import compare, row  # noqa: E402
 
 FULL = dict(neox=dict(d_model=256, n_layers=4, n_heads=8, d_mlp=1024), Rs=(4, 8, 16), repeats=3, hook_repeats=15)
-QUICK = dict(neox=dict(d_model=64, n_layers=2, n_heads=4, d_mlp=256), Rs=(4, 8), repeats=3, hook_repeats=10)
+QUICK = dict(neox=dict(d_model=64, n_layers=2, n_heads=4, d_mlp=256), Rs=(4, 8), repeats=5, hook_repeats=10)
 NAME = "analyses"
 TOY = dict(n_layers=2, n_heads=4, d_model=64, d_head=16, d_mlp=256, d_vocab=64, n_ctx=32, act_fn="relu")
 MATRICES = ("mlp_in", "mlp_out")
@@ -180,7 +180,7 @@ def run(quick: bool) -> list[dict]:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="small models and fewer repeats (~10 s)")
+    p.add_argument("--quick", action="store_true", help="small models (~20 s)")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--repeats", type=int, default=None, help="rounds per comparison (median over them)")
     p.add_argument("--json", metavar="PATH", help="also write the numbers to PATH (atomically)")

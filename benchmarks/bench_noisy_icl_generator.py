@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--preset", default="official_code", choices=("official_code", "paper_text"))
     parser.add_argument("--batch", type=int, nargs="+", default=None, help="batch sizes (default 512; quick 128)")
     parser.add_argument("--seq-len", type=int, default=None, help="T (default 256; quick 64)")
-    parser.add_argument("--repeats", type=int, default=None, help="rounds; the median is reported (default 5; quick 3)")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds; the median is reported (default 5)")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1, like the reference)")
     parser.add_argument("--numpy-baseline", action="store_true", help="also time per-token numpy rng.choice sampling")
     parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(args.threads)
     batches = args.batch or ([128] if args.quick else [512])
     T = args.seq_len or (64 if args.quick else 256)
-    repeats = args.repeats or (3 if args.quick else 5)
+    repeats = args.repeats or 5
     cfg = NoisyICLConfig.preset(args.preset, seq_len=T)
     print(f"noisy ICL generator, preset={args.preset}, T={T}, alpha={cfg.alpha}, triggers={cfg.triggers}, "
           f"{repeats} rounds, torch {torch.__version__} ({args.threads} thread), Python {platform.python_version()}, "

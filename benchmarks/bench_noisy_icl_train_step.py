@@ -1,7 +1,7 @@
 """Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of its shape.
 
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~3 min
-    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 3 rounds, ~10 s
+    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 5 rounds, ~15 s
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --paper    # + d = T = 256, B = 512: + ~15 min on CPU
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --profile  # + where the time goes: + ~30 s
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --json runs/bench_train_step.json
@@ -88,7 +88,7 @@ SIZES = {
     "paper": dict(d_model=256, seq_len=256, batch=512),  # the paper's size (preset "paper")
 }
 FULL = dict(sizes=("smoke", "large"), repeats=15, min_time=0.3)
-QUICK = dict(sizes=("smoke",), repeats=3, min_time=0.15)
+QUICK = dict(sizes=("smoke",), repeats=5, min_time=0.15)
 PAPER = dict(repeats=3, steps=1)
 CANDIDATES = ("tl", "plain", "trainer")
 
@@ -365,7 +365,7 @@ def rows(results: list[dict]) -> list[dict]:
 
 
 def run(quick: bool) -> list[dict]:
-    """The rows of one run (``--quick``: smoke size, 3 rounds)."""
+    """The rows of one run (``--quick``: smoke size, 5 rounds)."""
     return main(["--quick"] if quick else [])["rows"]
 
 
@@ -383,8 +383,8 @@ def print_table(rows: list[dict]) -> None:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke size only, 3 rounds (~10 s)")
-    p.add_argument("--paper", action="store_true", help="also d = T = 256, B = 512: 3 rounds of 1 step (slow on CPU)")
+    p.add_argument("--quick", action="store_true", help="smoke size only, 5 rounds (~15 s)")
+    p.add_argument("--paper", action="store_true", help="also d = T = 256, B = 512: 3 rounds of 1 + 1 steps (slow on CPU)")
     p.add_argument("--profile", action="store_true", help="also profile (a), (b) and the trainer at each size")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--repeats", type=int, default=None, help="rounds per size (median over them)")
