@@ -1,6 +1,6 @@
 """Run every benchmark and print one table of their rows (ratios measured in the same run).
 
-    .venv/bin/python benchmarks/run.py                      # --quick (the default): a few minutes
+    .venv/bin/python benchmarks/run.py                      # --quick (the default): ~1 min
     .venv/bin/python benchmarks/run.py --full               # the full sizes of every benchmark
     .venv/bin/python benchmarks/run.py --only help analyses --json runs/bench.json
     .venv/bin/python benchmarks/run.py --verbose            # also each benchmark's own detailed tables
@@ -83,7 +83,7 @@ def print_table(rows: list[dict]) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true", default=True, help="small sizes, a few minutes (default)")
+    mode.add_argument("--quick", action="store_true", default=True, help="small sizes, ~1 min (the default)")
     mode.add_argument("--full", action="store_true", help="every benchmark's full sizes")
     p.add_argument("--only", nargs="+", metavar="NAME", help="only these benchmarks (bench_NAME.py)")
     p.add_argument("--json", metavar="PATH", help="also write the rows to PATH (atomically)")
