@@ -384,7 +384,8 @@ def print_table(rows: list[dict]) -> None:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke size only, 5 rounds (~15 s)")
-    p.add_argument("--paper", action="store_true", help="also d = T = 256, B = 512: 3 rounds of 1 + 1 steps (slow on CPU)")
+    p.add_argument("--paper", action="store_true",
+                   help="also d = T = 256, B = 512: 3 rounds of 1 + 1 steps (slow on CPU)")
     p.add_argument("--profile", action="store_true", help="also profile (a), (b) and the trainer at each size")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--repeats", type=int, default=None, help="rounds per size (median over them)")
@@ -405,8 +406,7 @@ def main(argv=None) -> dict:
     print(f"noisy-ICL training step ({'quick' if args.quick else 'full'}{' + paper' if args.paper else ''}): "
           f"torch {machine['torch']}, TransformerLens {machine['transformer_lens']}, {machine['threads']} thread(s) "
           f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), "
-          f"Python {machine['python']}, "
-          f"{machine['platform']}")
+          f"Python {machine['python']}, {machine['platform']}")
     print(f"one step = forward + masked CE + backward + SGD(lr=0.03, momentum=0.9, wd=1e-4) + zero_grad; "
           f"median ms per step over {repeats} interleaved rounds (>= {cfg['min_time']:.2f} s each); ratios = median "
           f"of the per-round ratios; '!' = above the {TARGET:.2f}x target")

@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    print(f"benchmarks ({'quick' if quick else 'full'}): {', '.join(selected)}; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} thread(s) of {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"benchmarks ({'quick' if quick else 'full'}): {', '.join(selected)}; torch {torch.__version__} "
+          f"(1 thread: each benchmark's default), {os.cpu_count()} CPUs, Python {platform.python_version()}")
     started, rows, seconds = time.perf_counter(), [], {}
     for name, path in selected.items():
         t = time.perf_counter()
