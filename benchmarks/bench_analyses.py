@@ -1,6 +1,6 @@
 """Benchmarks for the analysis tools, each timed against a baseline measured in the same run.
 
-    .venv/bin/python benchmarks/bench_analyses.py            # full, ~1-2 min on one CPU thread
+    .venv/bin/python benchmarks/bench_analyses.py            # full, ~3 min on one quiet CPU thread
     .venv/bin/python benchmarks/bench_analyses.py --quick    # small models, ~20 s
     .venv/bin/python benchmarks/bench_analyses.py --json runs/bench.json --threads 2
 

@@ -1,6 +1,6 @@
 """Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of its shape.
 
-    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~3 min
+    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~3-8 min
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 5 rounds, ~15 s
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --paper    # + d = T = 256, B = 512: + ~15 min on CPU
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --profile  # + where the time goes: + ~30 s

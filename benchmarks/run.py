@@ -1,7 +1,7 @@
 """Run every benchmark and print one table of their rows (ratios measured in the same run).
 
     .venv/bin/python benchmarks/run.py                      # --quick (the default): ~1 min
-    .venv/bin/python benchmarks/run.py --full               # the full sizes of every benchmark
+    .venv/bin/python benchmarks/run.py --full               # the full sizes of every benchmark: ~20 min under load
     .venv/bin/python benchmarks/run.py --only help analyses --json runs/bench.json
     .venv/bin/python benchmarks/run.py --verbose            # also each benchmark's own detailed tables
 
