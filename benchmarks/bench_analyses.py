@@ -1,7 +1,7 @@
 """Benchmarks for the analysis tools, each timed against a baseline measured in the same run.
 
-    .venv/bin/python benchmarks/bench_analyses.py            # full, ~1-2 min on one CPU thread
-    .venv/bin/python benchmarks/bench_analyses.py --quick    # small models, ~10 s
+    .venv/bin/python benchmarks/bench_analyses.py            # full, ~3 min on one quiet CPU thread
+    .venv/bin/python benchmarks/bench_analyses.py --quick    # small models, ~20 s
     .venv/bin/python benchmarks/bench_analyses.py --json runs/bench.json --threads 2
 
 1. LASER sweep vs naive truncations, on a random-init GPT-NeoX loaded raw. For every MLP matrix
@@ -19,18 +19,22 @@
    everything, and a forward inside ``hooks.ablate(model, heads=[(0, 0)])`` (entering and leaving the
    context included), each as a ratio to a plain ``model(tokens)``: 1.10x = 10% slower than a forward.
 
-Timing: each function is called once to warm up, then the candidates of one comparison are run in
-turn (round-robin, so background load hits all of them alike) for ``--repeats`` rounds; a round
-calls a fast function several times (>= ~20 ms in all). Reported: median seconds per call.
+Timing: ``timing.compare`` (``torch.utils.benchmark.Timer``): each function is called once to warm up
+(its result is used for the correctness checks), then the candidates of one comparison take turns
+(round-robin, so background load hits all of them alike) for ``--repeats`` rounds; in a round Timer's
+``blocked_autorange`` calls a function >= 20 ms in all (a slow sweep: once to estimate, once timed).
+Reported: median seconds per call; ratios are the median of the per-round ratios.
+
+``run(quick)`` returns the rows of ``benchmarks/run.py``: per R the naive / laser_sweep time ratio (whole
+sweep and SVD part, target > 1x: sharing the SVDs must not be slower), per model and variant the ratio
+to a plain forward (no target).
 """
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import math
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -48,28 +52,13 @@ from hooks import weights  # noqa: E402
 from mechrecall.builder import build_toy_model  # noqa: E402
 from mechrecall.io import atomic_write_json  # noqa: E402
 from pretrained.testing import tiny_checkpoint  # noqa: E402
+from timing import compare, row  # noqa: E402
 
 FULL = dict(neox=dict(d_model=256, n_layers=4, n_heads=8, d_mlp=1024), Rs=(4, 8, 16), repeats=3, hook_repeats=15)
-QUICK = dict(neox=dict(d_model=64, n_layers=2, n_heads=4, d_mlp=256), Rs=(4, 8), repeats=3, hook_repeats=10)
+QUICK = dict(neox=dict(d_model=64, n_layers=2, n_heads=4, d_mlp=256), Rs=(4, 8), repeats=5, hook_repeats=10)
+NAME = "analyses"
 TOY = dict(n_layers=2, n_heads=4, d_model=64, d_head=16, d_mlp=256, d_vocab=64, n_ctx=32, act_fn="relu")
 MATRICES = ("mlp_in", "mlp_out")
-
-
-def measure(fns: dict, repeats: int, min_time: float = 0.0) -> tuple[dict, dict]:
-    """Median seconds per call of each function in ``fns`` (interleaved rounds), and each one's last result."""
-    number, results = {}, {}
-    for name, fn in fns.items():  # warm-up call, also used to pick how many calls make one sample
-        t = time.perf_counter()
-        results[name] = fn()
-        number[name] = max(1, math.ceil(min_time / max(time.perf_counter() - t, 1e-9)))
-    samples = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            t = time.perf_counter()
-            for _ in range(number[name]):
-                results[name] = fn()
-            samples[name].append((time.perf_counter() - t) / number[name])
-    return {name: statistics.median(s) for name, s in samples.items()}, results
 
 
 def load_neox(sizes: dict):
@@ -127,17 +116,19 @@ def bench_laser(model, Rs, repeats) -> list[dict]:
     rows = []
     for R in Rs:
         rhos = [(i + 1) / (R + 1) for i in range(R)]  # in (0, 1): every rho truncates (no full-rank shortcut)
-        t, res = measure({"naive": lambda: naive_sweep(model, metric, targets, rhos),
-                          "laser": lambda: shared_sweep(model, metric, rhos)}, repeats)
-        ts, mres = measure({"naive": lambda: svd_naive(mats, rhos), "shared": lambda: svd_shared(mats, rhos)}, repeats)
+        c = compare({"naive": lambda: naive_sweep(model, metric, targets, rhos),
+                     "laser": lambda: shared_sweep(model, metric, rhos)}, "laser", repeats, min_run_time=0.02)
+        cs = compare({"naive": lambda: svd_naive(mats, rhos), "shared": lambda: svd_shared(mats, rhos)}, "shared",
+                     repeats, min_run_time=0.02)
+        t, res, ts, mres = c.seconds, c.results, cs.seconds, cs.results
         diff = max(abs(res["naive"][key] - res["laser"][key]) for key in res["naive"])
         diff_svd = max((a - b).abs().max().item() for a, b in zip(mres["naive"], mres["shared"]))
         assert len(res["laser"]) == len(res["naive"]) == len(targets) * R
         assert diff < 1e-5, f"laser_sweep and the naive loop disagree by {diff:.3g} (R={R})"
         assert diff_svd < 1e-5, f"truncate and svd + from_svd disagree by {diff_svd:.3g} (R={R})"
         rows.append(dict(R=R, n_matrices=len(targets), naive_s=t["naive"], laser_s=t["laser"],
-                         speedup=t["naive"] / t["laser"], max_abs_diff=diff, svd_naive_s=ts["naive"],
-                         svd_shared_s=ts["shared"], svd_speedup=ts["naive"] / ts["shared"],
+                         speedup=c.ratios["naive"], max_abs_diff=diff, svd_naive_s=ts["naive"],
+                         svd_shared_s=ts["shared"], svd_speedup=cs.ratios["naive"],
                          svd_max_abs_diff=diff_svd))
     return rows
 
@@ -160,8 +151,28 @@ def bench_hooks(name, model, repeats, batch: int = 8, seq: int = 32) -> list[dic
         "run_with_cache(all)": lambda: model.run_with_cache(tokens),
         "ablate(heads=[(0, 0)])": ablated,
     }
-    t, _ = measure(fns, repeats, min_time=0.02)
-    return [dict(model=name, variant=v, ms=1e3 * s, ratio=s / t["forward"]) for v, s in t.items()]
+    c = compare(fns, "forward", repeats, min_run_time=0.02)
+    return [dict(model=name, variant=v, ms=1e3 * s, ratio=c.ratios[v]) for v, s in c.seconds.items()]
+
+
+def rows(laser: list[dict], overhead: list[dict], neox_sizes: dict) -> list[dict]:
+    """The rows of the common interface (``run.py``)."""
+    size = f"GPT-NeoX d_model={neox_sizes['d_model']}, {neox_sizes['n_layers']} layers"
+    out = []
+    for r in laser:
+        for key, what in (("speedup", "whole sweep"), ("svd_speedup", "SVD part only")):
+            out.append(row(NAME, f"naive low_rank loop / laser_sweep time, {what} (R={r['R']}, {size})", r[key],
+                           "> 1x", r[key] > 1, f"{r['n_matrices'] * r['R']} vs {r['n_matrices']} SVDs"))
+    for r in overhead:
+        if r["variant"] != "forward":
+            out.append(row(NAME, f"{r['variant']} / forward time ({r['model']}, no_grad, 8x32 tokens)", r["ratio"],
+                           note=f"{r['ms']:.2f} ms per call"))
+    return out
+
+
+def run(quick: bool) -> list[dict]:
+    """The rows of one run (``--quick``: small models)."""
+    return main(["--quick"] if quick else [])["rows"]
 
 
 # ----------------------------------------------------------------------------- main
@@ -169,7 +180,7 @@ def bench_hooks(name, model, repeats, batch: int = 8, seq: int = 32) -> list[dic
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="small models and fewer repeats (~10 s)")
+    p.add_argument("--quick", action="store_true", help="small models (~20 s)")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--repeats", type=int, default=None, help="rounds per comparison (median over them)")
     p.add_argument("--json", metavar="PATH", help="also write the numbers to PATH (atomically)")
@@ -181,11 +192,13 @@ def main(argv=None) -> dict:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     started = time.perf_counter()
 
-    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"), threads=torch.get_num_threads(), cpus=os.cpu_count(),
+    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"),
+                   threads=torch.get_num_threads(), cpus=os.cpu_count(),
                    python=platform.python_version(), platform=platform.platform(), processor=platform.machine())
     print(f"mechrecall benchmarks ({'quick' if args.quick else 'full'}): torch {machine['torch']}, "
           f"TransformerLens {machine['transformer_lens']}, "
-          f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, {machine['platform']}")
+          f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, "
+          f"{machine['platform']}")
 
     neox = load_neox(cfg["neox"])
     toy = build_toy_model(TOY, seed=0)
@@ -199,7 +212,8 @@ def main(argv=None) -> dict:
     for r in laser:
         svds = f"{r['n_matrices'] * r['R']}/{r['n_matrices']}"
         print(f"{r['R']:>4} {svds:>17} {r['naive_s']:>9.3f} {r['laser_s']:>14.3f} {r['speedup']:>8.2f}x "
-              f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} {r['svd_speedup']:>8.2f}x")
+              f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} "
+              f"{r['svd_speedup']:>8.2f}x")
 
     print(f"\n2. Hook overhead under no_grad, tokens 8x32; ms per call (median of {hook_repeats}), ratio vs forward")
     overhead = bench_hooks("toy", toy, hook_repeats) + bench_hooks("gpt_neox", neox, hook_repeats)
@@ -210,7 +224,8 @@ def main(argv=None) -> dict:
     total = time.perf_counter() - started
     print(f"\ntotal {total:.1f} s")
     out = dict(machine=machine, quick=args.quick, repeats=repeats, hook_repeats=hook_repeats,
-               neox=cfg["neox"], toy=TOY, laser=laser, hook_overhead=overhead, total_s=total)
+               neox=cfg["neox"], toy=TOY, laser=laser, hook_overhead=overhead, total_s=total,
+               rows=rows(laser, overhead, cfg["neox"]))
     if args.json:
         atomic_write_json(args.json, out)
         print(f"wrote {args.json}")

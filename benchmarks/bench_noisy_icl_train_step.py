@@ -1,8 +1,8 @@
-"""Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of the same shape.
+"""Training step of the noisy-in-context-recall toy model (Chen, Bruna & Bietti) vs a plain-torch model of its shape.
 
-    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~1.5 min
-    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 3 rounds, ~10 s
-    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --paper    # + d = T = 256, B = 512: + ~7 min on CPU
+    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py            # smoke + large sizes, ~3-8 min
+    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --quick    # smoke size, 5 rounds, ~15 s
+    .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --paper    # + d = T = 256, B = 512: + ~15 min on CPU
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --profile  # + where the time goes: + ~30 s
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --json runs/bench_train_step.json
     .venv/bin/python benchmarks/bench_noisy_icl_train_step.py --device cuda   # GPU (synchronised per sample)
@@ -42,10 +42,15 @@ final losses agree).
 and dispatch overhead, and (ii) per size, a torch.profiler table of self CPU ms per step per op for (a),
 (b), (c), with the TL - plain difference, and the ops that only the trainer runs (its grad norm etc.).
 
-Timing: every candidate runs one warm-up sample, then ``--repeats`` rounds in which (a), (b), (c) take
-turns (round-robin, so background load hits them alike); a sample is n consecutive steps, n (the same for
-all three) chosen so that the fastest one's sample lasts >= ``min_time``. Reported: median ms per step. ``--paper`` runs 3 rounds of 1 step each,
-without warm-up (one step takes tens of seconds on one CPU thread).
+Timing: ``timing.interleave``: every candidate runs one warm-up sample, then ``--repeats`` rounds in which
+(a), (b), (c) take turns (round-robin, so background load hits them alike). A sample is a warm-up block of n
+consecutive steps then a timed block of n steps, n (the same for all three) chosen so that the fastest one's
+block lasts >= ``min_time``; (a) and (b) are timed with ``timing.time_call`` (``torch.utils.benchmark.Timer``,
+whose block-size estimate is the warm-up block), (c) from the timestamps in its ``batch_fn``. Reported: median
+ms per step. ``--paper`` runs 3 rounds of 1 + 1 steps each, without the warm-up sample (one step takes tens
+of seconds on one CPU thread).
+
+``run(quick)`` returns the rows of ``benchmarks/run.py``: per size tl/plain and trainer/plain, target <= 1.15x.
 """
 from __future__ import annotations
 
@@ -65,21 +70,25 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mechrecall.io import atomic_write_json
-from analyses.papers.distributional.models import two_layer_model
 from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
-from mechrecall.trainer import Batch, TrainConfig, train
+from analyses.papers.distributional.models import two_layer_model
+from mechrecall.batch import Batch
+from mechrecall.io import atomic_write_json
+from mechrecall.trainer import TrainConfig, train
+from timing import interleave, row, time_call
+
+NAME = "noisy_icl_train_step"
 
 TARGET = 1.15
 D_VOCAB = 65
 SGD = dict(lr=0.03, momentum=0.9, weight_decay=1e-4)
 SIZES = {
-    "smoke": dict(d_model=64, seq_len=64, batch=64),     # analyses/noisy_icl.py preset "smoke"
+    "smoke": dict(d_model=64, seq_len=64, batch=64),     # preset "smoke" of analyses.papers.distributional.noisy_icl
     "large": dict(d_model=128, seq_len=128, batch=128),
     "paper": dict(d_model=256, seq_len=256, batch=512),  # the paper's size (preset "paper")
 }
 FULL = dict(sizes=("smoke", "large"), repeats=15, min_time=0.3)
-QUICK = dict(sizes=("smoke",), repeats=3, min_time=0.15)
+QUICK = dict(sizes=("smoke",), repeats=5, min_time=0.15)
 PAPER = dict(repeats=3, steps=1)
 CANDIDATES = ("tl", "plain", "trainer")
 
@@ -194,25 +203,24 @@ def sync(device: torch.device) -> None:
 
 
 def loop_runner(model, batch: Batch, device: torch.device):
-    """n steps of the plain training loop; returns seconds per step."""
+    """``run(n)``: a block of n steps of the plain loop to warm up, then n steps timed with ``timing.time_call``
+    (Timer's ``blocked_autorange(min_run_time=0)``: its block-size estimate is the warm-up block); seconds per step."""
     opt = torch.optim.SGD(trainable(model), **SGD)
 
-    def run(n: int) -> float:
-        sync(device)
-        t = time.perf_counter()
+    def steps(n: int) -> None:
         for _ in range(n):
             loss = masked_loss(model, batch)
             loss.backward()
             opt.step()
             opt.zero_grad()
-        sync(device)
-        return (time.perf_counter() - t) / n
 
-    return run
+    return lambda n: time_call(lambda: steps(n), min_run_time=0.0).median / n
 
 
 def trainer_runner(model, batch: Batch, device: torch.device, setup: list):
-    """One ``train(steps=n)`` call; returns steady-state seconds per step (appends the setup time to ``setup``)."""
+    """``run(n)``: one ``train(steps=n)`` call to warm up, then one timed; returns its steady-state seconds per
+    step (appends the setup times to ``setup``). The steady state is the time between consecutive ``batch_fn``
+    calls, read from timestamps inside the trainer's loop: a Timer around ``train()`` would include its setup."""
     stamps: list[float] = []
 
     def batch_fn(step: int, generator: torch.Generator) -> Batch:
@@ -220,7 +228,7 @@ def trainer_runner(model, batch: Batch, device: torch.device, setup: list):
         stamps.append(time.perf_counter())
         return batch
 
-    def run(n: int) -> float:
+    def train_once(n: int) -> float:
         stamps.clear()
         sync(device)
         t = time.perf_counter()
@@ -231,23 +239,26 @@ def trainer_runner(model, batch: Batch, device: torch.device, setup: list):
         setup.append(stamps[1] - t)  # optimiser + validation forward (+ the first batch_fn call)
         return (end - stamps[1]) / n
 
+    def run(n: int) -> float:
+        train_once(n)
+        return train_once(n)
+
     return run
 
 
 def measure(runners: dict, repeats: int, min_time: float, steps: int | None = None, warmup: bool = True) -> dict:
-    """Median seconds per step of each runner over ``repeats`` interleaved rounds of n steps each.
+    """Median seconds per step of each runner over ``repeats`` interleaved rounds (``timing.interleave``).
 
-    Every runner takes the same number of steps, so (a) and (b) follow the same training trajectory.
+    A sample is a warm-up block of n steps and a timed block of n steps, n the same for every runner, so
+    (a) and (b) follow the same training trajectory. Ratios: the median of the per-round ratios to plain.
     """
     n = steps
     if warmup:  # one warm-up sample each, which also picks n: the same for every runner
         fastest = min(run(2) for run in runners.values())
         n = n or max(2, math.ceil(min_time / max(fastest, 1e-9)))
-    samples = {name: [] for name in runners}
-    for _ in range(repeats):
-        for name, run in runners.items():
-            samples[name].append(run(n))
-    return {name: dict(s=statistics.median(s), steps_per_sample=n, samples=s) for name, s in samples.items()}
+    c = interleave({name: (lambda run=run: run(n)) for name, run in runners.items()}, "plain", repeats)
+    return {name: dict(s=c.seconds[name], ratio=c.ratios[name], steps_per_sample=n, samples=c.samples[name])
+            for name in runners}
 
 
 def setup_candidates(size: dict, device: torch.device) -> tuple[dict, dict, Batch, list, dict]:
@@ -271,10 +282,10 @@ def bench_size(name: str, size: dict, repeats: int, min_time: float, device: tor
     t = measure(runners, repeats, min_time, steps=steps, warmup=warmup)
     with torch.no_grad():  # (a) and (b) trained the same trajectory (the trainer's momentum restarts per call)
         losses = {c: masked_loss(m, batch).item() for c, m in models.items()}
-    # ratio = median over rounds of (candidate / plain) in the same round: robust to slow load drifts
-    paired = {c: statistics.median(x / y for x, y in zip(t[c]["samples"], t["plain"]["samples"])) for c in CANDIDATES}
+    paired = {c: t[c]["ratio"] for c in CANDIDATES}  # median over rounds of (candidate / plain) in the same round
     return dict(size=name, **size, d_mlp=4 * size["d_model"], loss_tokens=int(batch.loss_mask.sum()), **diffs,
-                ms={c: 1e3 * t[c]["s"] for c in CANDIDATES}, ratio=paired, steps_per_sample=t["plain"]["steps_per_sample"],
+                ms={c: 1e3 * t[c]["s"] for c in CANDIDATES}, ratio=paired,
+                steps_per_sample=t["plain"]["steps_per_sample"],
                 samples_ms={c: [1e3 * s for s in t[c]["samples"]] for c in CANDIDATES},
                 trainer_setup_ms=1e3 * statistics.median(setup) if setup else None, final_loss=losses)
 
@@ -295,9 +306,9 @@ def op_profile(size: dict, device: torch.device, steps: int, rounds: int) -> tup
     for _ in range(rounds):
         for c, run in runners.items():
             with profile(activities=activities) as prof:
-                wall[c].append(run(steps))
+                wall[c].append(run(steps))  # a warm-up block and a timed block of ``steps`` steps each
             for e in prof.key_averages():
-                ops[c][e.key] = ops[c].get(e.key, 0.0) + e.self_cpu_time_total / 1e3 / (steps * rounds)
+                ops[c][e.key] = ops[c].get(e.key, 0.0) + e.self_cpu_time_total / 1e3 / (2 * steps * rounds)
     return ops, {c: 1e3 * statistics.median(w) for c, w in wall.items()}
 
 
@@ -341,6 +352,23 @@ def overhead_floor(device: torch.device, repeats: int) -> dict:
 # ----------------------------------------------------------------------------- main
 
 
+def rows(results: list[dict]) -> list[dict]:
+    """The rows of the common interface (``run.py``)."""
+    out = []
+    for r in results:
+        size = f"{r['size']}: d={r['d_model']}, T={r['seq_len']}, B={r['batch']}"
+        for c, what in (("tl", "HookedTransformer loop"), ("trainer", "mechrecall.trainer.train")):
+            ms = r["ms"][c], r["ms"]["plain"]
+            out.append(row(NAME, f"{what} / plain-torch training step time ({size})", r["ratio"][c],
+                           f"<= {TARGET:.2f}x", r["ratio"][c] <= TARGET, f"{ms[0]:.1f} vs {ms[1]:.1f} ms per step"))
+    return out
+
+
+def run(quick: bool) -> list[dict]:
+    """The rows of one run (``--quick``: smoke size, 5 rounds)."""
+    return main(["--quick"] if quick else [])["rows"]
+
+
 def print_table(rows: list[dict]) -> None:
     print(f"{'size':<6} {'d':>4} {'T':>4} {'B':>4} {'loss pos':>8} | {'tl ms':>9} {'plain ms':>9} {'trainer ms':>10}"
           f" | {'tl/plain':>8} {'trainer/plain':>13} | {'setup ms':>9} {'|dlogit|':>9}")
@@ -355,8 +383,9 @@ def print_table(rows: list[dict]) -> None:
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke size only, 3 rounds (~10 s)")
-    p.add_argument("--paper", action="store_true", help="also d = T = 256, B = 512: 3 rounds of 1 step (slow on CPU)")
+    p.add_argument("--quick", action="store_true", help="smoke size only, 5 rounds (~15 s)")
+    p.add_argument("--paper", action="store_true",
+                   help="also d = T = 256, B = 512: 3 rounds of 1 + 1 steps (slow on CPU)")
     p.add_argument("--profile", action="store_true", help="also profile (a), (b) and the trainer at each size")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--repeats", type=int, default=None, help="rounds per size (median over them)")
@@ -376,26 +405,27 @@ def main(argv=None) -> dict:
                    python=platform.python_version(), platform=platform.platform())
     print(f"noisy-ICL training step ({'quick' if args.quick else 'full'}{' + paper' if args.paper else ''}): "
           f"torch {machine['torch']}, TransformerLens {machine['transformer_lens']}, {machine['threads']} thread(s) "
-          f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), Python {machine['python']}, "
-          f"{machine['platform']}")
+          f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), "
+          f"Python {machine['python']}, {machine['platform']}")
     print(f"one step = forward + masked CE + backward + SGD(lr=0.03, momentum=0.9, wd=1e-4) + zero_grad; "
           f"median ms per step over {repeats} interleaved rounds (>= {cfg['min_time']:.2f} s each); ratios = median "
           f"of the per-round ratios; '!' = above the {TARGET:.2f}x target")
 
-    rows = []
+    results = []
     for name in cfg["sizes"]:
-        rows.append(bench_size(name, SIZES[name], repeats, cfg["min_time"], device))
+        results.append(bench_size(name, SIZES[name], repeats, cfg["min_time"], device))
     if args.paper:
-        print(f"(paper size: {PAPER['repeats']} rounds of {PAPER['steps']} step, no warm-up)")
-        rows.append(bench_size("paper", SIZES["paper"], PAPER["repeats"], 0.0, device, steps=PAPER["steps"], warmup=False))
+        steps = PAPER["steps"]
+        print(f"(paper size: {PAPER['repeats']} rounds of {steps} + {steps} steps, no warm-up sample)")
+        results.append(bench_size("paper", SIZES["paper"], PAPER["repeats"], 0.0, device, steps=steps, warmup=False))
     print()
-    print_table(rows)
+    print_table(results)
     print("setup ms = the trainer's fixed cost per train() call (optimiser + no-grad validation forward), "
           "not in 'trainer ms'; |dlogit| = max |TL - plain| logit before training")
     print("checks: max relative gradient difference TL vs plain "
-          + ", ".join(f"{r['size']} {r['max_rel_grad_diff']:.1e}" for r in rows)
+          + ", ".join(f"{r['size']} {r['max_rel_grad_diff']:.1e}" for r in results)
           + "; |loss TL - loss plain| after the same training steps "
-          + ", ".join(f"{r['size']} {abs(r['final_loss']['tl'] - r['final_loss']['plain']):.1e}" for r in rows))
+          + ", ".join(f"{r['size']} {abs(r['final_loss']['tl'] - r['final_loss']['plain']):.1e}" for r in results))
 
     profiled = None
     if args.profile:
@@ -405,7 +435,7 @@ def main(argv=None) -> dict:
     total = time.perf_counter() - started
     print(f"\ntotal {total:.1f} s")
     out = dict(machine=machine, quick=args.quick, paper=args.paper, repeats=repeats, min_time=cfg["min_time"],
-               sgd=SGD, target=TARGET, rows=rows, profile=profiled, total_s=total)
+               sgd=SGD, target=TARGET, sizes=results, profile=profiled, total_s=total, rows=rows(results))
     if args.json:
         atomic_write_json(args.json, out)
         print(f"wrote {args.json}")
