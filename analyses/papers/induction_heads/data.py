@@ -103,7 +103,7 @@ def make_token_icl_batch(
 
 def assemble_sequences(
     a: Float[Tensor, "B N D"], b: Float[Tensor, "B N D"], p: Float[Tensor, "B N D"], q: Int[Tensor, "B"]
-) -> tuple[Float[Tensor, "B L 2D"], Float[Tensor, "B D"]]:
+) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"]]:
     """``X`` of eqs. 3–4 from items, labels, positional codes and the query index (0-based).
 
     Rows ``2i`` / ``2i+1`` (0-based) are ``[a_i | p_i]`` / ``[b_i | p_i M]``; the last row is ``[a_q | 0]``.
@@ -129,7 +129,7 @@ def make_continuous_icl_batch(
     variance: float = 1.0,
     generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
-) -> tuple[Float[Tensor, "B L 2D"], Float[Tensor, "B D"], Int[Tensor, "B"]]:
+) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"], Int[Tensor, "B"]]:
     """Task B (eq. 5): i.i.d. ``N(0, variance)`` items, labels and positions; or Task C with ``dist="orthonormal"``.
 
     ``query``: ``"uniform"`` (q ~ Unif{1..N}, eq. 5) or ``"last"`` (q = N, Assumption 8).
@@ -179,7 +179,7 @@ def _orthonormal_codes(batch: int, n_pairs: int, dim: int, g: torch.Generator | 
 def orthonormal_icl_batch(
     batch_size: int, n_pairs: int, dim: int, generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
-) -> tuple[Float[Tensor, "B L 2D"], Float[Tensor, "B D"]]:
+) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"]]:
     """Task C (Assumptions 7–8): orthonormal items/labels and positions, query = the last pair. ``(X, y)``."""
     X, y, _ = make_continuous_icl_batch(batch_size, n_pairs, dim, query="last", dist="orthonormal",
                                         generator=generator, dtype=dtype)

@@ -147,13 +147,13 @@ class DisentangledTL:
             self.W2.copy_(W2)
             self.W3.copy_(W3)
 
-    def embed(self, X: Float[Tensor, "B L 2D"]) -> Float[Tensor, "B L 8D"]:
+    def embed(self, X: Float[Tensor, "B L two_D"]) -> Float[Tensor, "B L eight_D"]:
         """The residual stream at layer 0: ``[X | 0]`` (6D empty slots for the two heads' outputs)."""
         if X.shape[-1] != 2 * self.dim:
             raise ValueError(f"X ends in {X.shape[-1]}; expected 2D = {2 * self.dim}")
         return F.pad(X, (0, 6 * self.dim)).to(self.model.cfg.dtype)
 
-    def forward(self, X: Float[Tensor, "B L 2D"]) -> Float[Tensor, "B D"]:
+    def forward(self, X: Float[Tensor, "B L two_D"]) -> Float[Tensor, "B D"]:
         """``z = V[-1] W3`` (eq. 1)."""
         return self.model(self.embed(X), start_at_layer=0)[:, -1]
 
@@ -202,7 +202,7 @@ def causal_softmax(S: Float[Tensor, "B L L"], exclude_self: bool = True) -> Floa
 
 
 def disentangled_forward(
-    X: Float[Tensor, "B L 2D"], W1: Tensor, W2: Tensor, W3: Tensor, exclude_self: bool = True
+    X: Float[Tensor, "B L two_D"], W1: Tensor, W2: Tensor, W3: Tensor, exclude_self: bool = True
 ) -> Float[Tensor, "B D"]:
     """Eq. 1 with App. A's names: ``U = [X | σ(X W1 Xᵀ) X]``, ``V = [U | σ(U W2 Uᵀ) U]``, ``z = V[-1] W3``."""
     T = causal_softmax(X @ W1 @ X.transpose(1, 2), exclude_self)
