@@ -77,7 +77,7 @@ WORLD_R = {
 
 RUN_G = {
     "paper": RunG(WORLD_G["paper"]),
-    "smoke": RunG(WORLD_G["smoke"], d_model=64, batch=32, pt_steps=3000, pt_lr=2e-3, ft_steps=800, ft_lr=1e-3,
+    "smoke": RunG(WORLD_G["smoke"], d_model=64, batch=32, pt_steps=2000, pt_lr=2e-3, ft_steps=400, ft_lr=1e-3,
                   n_demos=8, n_finetune=16, n_eval=512, pt_eval_every=250, ft_eval_every=100, checkpoint_every=500,
                   K=50, max_t=8),
     "micro": RunG(WORLD_G["micro"], d_model=16, batch=8, pt_steps=6, pt_lr=2e-3, ft_steps=4, ft_lr=1e-3, n_demos=3,

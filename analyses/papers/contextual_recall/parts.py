@@ -128,16 +128,17 @@ def part_construction(ctx: Context) -> PartResult:
     p2r = model_with(construction_weights(world, beta, "icl", T_max=T, ft_subjects=small_ft))
     held = world.attributes[small_ft]
     target = icl_ho.extras["target"]
-    in_u = (held.view(-1)[None, :] == target[:, None]).any(1)
+    in_u = (held.view(-1)[None, :] == target[:, None]).any(1) & torch.isin(icl_ho.tokens[:, 2::3], held).any(1)
     logits = p2r(icl_ho.tokens)[:, -1].argmax(-1)
     acc_in = (logits[in_u] == target[in_u]).float().mean().item() if in_u.any() else None
-    acc_out = (logits[~in_u] == target[~in_u]).float().mean().item() if (~in_u).any() else None
+    out_u = ~(held.view(-1)[None, :] == target[:, None]).any(1)
+    acc_out = (logits[out_u] == target[out_u]).float().mean().item() if out_u.any() else None
     res = {
         "world": asdict(cfg), "beta": beta, "n_demos": n_demos,
         "prop1_pt_rel": recall_metrics(p1, pt, world), "prop1_icl_rel": recall_metrics(p1, icl_all, world),
         "prop3_pt_rel": recall_metrics(p3, pt, world), "prop2_icl_rel_heldout": recall_metrics(p2, icl_ho, world),
         "prop2_pt_rel": recall_metrics(p2, pt, world), "prop4_icl_rel_heldout": recall_metrics(p4, icl_ho, world),
-        "prop2_restricted": {"n_ft_subjects": 4, "acc_answer_in_U'": acc_in, "acc_answer_not_in_U'": acc_out},
+        "prop2_restricted": {"n_ft_subjects": 4, "acc_answer_and_a_demo_in_U'": acc_in, "acc_answer_not_in_U'": acc_out},
     }
     cascade = {}
     n_mc = 256 if ctx.preset == "micro" else 4096
