@@ -91,6 +91,8 @@ CASCADE_WORLDS = {
     "paper §4 scale (M=256, L=8, U_L=32, M_ft=128, N_ft=5)": dict(M=256, L=8, U=32, G=16, S=16, N_tr=5, M_ft=128,
                                                                  N_ft=5),
 }
+#: the micro preset (tests) replaces the §4-scale world by a smaller one where the condition also fails
+CASCADE_MICRO_FAIL = dict(M=64, L=4, U=8, G=8, S=10, N_tr=3, M_ft=16, N_ft=3)
 CASCADE_ALPHA2, CASCADE_ALPHA3, CASCADE_BETA_GRAD, CASCADE_BETA = 0.25, 5.0, 8.0, 50.0
 
 
@@ -142,7 +144,11 @@ def part_construction(ctx: Context) -> PartResult:
     }
     cascade = {}
     n_mc = 256 if ctx.preset == "micro" else 4096
-    for name, w in CASCADE_WORLDS.items():
+    worlds = dict(CASCADE_WORLDS)
+    if ctx.preset == "micro":
+        worlds = {(k if "§4" not in k else "condition fails (M=64, L=4, U_L=8, M_ft=16, N_ft=3)"):
+                  (CASCADE_MICRO_FAIL if "§4" in k else v) for k, v in worlds.items()}
+    for name, w in worlds.items():
         c = WorldConfig(n_subjects=w["M"], n_types=w["L"], n_values=(w["U"],) * w["L"], n_grammar=w["G"],
                         grammar_len=w["S"], n_subseq=w["N_tr"], p_grammar_only=0.0, target_div=None,
                         relation_tokens=True, seed=ctx.seed)
@@ -174,7 +180,7 @@ def part_construction(ctx: Context) -> PartResult:
         cl.append(ctx.claim(P, "prop2_needs_values_seen", "Prop. 2 fails on queries whose answer value was never "
                             "seen in finetuning (∉ U')", acc_out, at_most(0.01), where="§4 (Fig. 13 mechanism)",
                             note=f"answers inside U': {acc_in}"))
-    for tag, name in zip(("holds", "paper_scale"), CASCADE_WORLDS):
+    for tag, name in zip(("holds", "paper_scale"), worlds):
         r = cascade[name]
         b = f"@beta={CASCADE_BETA:g}"
         cl.append(ctx.claim(P, f"cascade_{tag}_kq_rel_zero_grad_step1", f"[{name}] step 1: W_KQ^rel gets exactly zero "
