@@ -39,7 +39,8 @@ from hooks.activations import check_hook_names
 from mechrecall._tl import HookedTransformer
 
 __all__ = [
-    "SITES", "class_cosine_matrix", "coeff_sweep", "cosine_silhouette_score", "inject_task_vector", "replace_and_rank", "latent_geometry", "latent_geometry_figure", "pca",
+    "SITES", "class_cosine_matrix", "coeff_sweep", "cosine_silhouette_score", "inject_task_vector",
+    "replace_and_rank", "latent_geometry", "latent_geometry_figure", "pca",
     "query_positions", "residual_vectors", "silhouette_score", "site_hook_name", "task_vector",
 ]
 
@@ -404,7 +405,8 @@ def cosine_silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> 
     n = points.shape[0]
     unique, codes = _label_codes(labels, n)
     if not 2 <= len(unique) <= n - 1:
-        raise ValueError(f"labels have {len(unique)} distinct value(s) for {n} points; expected 2 <= #labels <= n - 1 = {n - 1}")
+        raise ValueError(f"labels have {len(unique)} distinct value(s) for {n} points; "
+                         f"expected 2 <= #labels <= n - 1 = {n - 1}")
     unit = points / points.norm(dim=1, keepdim=True).clamp(min=1e-12)
     distances = (1 - unit @ unit.T).clamp(min=0)
     distances.fill_diagonal_(0)
@@ -421,7 +423,8 @@ def cosine_silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> 
     return s.mean().item()
 
 
-def class_cosine_matrix(points: Float[torch.Tensor, "n d"], labels: Any) -> tuple[Float[torch.Tensor, "K K"], np.ndarray]:
+def class_cosine_matrix(points: Float[torch.Tensor, "n d"],
+                        labels: Any) -> tuple[Float[torch.Tensor, "K K"], np.ndarray]:
     """``C̄(k, k') = mean_{i in k, j in k'} cos(v_i, v_j)`` (diagonal blocks include ``i = j``), and the sorted
     labels ``[K]`` that index it: the inter/intra-task similarity matrix (Vasudeva et al., Figs. 8 and 17)."""
     points = _check_points(points, min_n=1).double()
@@ -453,7 +456,8 @@ def replace_and_rank(
     index = query_positions(positions, batch, seq_len)
     vectors = torch.as_tensor(vectors)
     if vectors.shape != (batch, model.cfg.d_model):
-        raise ValueError(f"vectors has shape {tuple(vectors.shape)}; expected [batch={batch}, d_model={model.cfg.d_model}]")
+        raise ValueError(f"vectors has shape {tuple(vectors.shape)}; "
+                         f"expected [batch={batch}, d_model={model.cfg.d_model}]")
     mask = torch.zeros(batch, seq_len, dtype=torch.bool)
     mask[torch.arange(batch), index] = True
     value = vectors[:, None, :].to(tokens.device)

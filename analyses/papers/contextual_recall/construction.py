@@ -2,7 +2,8 @@
 
 Notation (§4, Eq. 1): one-hot tokens ``h(v) = e_v`` and relative positions ``h(p_o) = e_{V + T_max - 1 + o}``
 in ``d = V + T_max``. Head ``h`` has ``W_KQ^h`` and ``W_OV^h`` (``d x d``, paper convention): the score of key
-``i`` from query ``t`` is ``(x_i + h(p_{i-t}))ᵀ W_KQ x_t``, ``g = Σ_i softmax_i(score) x_i``, ``f = Σ_h W_OV^h g_h``,
+``i`` from query ``t`` is ``(x_i + h(p_{i-t}))ᵀ W_KQ x_t``, ``g = Σ_i softmax_i(score) x_i``,
+``f = Σ_h W_OV^h g_h``,
 logits ``f[:V]``; no skip connection, no scaling. Sums: ``σ`` (all subjects), ``ρ`` (all relation tokens), ``γ``
 (all grammar tokens), ``u_ℓ`` (all values of type ℓ), ``U_all = Σ_ℓ u_ℓ``, ``own_j = Σ_ℓ h(a_j^ℓ)``,
 ``u'_ℓ`` (values of type ℓ held by finetuning subjects), ``𝐩`` (the window of the S+2 latest offsets).
@@ -297,8 +298,9 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
     ``W_OV^rel`` (``∇ (I - h([sep])h([sep])ᵀ)``, ``η_OV^rel``); ``W̃_rel`` gets no gradient (no relation tokens
     in ICL prompts). Step 2: one GD step on ``W̃_rel`` (``η_KQ^rel``) at the updated weights. ``W_OV^subj`` is
     frozen. ``alpha2`` / ``alpha3`` (optional) set the step sizes through the theorem's scale-free constants
-    instead: ``η_OV^rel = α_2 L T U_L²`` and ``η_KQ^rel = α_3 T / ((m-1)² α_2)``. Returns the gradient norms, the learned coefficients, and ICL accuracy after each step for query
-    subjects seen in finetuning, held-out queries (demos from 𝒮'), and all-held-out prompts, at each β.
+    instead: ``η_OV^rel = α_2 L T U_L²`` and ``η_KQ^rel = α_3 T / ((m-1)² α_2)``. Returns the gradient norms,
+    the learned coefficients, and ICL accuracy after each step for query subjects seen in finetuning, held-out
+    queries (demos from 𝒮'), and all-held-out prompts, at each β.
     """
     c = world.cfg
     V = world.V
@@ -334,7 +336,8 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
         return loss.item(), g[0] / beta_grad, g[1] / beta_grad, g[2]  # ∇_{W̃}/β for the KQs
 
     out = {"population": how, "eta": {"kq_subj": eta_kq_subj, "ov_rel": eta_ov_rel, "kq_rel": eta_kq_rel},
-           "alpha2": eta_ov_rel / (c.n_types * check_n * U_L ** 2), "condition_lhs": cascade_condition(world, len(ft), n_demos), "condition_rhs": n_demos,
+           "alpha2": eta_ov_rel / (c.n_types * check_n * U_L ** 2),
+           "condition_lhs": cascade_condition(world, len(ft), n_demos), "condition_rhs": n_demos,
            "T_icl": check_n, "S_plus_2": c.grammar_len + 2}
     out["alpha3"] = eta_kq_rel * (m - 1) ** 2 * out["alpha2"] / check_n
     out["condition_holds"] = out["condition_lhs"] < n_demos
@@ -343,7 +346,8 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
     proj = torch.eye(Bs.d) - _outer(Bs.sep, Bs.sep)
     kt_subj1 = kt_subj - eta_kq_subj * g_subj
     ov_rel1 = ov_rel - eta_ov_rel * g_ov @ proj
-    out.update(loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(), grad_norm_kq_subj_step1=g_subj.norm().item())
+    out.update(loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(),
+               grad_norm_kq_subj_step1=g_subj.norm().item())
     out["acc_step1"] = accuracies(kt_rel, kt_subj1, ov_rel1)
     loss1, g_rel2, _, _ = grads(kt_rel, kt_subj1, ov_rel1)
     kt_rel2 = kt_rel - eta_kq_rel * g_rel2

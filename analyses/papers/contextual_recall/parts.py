@@ -140,7 +140,8 @@ def part_construction(ctx: Context) -> PartResult:
         "prop1_pt_rel": recall_metrics(p1, pt, world), "prop1_icl_rel": recall_metrics(p1, icl_all, world),
         "prop3_pt_rel": recall_metrics(p3, pt, world), "prop2_icl_rel_heldout": recall_metrics(p2, icl_ho, world),
         "prop2_pt_rel": recall_metrics(p2, pt, world), "prop4_icl_rel_heldout": recall_metrics(p4, icl_ho, world),
-        "prop2_restricted": {"n_ft_subjects": 4, "acc_answer_and_a_demo_in_U'": acc_in, "acc_answer_not_in_U'": acc_out},
+        "prop2_restricted": {"n_ft_subjects": 4, "acc_answer_and_a_demo_in_U'": acc_in,
+                             "acc_answer_not_in_U'": acc_out},
     }
     cascade = {}
     n_mc = 256 if ctx.preset == "micro" else 4096
@@ -174,7 +175,8 @@ def part_construction(ctx: Context) -> PartResult:
         ctx.claim(P, "prop2_icl_heldout", "Prop. 2 weights give perfect ICL_rel accuracy on held-out query subjects",
                   res["prop2_icl_rel_heldout"]["exact"], at_least(0.999), paper=1.0, where="§4, Prop. 2 (Eq. 4-5)"),
         ctx.claim(P, "prop4_icl_heldout", "Prop. 4 (appendix variant) gives perfect ICL_rel accuracy on held-out "
-                  "queries", res["prop4_icl_rel_heldout"]["exact"], at_least(0.999), paper=1.0, where="App. C, Prop. 4"),
+                  "queries", res["prop4_icl_rel_heldout"]["exact"], at_least(0.999), paper=1.0,
+                  where="App. C, Prop. 4"),
     ]
     if acc_out is not None:
         cl.append(ctx.claim(P, "prop2_needs_values_seen", "Prop. 2 fails on queries whose answer value was never "
@@ -202,7 +204,8 @@ def part_construction(ctx: Context) -> PartResult:
                                 note=f"condition {r['condition_lhs']:.2f} < {r['condition_rhs']}; seen "
                                      f"{r['acc_step2'][f'seen{b}']:.3f}; {r['population']}"))
         else:
-            cl.append(ctx.claim(P, f"cascade_{tag}_step2_collapse", f"[{name}] where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 "
+            cl.append(ctx.claim(P, f"cascade_{tag}_step2_collapse",
+                                f"[{name}] where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 "
                                 "makes the relation head lock onto the query subject: held-out ICL_rel collapses",
                                 r["acc_step2"][f"heldout_query{b}"], at_most(0.5), paper=1.0,
                                 where="Theorem 2 (its 'sufficiently large M, M_ft, small N_ft')",
@@ -285,7 +288,8 @@ def _world_r(ctx: Context, positions: str, P: str, figs_map: dict) -> PartResult
                   pt_end["PT.exact"], at_least(0.95, partial=0.8), paper=1.0, where=figs_map["where_pt"]),
         ctx.claim(P, "pt_icl_at_chance", f"{model_name}: ICL_rel exact accuracy (held-out queries) after pretraining "
                   "is at most chance", pt_end["ICL_heldout.exact"], at_most(chance), where="§4 (Finding 1)",
-                  note=f"chance (mean 1/M_ℓ) = {chance:.3f}; attribute-type match {pt_end['ICL_heldout.attr_type']:.3f}"),
+                  note=f"chance (mean 1/M_ℓ) = {chance:.3f}; attribute-type match "
+                       f"{pt_end['ICL_heldout.attr_type']:.3f}"),
         ctx.claim(P, "ft_icl_seen", f"{model_name}: ICL_rel on seen query subjects after finetuning",
                   ft_end["ICL_seen.exact"], at_least(0.95, partial=0.5), paper=1.0, where=figs_map["where_ft"]),
         ctx.claim(P, "ft_icl_heldout", f"{model_name}: ICL_rel on held-out query subjects after finetuning on 50% "
@@ -295,7 +299,8 @@ def _world_r(ctx: Context, positions: str, P: str, figs_map: dict) -> PartResult
         ctx.claim(P, "pt_subject_head_cosine", f"{model_name}: after pretraining one head's output matches the Prop. 1 "
                   "subject-head output (max cosine over heads, U_all projected out)",
                   max(cos_pt["minus_U_all"]["subject"]), at_least(0.5, partial=0.3), where=figs_map["where_cos"]),
-        ctx.claim(P, "pt_relation_head_cosine", f"{model_name}: after pretraining one head's output matches the Prop. 1 "
+        ctx.claim(P, "pt_relation_head_cosine",
+                  f"{model_name}: after pretraining one head's output matches the Prop. 1 "
                   "relation-head output (max cosine, U_all projected out)", max(cos_pt["minus_U_all"]["relation"]),
                   at_least(0.5, partial=0.3), where=figs_map["where_cos"]),
     ]
@@ -321,9 +326,11 @@ def part_world_r_absolute(ctx: Context) -> PartResult:
     """Model B′ (absolute one-hot positions) on World-R (Figs. 22-26)."""
     return _world_r(ctx, "absolute", "world_r_absolute", {
         "curves": "fig24_world_r_abs_finetune.png", "curves_title": "Fig. 24", "pt_curves": "world_r_abs_pretrain.png",
-        "attn_pt": "fig22_abs_attention_after_pt.png", "attn_pt_title": "Fig. 22: Model B′ attention after pretraining",
+        "attn_pt": "fig22_abs_attention_after_pt.png",
+        "attn_pt_title": "Fig. 22: Model B′ attention after pretraining",
         "cos_pt": "fig23_abs_head_cosines_after_pt.png", "cos_pt_title": "Fig. 23: Model B′ heads vs Prop. 1 outputs",
-        "attn_ft": "fig25_abs_attention_after_ft.png", "attn_ft_title": "Fig. 25: Model B′ attention after finetuning",
+        "attn_ft": "fig25_abs_attention_after_ft.png",
+        "attn_ft_title": "Fig. 25: Model B′ attention after finetuning",
         "cos_ft": "fig26_abs_head_cosines_after_ft.png", "cos_ft_title": "Fig. 26: Model B′ heads vs Prop. 2 outputs",
         "where_pt": "App. C.3.2", "where_ft": "App. C.3.2, Fig. 24", "where_cos": "App. C.3.2, Fig. 23"})
 
@@ -394,7 +401,8 @@ def part_world_g(ctx: Context) -> PartResult:
         ctx.claim(P, "layer2_attention_clusters_most", "layer-2 attention clusters more than layer-1 attention "
                   "(silhouette difference at t=max)", sil["L2_attn_out"][-1] - sil["L1_attn_out"][-1],
                   at_least(0.05, partial=0.0), where="App. B.3, Fig. 16"),
-        ctx.claim(P, "steering_reaches_target", "steering with (1-β)v_ℓ + βv_ℓ' at β=1 makes the target attribute "
+        ctx.claim(P, "steering_reaches_target",
+                  "steering with (1-β)v_ℓ + βv_ℓ' at β=1 makes the target attribute "
                   "outrank the original (mean rank target / mean rank original)",
                   steer["rank_target"][-1] / steer["rank_orig"][-1], at_most(1.0, partial=2.0),
                   where="§3.4, Fig. 8 (right)", note=f"crossing β = {crossing_beta(steer)}"),
@@ -406,16 +414,19 @@ def part_world_g(ctx: Context) -> PartResult:
         "fig03_finetune_icl.png": F.metric_curves(tr.history_ft["ICL"], [("ICL_seen", "seen query subjects"),
                                                                          ("ICL_heldout", "held-out query subjects")],
                                                   "Fig. 3: finetuning on ICL", "FT step"),
-        "fig04_finetune_iclgrm.png": F.metric_curves(tr.history_ft["ICLGrm"], [("ICL_seen", "seen query subjects"),
-                                                                               ("ICL_heldout", "held-out query subjects")],
+        "fig04_finetune_iclgrm.png": F.metric_curves(tr.history_ft["ICLGrm"],
+                                                     [("ICL_seen", "seen query subjects"),
+                                                      ("ICL_heldout", "held-out query subjects")],
                                                      "Fig. 4: finetuning on ICL+Grm, evaluated on ICL", "FT step"),
-        "fig15_iclgrm_vs_icl.png": F.metric_curves(tr.history_ft["ICLGrm"], [("ICLGrm1_heldout", "ICL+Grm (S_ft=1), held-out"),
-                                                                             ("ICL_heldout", "ICL, held-out")],
+        "fig15_iclgrm_vs_icl.png": F.metric_curves(tr.history_ft["ICLGrm"],
+                                                   [("ICLGrm1_heldout", "ICL+Grm (S_ft=1), held-out"),
+                                                    ("ICL_heldout", "ICL, held-out")],
                                                    "Fig. 15: finetuning on ICL+Grm — ICL+Grm vs ICL", "FT step"),
         "fig08_16_17_clustering.png": F.clustering_figure(clu, "Figs. 8, 16, 17 (model finetuned on ICL)"),
         "fig08_18_steering.png": F.steering_figure(steer, "Figs. 8 (right), 18: steering with task vectors"),
     }
     ctx.say(f"world_g: PT exact {pt_end['PT.exact']:.3f}, max type-exact gap {max_gap:.2f} at step {max_gap_step}; "
-            f"ICL held-out after PT {pt_end['ICL_heldout.exact']:.3f}, after FT-ICL {icl_end['ICL_heldout.exact']:.3f}, "
+            f"ICL held-out after PT {pt_end['ICL_heldout.exact']:.3f}, "
+            f"after FT-ICL {icl_end['ICL_heldout.exact']:.3f}, "
             f"after FT-ICL+Grm {grm_end['ICL_heldout.exact']:.3f}; {seconds:.0f} s")
     return PartResult(res, cl, figs)
