@@ -134,7 +134,7 @@ def cascade_figure(results: dict, title: str):
             ax.bar(np.arange(3) + 0.27 * (i - 1), ys, 0.27, label=split)
         ax.set(xticks=range(3), xticklabels=["Prop. 1 init", "after step 1", "after step 2"], ylim=(0, 1.05),
                ylabel=f"ICL_rel accuracy (β={beta:g})",
-               title=f"{w}: U_L(U_L+N_ft)/M_ft = {r['condition_lhs']:.2f} vs N_ft = {r['condition_rhs']}")
+               title=f"{w}\nU_L(U_L+N_ft)/M_ft = {r['condition_lhs']:.2f} vs N_ft = {r['condition_rhs']}")
         ax.title.set_fontsize(8)
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
