@@ -104,3 +104,19 @@ def test_prefix_prompts_hold_the_context_fixed():
     assert t3.shape == (6, 10) and t1.shape == (6, 4)
     assert torch.equal(t3[:, :3], t1[:, :3]) and torch.equal(t3[:, -1], t1[:, -1])  # same demos, same query
     assert torch.equal(icl_prefix_tokens(w, subj, ell, 0), subj[:, -1:])
+
+
+def test_seed_spread_collects_every_seed(tmp_path):
+    import json
+
+    from analyses.papers.contextual_recall.seeds import collect
+
+    for seed, value in ((0, 0.3), (1, 0.9)):
+        folder = tmp_path / f"s{seed}" / "contextual_recall"
+        folder.mkdir(parents=True)
+        rows = [{"id": "x.a", "ours": value}, {"id": "x.b", "ours": None}]
+        (folder / "results.json").write_text(json.dumps({"config": {"seed": seed}, "claims": rows}))
+    table = collect([tmp_path / "s0", tmp_path / "s1"])
+    assert set(table) == {"x.a"}  # not-run rows are left out
+    assert table["x.a"]["seeds"] == [0, 1] and (table["x.a"]["min"], table["x.a"]["max"]) == (0.3, 0.9)
+    assert abs(table["x.a"]["mean"] - 0.6) < 1e-12
