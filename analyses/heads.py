@@ -252,3 +252,23 @@ def induction_performance(
     loss = -logprobs.gather(-1, target[..., None]).mean().item()
     accuracy = (pred.argmax(-1) == target).float().mean().item()
     return {"loss": loss, "accuracy": accuracy}
+
+
+@torch.no_grad()
+def head_outputs(
+    model: HookedTransformer, tokens: Int[torch.Tensor, "batch pos"], layer: int = 0, positions: int | torch.Tensor = -1
+) -> Float[torch.Tensor, "batch head d_model"]:
+    """Each head's write to the residual stream at one position per prompt: ``z[b, pos_b, h] @ W_O[h]``.
+
+    ``positions``: an int (the same for every prompt, negative from the end) or an int tensor ``[batch]``.
+    Used to compare heads with theoretical head outputs (Vasudeva et al. §4, Figs. 10/12).
+    """
+    if not 0 <= layer < model.cfg.n_layers:
+        raise ValueError(f"layer={layer} out of range; expected 0..{model.cfg.n_layers - 1}")
+    name = f"blocks.{layer}.attn.hook_z"
+    _, cache = model.run_with_cache(tokens, names_filter=name, stop_at_layer=layer + 1)
+    z = cache[name]  # [batch, pos, head, d_head]
+    batch, seq_len = tokens.shape
+    index = torch.as_tensor(positions, device=z.device).long().expand(batch) % seq_len
+    z_at = z[torch.arange(batch, device=z.device), index]  # [batch, head, d_head]
+    return torch.einsum("bhe,hed->bhd", z_at, model.blocks[layer].attn.W_O)

@@ -40,7 +40,8 @@ from mechrecall.checks import check_layer
 from mechrecall._tl import HookedTransformer, get_act_name
 
 __all__ = [
-    "SITES", "coeff_sweep", "inject_task_vector", "latent_geometry", "latent_geometry_figure", "pca",
+    "SITES", "class_cosine_matrix", "coeff_sweep", "cosine_silhouette_score", "inject_task_vector",
+    "replace_and_rank", "latent_geometry", "latent_geometry_figure", "pca",
     "query_positions", "residual_vectors", "silhouette_score", "site_hook_name", "task_vector",
 ]
 
@@ -394,3 +395,82 @@ def latent_geometry_figure(
     ax.legend(fontsize=7, markerscale=1.2)
     fig.tight_layout()
     return fig
+
+
+# --------------------------------------------------------------------------------------- cosine geometry, replacement
+
+
+def cosine_silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> float:
+    """Mean silhouette coefficient with the cosine distance ``1 - cos(v, w)`` (scikit-learn's
+    ``silhouette_score(points, labels, metric="cosine")``): ``a`` = mean distance to the other members of the
+    own cluster, ``b`` = smallest mean distance to another cluster, ``s = (b - a) / max(a, b)``. This is the
+    clustering strength S̄ of the contextual-recall paper (Vasudeva et al., §3.4, Fig. 8). Zero vectors have
+    distance 1 to everything."""
+    points = _check_points(points).double()
+    n = points.shape[0]
+    unique, codes = _label_codes(labels, n)
+    if not 2 <= len(unique) <= n - 1:
+        raise ValueError(f"labels have {len(unique)} distinct value(s) for {n} points; "
+                         f"expected 2 <= #labels <= n - 1 = {n - 1}")
+    unit = points / points.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    distances = (1 - unit @ unit.T).clamp(min=0)
+    distances.fill_diagonal_(0)
+    codes = torch.as_tensor(codes, device=points.device)
+    member = torch.nn.functional.one_hot(codes, len(unique)).double()
+    sums = distances @ member
+    sizes = member.sum(0)
+    own_size = sizes[codes]
+    rows = torch.arange(n, device=points.device)
+    a = sums[rows, codes] / (own_size - 1).clamp(min=1)
+    b = (sums / sizes).masked_fill(member.bool(), float("inf")).min(1).values
+    denom = torch.maximum(a, b)
+    s = torch.where((own_size > 1) & (denom > 0), (b - a) / denom.clamp(min=torch.finfo(denom.dtype).tiny), 0.0)
+    return s.mean().item()
+
+
+def class_cosine_matrix(points: Float[torch.Tensor, "n d"],
+                        labels: Any) -> tuple[Float[torch.Tensor, "K K"], np.ndarray]:
+    """``C̄(k, k') = mean_{i in k, j in k'} cos(v_i, v_j)`` (diagonal blocks include ``i = j``), and the sorted
+    labels ``[K]`` that index it: the inter/intra-task similarity matrix (Vasudeva et al., Figs. 8 and 17)."""
+    points = _check_points(points, min_n=1).double()
+    unique, codes = _label_codes(labels, points.shape[0])
+    unit = points / points.norm(dim=1, keepdim=True).clamp(min=1e-12)
+    member = torch.nn.functional.one_hot(torch.as_tensor(codes), len(unique)).double()  # [n, K]
+    mean = member / member.sum(0, keepdim=True)
+    return (mean.T @ (unit @ unit.T) @ mean).float(), unique
+
+
+@torch.no_grad()
+def replace_and_rank(
+    model: HookedTransformer,
+    tokens: Int[torch.Tensor, "batch pos"],
+    vectors: Float[torch.Tensor, "batch d_model"],
+    layer: int,
+    targets: Mapping[str, Int[torch.Tensor, "batch"]],
+    *,
+    site: str = "attn_out",
+    positions: QueryPositions = -1,
+) -> dict[str, Float[torch.Tensor, "batch"]]:
+    """Replace ``blocks.{layer}.hook_{site}`` at each prompt's query position by ``vectors[i]`` and return,
+    for each named target ``[batch]``, its rank under the patched next-token distribution
+    (``1 + #{v : p(v) > p(target)}``): the steering measurement of Vasudeva et al. §3.4 (Fig. 8 right),
+    with ``vectors`` e.g. ``(1 - β) v_ℓ + β v_ℓ'``."""
+    name = site_hook_name(model, layer, site)
+    tokens = _check_tokens(model, tokens)
+    batch, seq_len = tokens.shape
+    index = query_positions(positions, batch, seq_len)
+    vectors = torch.as_tensor(vectors)
+    if vectors.shape != (batch, model.cfg.d_model):
+        raise ValueError(f"vectors has shape {tuple(vectors.shape)}; "
+                         f"expected [batch={batch}, d_model={model.cfg.d_model}]")
+    mask = torch.zeros(batch, seq_len, dtype=torch.bool)
+    mask[torch.arange(batch), index] = True
+    value = vectors[:, None, :].to(tokens.device)
+    with hooks.hooked(model, [(name, hooks.activations.replace_hook(value, mask))]):
+        logits = _query_logits(model, tokens, index)
+    out = {}
+    rows = torch.arange(batch, device=logits.device)
+    for key, target in targets.items():
+        target = _check_targets(model, target, batch).to(logits.device)
+        out[key] = 1 + (logits > logits[rows, target][:, None]).sum(-1).float()
+    return out

@@ -1,0 +1,136 @@
+"""``python -m analyses.contextual_recall``: CLI, bad input, a ``micro`` run end to end, the pretrained extension on
+a tiny local checkpoint, and the ``paper`` preset's sizes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from analyses.contextual_recall import EXPERIMENT
+
+PY = [sys.executable, "-m", "analyses.contextual_recall"]
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run(PY + list(args), capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_lists_the_parts_and_imports_nothing_heavy():
+    r = _cli("--help")
+    assert r.returncode == 0
+    for part in ("construction", "world_r", "world_g", "pretrained", "--preset", "--n-finetune"):
+        assert part in r.stdout
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import analyses.contextual_recall"],
+                         capture_output=True, text=True)
+    assert "transformer_lens" not in out.stderr and "| torch" not in out.stderr
+
+
+@pytest.mark.parametrize("parts, options, message", [
+    (["world_g"], {"n_finetune": 99}, "n_finetune=99 is larger than M=32"),
+    (["world_r"], {"n_demos": 40, "n_finetune": 32}, "n_demos=40 demonstrations but the subject pool"),
+    (["world_g"], {"div": 1.5}, "target_div=1.5 is unreachable"),
+    (["world_r"], {"n_ctx": 10}, "--n-ctx 10: the longest World-R input has 26 tokens"),
+    (["world_g"], {"pt_steps": 0}, "--pt-steps 0"),
+])
+def test_inconsistent_configs_fail_naming_the_value_before_training(tmp_path, parts, options, message):
+    from mechrecall.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        EXPERIMENT.run(tmp_path, preset="smoke", parts=parts, options=options)
+    assert not (tmp_path / "contextual_recall" / "runs").exists()  # nothing trained
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path):
+    r = _cli("--preset", "smoke", "--experiment", "world_g", "--n-finetune", "99", "--out", str(tmp_path),
+             "--no-progress")
+    assert r.returncode == 2, r.stderr
+    assert "n_finetune=99 is larger than M=32" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def _titles(fig):
+    return " ".join([fig._suptitle.get_text() if fig._suptitle else ""] + [ax.get_title() for ax in fig.axes])
+
+
+def test_micro_run_end_to_end(tmp_path):
+    from analyses.papers.contextual_recall.analysis import REP_SITES
+
+    run = EXPERIMENT.run(tmp_path, preset="micro", parts=["construction", "world_r", "world_g"])
+    rows = {r["id"].split(".", 1)[1]: r for r in run["claims"]}
+    # the construction is exact at any preset
+    for name in ("prop1_factual_recall", "prop2_icl_heldout", "prop3_factual_recall", "prop4_icl_heldout"):
+        assert rows[f"construction.{name}"]["ours"] == 1.0 and rows[f"construction.{name}"]["verdict"] == "reproduced"
+    assert rows["construction.prop1_no_icl"]["ours"] == 0.0
+    assert rows["construction.cascade_holds_step2_heldout"]["verdict"] == "reproduced"
+    assert rows["construction.cascade_holds_kq_rel_zero_grad_step1"]["ours"] == 0.0
+    assert rows["construction.cascade_paper_scale_step2_collapse"]["verdict"] == "reproduced"
+    assert all(isinstance(r["ours"], (int, float)) for r in run["claims"])
+    res = json.loads((tmp_path / "contextual_recall" / "results.json").read_text())
+    g = res["parts"]["world_g"]["results"]
+    assert [r["step"] for r in g["history_pt"]] == [0, 3, 6]
+    assert len(g["clustering_ft_icl"]["t"]) == 4 and len(g["steering_ft_icl"]["beta"]) == 11
+    for f in ("fig02_pretraining.png", "fig03_finetune_icl.png", "fig09_attention_after_pt.png",
+              "fig20_ov_after_pt.png", "fig08_16_17_clustering.png", "construction_cascade.png"):
+        assert (tmp_path / "contextual_recall" / f).stat().st_size > 1000
+    # figure content: titles name the paper figure, curves hold the recorded numbers
+    from analyses.papers.contextual_recall import figures as F
+
+    hist = {"eval": g["history_pt"]}
+    fig = F.metric_curves(hist, [("PT", "PT"), ("ICL_heldout", "ICL")], "Fig. 2: pretraining", "PT step")
+    assert "Fig. 2" in _titles(fig) and len(fig.axes[0].lines) == 4
+    assert list(fig.axes[0].lines[0].get_ydata()) == [r["PT.exact"] for r in g["history_pt"]]
+    fig = F.clustering_figure(g["clustering_ft_icl"], "Figs. 8, 16, 17")
+    assert "Fig. 16" in _titles(fig) and len(fig.axes[1].lines) == len(REP_SITES)
+    assert list(fig.axes[0].lines[0].get_ydata()) == g["clustering_ft_icl"]["accuracy"]
+    # a rerun keeps finished parts
+    again = EXPERIMENT.run(tmp_path, preset="micro", parts=["construction"])
+    assert again["parts"]["construction"]["finished"] == res["parts"]["construction"]["finished"]
+
+
+def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(tmp_path):
+    from pretrained.testing import tiny_checkpoint
+    from analyses.papers.contextual_recall.prompts import RELATIONS, vocabulary
+
+    path = tiny_checkpoint(tmp_path / "tiny", "gpt2", vocab=vocabulary(), n_ctx=128)
+    run = EXPERIMENT.run(tmp_path / "a", preset="micro", parts=["pretrained"], options={"model": str(path)})
+    res = run["parts"]["pretrained"]["results"]
+    assert res["relations"] == list(RELATIONS) and res["t"] == [0, 1, 2]
+    assert all(-1 <= s <= 1 for s in res["silhouette"]) and len(res["steering"]["rank_orig"]) == 5
+    assert all(isinstance(r["ours"], float) for r in run["claims"])
+    missing = EXPERIMENT.run(tmp_path / "b", preset="micro", parts=["pretrained"],
+                             options={"model": "pythia-14m"})
+    for row in missing["claims"]:
+        assert row["verdict"] == "not run" and row["reason"].startswith("no weights")
+
+
+def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
+    from analyses.papers.contextual_recall.configs import RUN_G, RUN_R
+    from analyses.papers.contextual_recall.models import build_model_a, build_model_b, world_r_ctx
+    from analyses.papers.contextual_recall.training import g_ctx
+    from analyses.papers.contextual_recall.world import build_world, sample_pt, sample_pt_rel
+    from mechrecall.trainer import TrainConfig, train
+
+    g, r = RUN_G["paper"], RUN_R["paper"]
+    assert (g.world.n_subjects, g.world.n_types, g.world.n_values, g.world.grammar_len, g.world.n_subseq,
+            g.world.p_grammar_only, g.world.target_div) == (256, 8, (256,) + (32,) * 7, 80, 5, 0.2, 0.5)
+    assert (g.d_model, g.batch, g.pt_steps, g.ft_steps, g.pt_lr, g.n_demos, g.n_finetune) == (256, 64, 20000, 2000,
+                                                                                                1e-4, 16, 128)
+    wg = build_world(g.world)
+    assert wg.V == 753 and g.world.pt_len == 414 and abs(wg.div() - 0.5) < 1e-5
+    model = build_model_a(wg.V, g_ctx(g), g.d_model)
+    # 2,072,305 parameters at n_ctx=414 with a b_U; here n_ctx=413 (the longest input) and b_U is frozen at 0
+    assert g_ctx(g) == 413
+    assert sum(p.numel() for p in model.parameters() if p.requires_grad) == 2_072_305 - 256 - 753
+    tc = TrainConfig(steps=1, lr=g.pt_lr, loss_positions="mask", progress=False)
+    res = train(model, lambda step, gen: sample_pt(wg, 2, gen), tc)
+    assert len(res.history["train"]) == 1 and res.history["train"][0]["loss"] > 0
+    wr = build_world(r.world)
+    assert wr.V == 256 + 256 + 16 + 1 + 8 and world_r_ctx(r.world, r.n_demos) == 64
+    mb = build_model_b(wr.V, 64, d_head=r.d_head)
+    assert mb.cfg.d_model == 601 and sum(p.numel() for p in mb.parameters() if p.requires_grad) == 4 * 3 * 601 * 256
+    res = train(mb, lambda step, gen: sample_pt_rel(wr, 2, gen), TrainConfig(steps=1, loss_positions="mask",
+                                                                            progress=False))
+    assert res.history["train"][0]["loss"] > 0
