@@ -227,7 +227,7 @@ class World:
             out[off: off + self.cfg.n_values[ell]] = ell
         return out
 
-    def relation(self, ell: Int[torch.Tensor, "..."]) -> Int[torch.Tensor, "..."]:
+    def relation(self, ell: int | Int[torch.Tensor, "..."]) -> int | Int[torch.Tensor, "..."]:
         if not self.cfg.relation_tokens:
             raise WorldConfigError("this is a World-G config (relation_tokens=False); it has no relation tokens")
         return self.cfg.relation_offset + ell
