@@ -10,8 +10,8 @@ import sys
 
 from mechrecall.experiment import Experiment, Option, Part
 
-PAPER = "Emergence of Contextual Recall in Transformers: pretraining stores facts, finetuning unlocks in-context " \
-        "recall (Vasudeva et al.)"
+PAPER = ("Understanding Contextual Recall in Transformers: How Finetuning Enables In-Context Reasoning over "
+         "Pretraining Knowledge (Vasudeva, Deora, Bietti, Sharan & Thrampoulidis)")
 PKG = "analyses.papers.contextual_recall"
 
 EXPERIMENT = Experiment(

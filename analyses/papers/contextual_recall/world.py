@@ -1,4 +1,4 @@
-"""The two synthetic worlds of *Emergence of Contextual Recall* (Vasudeva et al.), §2 and §4 / App. C.
+"""The two synthetic worlds of *Understanding Contextual Recall in Transformers* (Vasudeva et al.), §2 and §4 / App. C.
 
 - **World-G** (§2, Fig. 1): subjects, ``L`` attribute types, one first-order Markov chain over ``G`` grammar
   tokens per type (its bigram statistics implicitly encode the type), grammar-only filler from a separate
