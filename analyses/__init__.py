@@ -24,12 +24,59 @@ from typing import Any
 
 _MODULES = ("heads", "ov", "task_vectors", "lowrank", "attention_html", "plotting", "papers")
 _LAZY = {
-    **dict.fromkeys(('ATTENTION_ROLES', 'ROLES', 'attention_mass', 'attention_patterns', 'copying_scores', 'head_outputs', 'duplicate_token_keys', 'head_roles', 'head_roles_figure', 'induction_keys', 'induction_performance', 'previous_token_keys', 'repeated_tokens', 'role_scores', 'top_heads'), "analyses.heads"),
-    **dict.fromkeys(('DEFAULT_RHOS', 'SweepResult', 'laser_sweep', 'singular_values'), "analyses.lowrank"),
-    **dict.fromkeys(('full_ov_circuit', 'head_logit_lens', 'ov_circuit', 'project_to_vocab', 'self_mapping_fraction', 'token_strings', 'top_tokens', 'top_tokens_table'), "analyses.ov"),
-    **dict.fromkeys(('curves', 'heatmap', 'layer_head_table', 'subplots'), "analyses.plotting"),
-    **dict.fromkeys(('attention_pattern_html', 'save_attention_html'), "analyses.attention_html"),
-    **dict.fromkeys(('SITES', 'class_cosine_matrix', 'coeff_sweep', 'cosine_silhouette_score', 'replace_and_rank', 'inject_task_vector', 'latent_geometry', 'latent_geometry_figure', 'pca', 'residual_vectors', 'silhouette_score', 'task_vector'), "analyses.task_vectors"),
+    **dict.fromkeys(
+        (
+            "ATTENTION_ROLES",
+            "ROLES",
+            "attention_mass",
+            "attention_patterns",
+            "copying_scores",
+            "head_outputs",
+            "duplicate_token_keys",
+            "head_roles",
+            "head_roles_figure",
+            "induction_keys",
+            "induction_performance",
+            "previous_token_keys",
+            "repeated_tokens",
+            "role_scores",
+            "top_heads",
+        ),
+        "analyses.heads",
+    ),
+    **dict.fromkeys(("DEFAULT_RHOS", "SweepResult", "laser_sweep", "singular_values"), "analyses.lowrank"),
+    **dict.fromkeys(
+        (
+            "full_ov_circuit",
+            "head_logit_lens",
+            "ov_circuit",
+            "project_to_vocab",
+            "self_mapping_fraction",
+            "token_strings",
+            "top_tokens",
+            "top_tokens_table",
+        ),
+        "analyses.ov",
+    ),
+    **dict.fromkeys(("curves", "heatmap", "layer_head_table", "subplots"), "analyses.plotting"),
+    **dict.fromkeys(("attention_pattern_html", "save_attention_html"), "analyses.attention_html"),
+    **dict.fromkeys(
+        (
+            "SITES",
+            "class_cosine_matrix",
+            "coeff_sweep",
+            "cosine_silhouette_score",
+            "replace_and_rank",
+            "inject_task_vector",
+            "latent_geometry",
+            "latent_geometry_figure",
+            "pca",
+            "residual_vectors",
+            "silhouette_score",
+            "task_vector",
+        ),
+        "analyses.task_vectors",
+    ),
 }
 
 

@@ -8,6 +8,7 @@ archive or an offline machine. Works with any ``HookedTransformer`` (a toy model
     write_results(out, results, ..., figures={"attention_L1.html": html})   # or:
     save_attention_html(out / "attention_L1.html", model, tokens, layer=1, heads=[0, 3])
 """
+
 from __future__ import annotations
 
 import html as _html
@@ -88,13 +89,17 @@ def attention_pattern_html(
     has_tokenizer = getattr(model, "tokenizer", None) is not None
     if isinstance(tokens, str):
         if not has_tokenizer:
-            raise ValueError("tokens is a string but the model has no tokenizer (model.tokenizer is None); pass token ids")
+            raise ValueError(
+                "tokens is a string but the model has no tokenizer (model.tokenizer is None); pass token ids"
+            )
         tokens = model.to_tokens(tokens)
     tokens = torch.as_tensor(tokens)
     if tokens.ndim == 1:
         tokens = tokens[None]
     if tokens.ndim != 2 or tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-        raise ValueError(f"tokens must be int ids of shape [batch, pos] or [pos], got {tokens.dtype} {tuple(tokens.shape)}")
+        raise ValueError(
+            f"tokens must be int ids of shape [batch, pos] or [pos], got {tokens.dtype} {tuple(tokens.shape)}"
+        )
     batch_index = check_index("batch_index", batch_index, tokens.shape[0], f"the batch has {tokens.shape[0]} sequences")
     ids = tokens[batch_index]
     if str_tokens is not None:
@@ -121,6 +126,8 @@ def attention_pattern_html(
     return _check_self_contained(document)
 
 
-def save_attention_html(path: str | os.PathLike, model: HookedTransformer, tokens: torch.Tensor | str, layer: int, **kw: Any) -> Path:
+def save_attention_html(
+    path: str | os.PathLike, model: HookedTransformer, tokens: torch.Tensor | str, layer: int, **kw: Any
+) -> Path:
     """Write :func:`attention_pattern_html` ``(model, tokens, layer, **kw)`` to ``path`` atomically; return the path."""
     return atomic_write_text(path, attention_pattern_html(model, tokens, layer, **kw))

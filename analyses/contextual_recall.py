@@ -10,26 +10,41 @@ import sys
 
 from mechrecall.experiment import Experiment, Option, Part
 
-PAPER = ("Understanding Contextual Recall in Transformers: How Finetuning Enables In-Context Reasoning over "
-         "Pretraining Knowledge (Vasudeva, Deora, Bietti, Sharan & Thrampoulidis)")
+PAPER = (
+    "Understanding Contextual Recall in Transformers: How Finetuning Enables In-Context Reasoning over "
+    "Pretraining Knowledge (Vasudeva, Deora, Bietti, Sharan & Thrampoulidis)"
+)
 PKG = "analyses.papers.contextual_recall"
 
 EXPERIMENT = Experiment(
     name="contextual_recall",
     paper=PAPER,
     summary="Synthetic worlds where pretraining teaches factual recall and finetuning on a subset of subjects "
-            "unlocks contextual (in-context) recall for held-out subjects; the attention-only construction.",
+    "unlocks contextual (in-context) recall for held-out subjects; the attention-only construction.",
     parts=(
-        Part("construction", f"{PKG}.parts:part_construction", "Prop. 1-4 weights in a HookedTransformer; Theorem 2's "
-             "two-step cascade (exact population gradients where small)"),
-        Part("world_r", f"{PKG}.parts:part_world_r", "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, "
-             "OV slices (Figs. 9-12, 19-21)"),
-        Part("world_r_absolute", f"{PKG}.parts:part_world_r_absolute", "Model B′ (absolute positions) "
-             "(Figs. 22-26)"),
-        Part("world_g", f"{PKG}.parts:part_world_g", "Model A on World-G: PT, finetune on ICL and ICL+Grm, task "
-             "vectors, steering (Figs. 2-4, 8, 15-18)"),
-        Part("pretrained", f"{PKG}.pretrained:part_pretrained", "extension (not in the paper): task-vector geometry "
-             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts"),
+        Part(
+            "construction",
+            f"{PKG}.parts:part_construction",
+            "Prop. 1-4 weights in a HookedTransformer; Theorem 2's "
+            "two-step cascade (exact population gradients where small)",
+        ),
+        Part(
+            "world_r",
+            f"{PKG}.parts:part_world_r",
+            "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, OV slices (Figs. 9-12, 19-21)",
+        ),
+        Part("world_r_absolute", f"{PKG}.parts:part_world_r_absolute", "Model B′ (absolute positions) (Figs. 22-26)"),
+        Part(
+            "world_g",
+            f"{PKG}.parts:part_world_g",
+            "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
+        ),
+        Part(
+            "pretrained",
+            f"{PKG}.pretrained:part_pretrained",
+            "extension (not in the paper): task-vector geometry "
+            "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
+        ),
     ),
     options=(
         Option("--pt-steps", type=int, default=None, help="pretraining steps (default: the preset's)"),
@@ -37,11 +52,16 @@ EXPERIMENT = Experiment(
         Option("--n-finetune", type=int, default=None, help="finetuning subjects (default: the preset's, 50%%)"),
         Option("--n-demos", type=int, default=None, help="in-context demonstrations N_ft (default: the preset's)"),
         Option("--div", type=float, default=None, help="World-G target Div (row-averaged l1; default: the preset's)"),
-        Option("--div-method", default=None, choices=("interpolate", "greedy_pool"),
-               help="how World-G hits --div (default interpolate)"),
+        Option(
+            "--div-method",
+            default=None,
+            choices=("interpolate", "greedy_pool"),
+            help="how World-G hits --div (default interpolate)",
+        ),
         Option("--n-ctx", type=int, default=None, help="fail unless every sequence fits this context length"),
-        Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF dir "
-                                                      "(default %(default)s)"),
+        Option(
+            "--model", default="pythia-160m", help="pretrained part: hub name or local HF dir (default %(default)s)"
+        ),
         Option("--checkpoint", type=int, default=None, help="pretrained part: Pythia training step"),
     ),
     check=f"{PKG}.parts:check",

@@ -22,6 +22,7 @@ Default prompts are repeated random tokens drawn from the model's own vocabulary
 ``evals.induction_loss`` draws ids 100-20000, which breaks toy vocabularies), with the tokenizer's BOS
 prepended when the model prepends one.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence, TYPE_CHECKING
@@ -101,7 +102,11 @@ def induction_keys(tokens: Int[torch.Tensor, "batch pos"]) -> Bool[torch.Tensor,
     return keys & torch.ones_like(keys[0]).tril()
 
 
-KEY_MASKS = {"previous_token": previous_token_keys, "duplicate_token": duplicate_token_keys, "induction": induction_keys}
+KEY_MASKS = {
+    "previous_token": previous_token_keys,
+    "duplicate_token": duplicate_token_keys,
+    "induction": induction_keys,
+}
 
 
 # ----------------------------------------------------------------------------------- scores
@@ -142,8 +147,10 @@ def attention_mass(
     elif keys.shape == (n, n) and batch != n:
         keys = keys.expand(batch, n, n)
     if keys.shape != (batch, n, n):
-        raise ValueError(f"keys has shape {tuple(keys.shape)}; expected [batch, q, k], [batch, k] or [q, k] "
-                         f"with batch={batch}, pos={n}")
+        raise ValueError(
+            f"keys has shape {tuple(keys.shape)}; expected [batch, q, k], [batch, k] or [q, k] "
+            f"with batch={batch}, pos={n}"
+        )
     if queries is None:
         queries = torch.ones(batch, n, dtype=torch.bool, device=tokens.device)
     if queries.shape != (batch, n):

@@ -18,40 +18,87 @@ EXPERIMENT = Experiment(
     paper=PAPER,
     summary="How induction heads form: a 19-dim invariant subspace, 3 pseudo-parameters, t_ICL ∝ N².",
     parts=(
-        Part("demo", f"{PKG}.demo:part_demo", "train the 2-layer attention-only model on periodic random tokens; "
-             "head roles, attention HTML"),
-        Part("exact", f"{X}:part_exact", "exact checks: closed form = matrix model, TL embedding = plain torch "
-             "(forward, gradients), Theorem 1 orbit residual (float64)"),
+        Part(
+            "demo",
+            f"{PKG}.demo:part_demo",
+            "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
+        ),
+        Part(
+            "exact",
+            f"{X}:part_exact",
+            "exact checks: closed form = matrix model, TL embedding = plain torch "
+            "(forward, gradients), Theorem 1 orbit residual (float64)",
+        ),
         Part("ode", f"{X}:part_ode", "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²"),
-        Part("disentangled", f"{X}:part_disentangled", "Figs 3, 4 (15, 16): SGD on the disentangled transformer, "
-             "all weights vs only α₃, β₂, γ₃"),
-        Part("weights", f"{X}:part_weights", "Figs 6-14: weight heatmaps after the paper's numbers of steps "
-             "(smoke: the disentangled part's snapshots instead)", presets=("micro", "paper")),
-        Part("standard", f"{X}:part_standard", "Figs 2, 17: the §2 transformer on the token ICL task; head roles, "
-             "interpretable QK/OV matrices"),
-        Part("sgd_scaling", f"{X}:part_sgd_scaling", "t_ICL vs N from full SGD training at 3 N, several seeds "
-             "(smoke: <= 15 min on 2 cores)"),
-        Part("pythia", f"{PKG}.pythia:part_pythia", "beyond the paper: head-role scores across Pythia checkpoints and "
-             "when induction heads form (--model, --checkpoints)"),
+        Part(
+            "disentangled",
+            f"{X}:part_disentangled",
+            "Figs 3, 4 (15, 16): SGD on the disentangled transformer, all weights vs only α₃, β₂, γ₃",
+        ),
+        Part(
+            "weights",
+            f"{X}:part_weights",
+            "Figs 6-14: weight heatmaps after the paper's numbers of steps "
+            "(smoke: the disentangled part's snapshots instead)",
+            presets=("micro", "paper"),
+        ),
+        Part(
+            "standard",
+            f"{X}:part_standard",
+            "Figs 2, 17: the §2 transformer on the token ICL task; head roles, interpretable QK/OV matrices",
+        ),
+        Part(
+            "sgd_scaling",
+            f"{X}:part_sgd_scaling",
+            "t_ICL vs N from full SGD training at 3 N, several seeds (smoke: <= 15 min on 2 cores)",
+        ),
+        Part(
+            "pythia",
+            f"{PKG}.pythia:part_pythia",
+            "beyond the paper: head-role scores across Pythia checkpoints and "
+            "when induction heads form (--model, --checkpoints)",
+        ),
         Part("benchmark", f"{X}:part_benchmark", "training step: HookedTransformer embedding vs plain torch"),
     ),
     default_parts=("demo", "exact", "ode", "disentangled", "weights", "standard", "pythia", "benchmark"),
     options=(
         Option("--steps", type=int, default=None, help="training steps of the demo (default: the preset's)"),
-        Option("--n-pairs", type=int, default=None, help="item-label pairs of the token task (part standard; "
-               "default 8; 2N+1 must fit in n_ctx = 32)"),
+        Option(
+            "--n-pairs",
+            type=int,
+            default=None,
+            help="item-label pairs of the token task (part standard; default 8; 2N+1 must fit in n_ctx = 32)",
+        ),
         Option("--ns", default=None, help="N values of the ODE (part ode), e.g. 2,4,8,16,32,64"),
         Option("--sgd-ns", default=None, help="N values of full training (part sgd_scaling; N <= D/2)"),
-        Option("--thresholds", default=None, help="emergence thresholds alpha3,beta2,gamma3, each in (0, 1) "
-               "(default 0.5,0.5,0.5: Definition 1; App. F uses 0.1,0.1,0.5)"),
-        Option("--train-only", default=None, help="pseudo-parameters of the restricted run (part disentangled; "
-               "default alpha3,beta2,gamma3)"),
-        Option("--model", default=None, help="part pythia: a hub name or a local folder with step{N}/ subfolders "
-               "(default EleutherAI/pythia-70m)"),
-        Option("--checkpoints", default=None, help="part pythia: training steps, e.g. 0,1000,143000 (default: every "
-               "step of a local mirror, or 19 log-spaced Pythia steps)"),
-        Option("--pythia-threshold", type=float, default=None, help="part pythia: score at which a head has "
-               "emerged, in (0, 1) (default 0.4)"),
+        Option(
+            "--thresholds",
+            default=None,
+            help="emergence thresholds alpha3,beta2,gamma3, each in (0, 1) "
+            "(default 0.5,0.5,0.5: Definition 1; App. F uses 0.1,0.1,0.5)",
+        ),
+        Option(
+            "--train-only",
+            default=None,
+            help="pseudo-parameters of the restricted run (part disentangled; default alpha3,beta2,gamma3)",
+        ),
+        Option(
+            "--model",
+            default=None,
+            help="part pythia: a hub name or a local folder with step{N}/ subfolders (default EleutherAI/pythia-70m)",
+        ),
+        Option(
+            "--checkpoints",
+            default=None,
+            help="part pythia: training steps, e.g. 0,1000,143000 (default: every "
+            "step of a local mirror, or 19 log-spaced Pythia steps)",
+        ),
+        Option(
+            "--pythia-threshold",
+            type=float,
+            default=None,
+            help="part pythia: score at which a head has emerged, in (0, 1) (default 0.4)",
+        ),
     ),
     check=f"{X}:check",
     epilog="sgd_scaling is not in the default parts: run it with --experiment sgd_scaling.",

@@ -9,16 +9,18 @@ import sys
 
 from mechrecall.experiment import Experiment, Option, Part
 
-PAPER = ("Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
-         "(Chen, Bruna & Bietti)")
+PAPER = (
+    "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
+    "(Chen, Bruna & Bietti)"
+)
 PKG = "analyses.papers.distributional.laser_pythia"
 
 EXPERIMENT = Experiment(
     name="laser_pythia",
     paper=PAPER,
     summary="Truncating one late MLP matrix of a pretrained model to a tiny rank (LASER) removes the generic ' the' "
-            "that feed-forward layers predict from distributional statistics and lets the in-context answer win "
-            "(§4.1, App. C, I). Every truncation edits raw (unprocessed) weights and is undone bit-exact.",
+    "that feed-forward layers predict from distributional statistics and lets the in-context answer win "
+    "(§4.1, App. C, I). Every truncation edits raw (unprocessed) weights and is undone bit-exact.",
     parts=(
         Part("factual", f"{PKG}:part_factual", "'Madrid is located in' → ' Spain' on Pythia-1B (Table 1, Fig 5 right)"),
         Part("factual20", f"{PKG}:part_factual20", "the 20 factual prompts of Table 5 on Pythia-1B/1.4B/2.8B (Fig 16)"),
@@ -30,22 +32,40 @@ EXPERIMENT = Experiment(
     default_parts=("factual",),
     presets=("paper",),
     default_preset="paper",
-    preset_help={"paper": "the paper's models, prompts, layers and ρ (needs Pythia / GPT-2 weights: a hub cache or "
-                          "--model DIR)"},
+    preset_help={
+        "paper": "the paper's models, prompts, layers and ρ (needs Pythia / GPT-2 weights: a hub cache or --model DIR)"
+    },
     options=(
-        Option("--model", nargs="+", default=None, help="TL names (pythia-1b, gpt2, ...) or local Hugging Face "
-               "directories; default: the paper's models for each part"),
-        Option("--checkpoints", default="final", help="'final' (default), 'paper' (25 log-spaced Pythia steps) or "
-               "steps like 0,1000,143000"),
-        Option("--layer", type=int, default=None, help="paper layer, 1-indexed (TL block = layer - 1); default: the "
-               "paper's for each part and model"),
+        Option(
+            "--model",
+            nargs="+",
+            default=None,
+            help="TL names (pythia-1b, gpt2, ...) or local Hugging Face "
+            "directories; default: the paper's models for each part",
+        ),
+        Option(
+            "--checkpoints",
+            default="final",
+            help="'final' (default), 'paper' (25 log-spaced Pythia steps) or steps like 0,1000,143000",
+        ),
+        Option(
+            "--layer",
+            type=int,
+            default=None,
+            help="paper layer, 1-indexed (TL block = layer - 1); default: the paper's for each part and model",
+        ),
         Option("--rho", type=float, default=None, help="kept rank fraction for LASER; default: the paper's"),
-        Option("--matrix", default="mlp_in", choices=("mlp_in", "mlp_out"),
-               help="matrix to truncate (default %(default)s)"),
-        Option("--prompts", default=None, help="JSON lines of {\"prompt\": ..., \"answer\": ...} for the sweep part"),
+        Option(
+            "--matrix", default="mlp_in", choices=("mlp_in", "mlp_out"), help="matrix to truncate (default %(default)s)"
+        ),
+        Option("--prompts", default=None, help='JSON lines of {"prompt": ..., "answer": ...} for the sweep part'),
         Option("--n-prompts", type=int, default=100, help="IOI prompts (default %(default)s)"),
-        Option("--prepend-bos", action="store_true", default=False,
-               help="prepend BOS (default off, as the paper's Hugging Face code does)"),
+        Option(
+            "--prepend-bos",
+            action="store_true",
+            default=False,
+            help="prepend BOS (default off, as the paper's Hugging Face code does)",
+        ),
         Option("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16")),
     ),
     check=f"{PKG}:check",

@@ -7,6 +7,7 @@ layers x matrices x rhos, computing **one SVD per matrix** and restoring the wei
 every evaluation (also when the metric raises). The single-intervention context manager is
 ``hooks.low_rank``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -55,8 +56,13 @@ class SweepResult:
         """Heatmap per matrix: layers x rho, coloured by ``metric``."""
         metric = self._metric(metric)
         part = self.table[self.table["metric"] == metric]
-        return heatmap(part, row="layer", col="rho", panel="matrix",
-                       title=title or f"{metric} (baseline {self.baseline[metric]:.3g})")
+        return heatmap(
+            part,
+            row="layer",
+            col="rho",
+            panel="matrix",
+            title=title or f"{metric} (baseline {self.baseline[metric]:.3g})",
+        )
 
     def _metric(self, metric: str | None) -> str:
         names = list(self.baseline)
@@ -133,8 +139,18 @@ def laser_sweep(
                 with edit_matrix(model, layer, matrix, new, head=head, factors=parts):
                     values = _as_metrics(metric(model))
             for name, value in values.items():
-                rows.append({"layer": layer, "matrix": matrix, "head": -1 if head is None else head, "rho": rho,
-                             "rank": k, "full_rank": full, "metric": name, "value": value})
+                rows.append(
+                    {
+                        "layer": layer,
+                        "matrix": matrix,
+                        "head": -1 if head is None else head,
+                        "rho": rho,
+                        "rank": k,
+                        "full_rank": full,
+                        "metric": name,
+                        "value": value,
+                    }
+                )
     table = pd.DataFrame(rows, columns=["layer", "matrix", "head", "rho", "rank", "full_rank", "metric", "value"])
     config = {"layers": layers, "matrices": matrices, "rhos": rhos, "heads": heads, "svd_dtype": str(dtype)}
     return SweepResult(table=table, baseline=baseline, n_svd=n_svd, config=config)

@@ -9,18 +9,23 @@ import sys
 
 from mechrecall.experiment import Experiment, Option, Part
 
-PAPER = ("Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
-         "(Chen, Bruna & Bietti)")
+PAPER = (
+    "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
+    "(Chen, Bruna & Bietti)"
+)
 PKG = "analyses.papers.distributional.noisy_icl"
 
 EXPERIMENT = Experiment(
     name="noisy_icl",
     paper=PAPER,
     summary="Feed-forward layers store the distributional noise association (trigger → τ); attention does the "
-            "in-context recall (trigger → ȳ). Dropping or truncating the last FF removes the noise (§3, App. B, G, J).",
+    "in-context recall (trigger → ȳ). Dropping or truncating the last FF removes the noise (§3, App. B, G, J).",
     parts=(
-        Part("main", f"{PKG}:part_main", "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, "
-             "7, 8, 9, 10)"),
+        Part(
+            "main",
+            f"{PKG}:part_main",
+            "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, 7, 8, 9, 10)",
+        ),
         Part("ff_variants", f"{PKG}:part_ff_variants", "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)"),
         Part("finetune", f"{PKG}:part_finetune", "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)"),
         Part("multi_trigger", f"{PKG}:part_multi_trigger", "five triggers (Fig 9 right)"),
@@ -34,9 +39,13 @@ EXPERIMENT = Experiment(
         "paper": "d = T = 256, batch 512, d_mlp = 1024, 2,000 steps (a GPU)",
     },
     options=(
-        Option("--data-preset", default="official_code", choices=("official_code", "paper_text"),
-               help="official_code: τ = id 2, loss on repeated-trigger positions (the authors' code); paper_text: "
-                    "τ = appended id 65, loss on the last position (the paper's text)"),
+        Option(
+            "--data-preset",
+            default="official_code",
+            choices=("official_code", "paper_text"),
+            help="official_code: τ = id 2, loss on repeated-trigger positions (the authors' code); paper_text: "
+            "τ = appended id 65, loss on the last position (the paper's text)",
+        ),
         Option("--alpha", type=float, default=0.5, help="noise probability α for training (default %(default)s)"),
         Option("--steps", type=int, default=None, help="training steps (default: the preset's)"),
         Option("--lr", type=float, default=0.03, help="SGD learning rate (default %(default)s; Adam runs use 3e-3)"),

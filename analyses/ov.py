@@ -13,6 +13,7 @@
 LayerNorms inside the network are ignored by the weight-based circuits (exact for toy models without
 normalization; for pretrained models prefer ``processing="tl"``, where LN weights are folded in).
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -130,8 +131,16 @@ def top_tokens_table(
     records = []
     for r, i in enumerate(rows.tolist()):
         for rank in range(k):
-            records.append({"input_id": i, "input": in_str[r], "rank": rank + 1, "output_id": int(indices[r, rank]),
-                            "output": out_str[r * k + rank], "value": float(values[r, rank])})
+            records.append(
+                {
+                    "input_id": i,
+                    "input": in_str[r],
+                    "rank": rank + 1,
+                    "output_id": int(indices[r, rank]),
+                    "output": out_str[r * k + rank],
+                    "value": float(values[r, rank]),
+                }
+            )
     return pd.DataFrame(records)
 
 
@@ -209,7 +218,8 @@ def interpretable_basis(
     if model.cfg.positional_embedding_type != "standard":
         raise NotApplicableError(
             f"the interpretable [E, P, OV·E, OV·P] basis needs learned absolute positions (W_pos); this model uses "
-            f"{model.cfg.positional_embedding_type!r} positions. Use the activation-based scores of analyses.heads.")
+            f"{model.cfg.positional_embedding_type!r} positions. Use the activation-based scores of analyses.heads."
+        )
     heads = [0] * model.cfg.n_layers if heads is None else list(heads)
     if len(heads) != model.cfg.n_layers:
         raise ValueError(f"heads={heads}; expected one head index per layer ({model.cfg.n_layers})")
@@ -245,9 +255,11 @@ def interpretable_qk_matrices(
     if not model.cfg.attn_only:
         reasons.append("it has MLPs, whose outputs are not in the span of [E, P, OV·E, OV·P, ...]")
     if reasons:
-        raise NotApplicableError("interpretable_qk_matrices needs an attention-only model with learned absolute "
-                                 "positions; " + " and ".join(reasons) + ". Use the activation-based scores of "
-                                 "analyses.heads instead.")
+        raise NotApplicableError(
+            "interpretable_qk_matrices needs an attention-only model with learned absolute "
+            "positions; " + " and ".join(reasons) + ". Use the activation-based scores of "
+            "analyses.heads instead."
+        )
     basis = interpretable_basis(model, heads=heads, tokens=tokens, positions=positions)
     heads = [0] * model.cfg.n_layers if heads is None else list(heads)
     out = {}

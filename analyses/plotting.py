@@ -6,6 +6,7 @@ ordinary ``matplotlib.figure.Figure`` objects, made without pyplot (:func:`subpl
 chosen and no pyplot state changes, so a notebook keeps its own; show one with ``display(fig)`` or save
 it with ``fig.savefig``.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -18,8 +19,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, squeeze: bool = True,
-             **kwargs: Any) -> tuple[Figure, Any]:
+def subplots(
+    nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, squeeze: bool = True, **kwargs: Any
+) -> tuple[Figure, Any]:
     """``(Figure, axes)`` like ``pyplot.subplots``, on a bare ``matplotlib.figure.Figure`` (no pyplot state)."""
     from matplotlib.figure import Figure
 
@@ -79,8 +81,9 @@ def heatmap(
                     v = grid.iat[i, j]
                     if v == v:  # not NaN
                         shade = image.norm(v)
-                        ax.text(j, i, fmt.format(v), ha="center", va="center", fontsize=7,
-                                color="k" if shade > 0.6 else "w")
+                        ax.text(
+                            j, i, fmt.format(v), ha="center", va="center", fontsize=7, color="k" if shade > 0.6 else "w"
+                        )
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     if title and panel:
         fig.suptitle(title)
@@ -89,15 +92,22 @@ def heatmap(
 
 
 def curves(
-    table: pd.DataFrame, *, x: str, y: str, hue: str | None = None, title: str | None = None,
-    xscale: str = "linear", yscale: str = "linear", ylim: Sequence[float] | None = None,
+    table: pd.DataFrame,
+    *,
+    x: str,
+    y: str,
+    hue: str | None = None,
+    title: str | None = None,
+    xscale: str = "linear",
+    yscale: str = "linear",
+    ylim: Sequence[float] | None = None,
 ) -> Figure:
     """Line plot of ``y`` against ``x``, one line per distinct ``table[hue]``."""
     for column in [x, y] + ([hue] if hue else []):
         if column not in table.columns:
             raise ValueError(f"column {column!r} not in the table; it has {list(table.columns)}")
     fig, ax = subplots(figsize=(5, 3.4))
-    for name, part in (table.groupby(hue, sort=False) if hue else [(None, table)]):
+    for name, part in table.groupby(hue, sort=False) if hue else [(None, table)]:
         part = part.sort_values(x)
         ax.plot(part[x], part[y], marker="o", ms=3, label=None if name is None else str(name))
     ax.set(xlabel=x, ylabel=y, xscale=xscale, yscale=yscale, title=title or "")

@@ -26,6 +26,7 @@ last) or an int tensor ``[batch]`` (one per prompt, e.g. for prompts of differen
 the right). Everything is validated before the model runs; errors name the bad value and what was
 expected.
 """
+
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence, TYPE_CHECKING, Union
@@ -40,9 +41,20 @@ from mechrecall.checks import check_layer
 from mechrecall._tl import HookedTransformer, get_act_name
 
 __all__ = [
-    "SITES", "class_cosine_matrix", "coeff_sweep", "cosine_silhouette_score", "inject_task_vector",
-    "replace_and_rank", "latent_geometry", "latent_geometry_figure", "pca",
-    "query_positions", "residual_vectors", "silhouette_score", "site_hook_name", "task_vector",
+    "SITES",
+    "class_cosine_matrix",
+    "coeff_sweep",
+    "cosine_silhouette_score",
+    "inject_task_vector",
+    "replace_and_rank",
+    "latent_geometry",
+    "latent_geometry_figure",
+    "pca",
+    "query_positions",
+    "residual_vectors",
+    "silhouette_score",
+    "site_hook_name",
+    "task_vector",
 ]
 
 #: Residual-stream sites a task vector is read from / added to: ``blocks.{layer}.hook_{site}``.
@@ -65,10 +77,14 @@ def site_hook_name(model: HookedTransformer, layer: int, site: str) -> str:
     check_layer(model, layer)
     # TL creates hook_mlp_out in attention-only blocks too, but never calls it.
     if site in ("resid_mid", "mlp_out") and model.cfg.attn_only:
-        raise ValueError(f"site={site!r}: an attention-only model has no MLPs; use 'resid_pre', 'resid_post' or 'attn_out'")
+        raise ValueError(
+            f"site={site!r}: an attention-only model has no MLPs; use 'resid_pre', 'resid_post' or 'attn_out'"
+        )
     if site == "resid_mid" and model.cfg.parallel_attn_mlp:
-        raise ValueError("site='resid_mid': this model runs attention and MLP in parallel (e.g. GPT-NeoX), "
-                         "so it has no resid_mid; use 'resid_pre', 'resid_post', 'attn_out' or 'mlp_out'")
+        raise ValueError(
+            "site='resid_mid': this model runs attention and MLP in parallel (e.g. GPT-NeoX), "
+            "so it has no resid_mid; use 'resid_pre', 'resid_post', 'attn_out' or 'mlp_out'"
+        )
     name = get_act_name(site, layer)
     check_hook_names(model, [name])
     return name
@@ -80,42 +96,67 @@ def query_positions(positions: QueryPositions, batch: int, seq_len: int) -> Int[
         positions = int(positions)
     if isinstance(positions, int) and not isinstance(positions, bool):
         index = torch.full((batch,), positions, dtype=torch.long)
-    elif (isinstance(positions, torch.Tensor) and positions.shape == (batch,)
-          and not positions.is_floating_point() and positions.dtype != torch.bool):
+    elif (
+        isinstance(positions, torch.Tensor)
+        and positions.shape == (batch,)
+        and not positions.is_floating_point()
+        and positions.dtype != torch.bool
+    ):
         index = positions.detach().cpu().long()
     else:
-        shown = f"a tensor of shape {tuple(positions.shape)}, dtype {positions.dtype}" if isinstance(positions, torch.Tensor) else repr(positions)
+        shown = (
+            f"a tensor of shape {tuple(positions.shape)}, dtype {positions.dtype}"
+            if isinstance(positions, torch.Tensor)
+            else repr(positions)
+        )
         raise ValueError(f"positions={shown}; expected an int or an int tensor [batch={batch}] of query positions")
     if index.numel() and (index.min() < -seq_len or index.max() >= seq_len):
-        raise ValueError(f"positions {index.tolist()} out of range for prompts of length {seq_len}; "
-                         f"expected ints in [{-seq_len}, {seq_len - 1}]")
+        raise ValueError(
+            f"positions {index.tolist()} out of range for prompts of length {seq_len}; "
+            f"expected ints in [{-seq_len}, {seq_len - 1}]"
+        )
     return index % seq_len
 
 
 def _check_tokens(model: HookedTransformer, tokens: torch.Tensor) -> Int[torch.Tensor, "batch pos"]:
-    if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.is_floating_point() or tokens.dtype == torch.bool:
-        shown = f"shape {tuple(tokens.shape)}, dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+    if (
+        not isinstance(tokens, torch.Tensor)
+        or tokens.ndim != 2
+        or tokens.is_floating_point()
+        or tokens.dtype == torch.bool
+    ):
+        shown = (
+            f"shape {tuple(tokens.shape)}, dtype {tokens.dtype}"
+            if isinstance(tokens, torch.Tensor)
+            else type(tokens).__name__
+        )
         raise ValueError(f"tokens: got {shown}; expected an int tensor [batch, pos] of token ids")
     if tokens.numel() == 0:
         raise ValueError(f"tokens has shape {tuple(tokens.shape)}; expected at least one prompt and one position")
     if tokens.shape[1] > model.cfg.n_ctx:
         raise ValueError(f"tokens have {tokens.shape[1]} positions; the model's context is n_ctx={model.cfg.n_ctx}")
     if tokens.min() < 0 or tokens.max() >= model.cfg.d_vocab:
-        raise ValueError(f"token ids in [{int(tokens.min())}, {int(tokens.max())}]; expected ids in [0, {model.cfg.d_vocab - 1}]")
+        raise ValueError(
+            f"token ids in [{int(tokens.min())}, {int(tokens.max())}]; expected ids in [0, {model.cfg.d_vocab - 1}]"
+        )
     return tokens.to(model.cfg.device)
 
 
 def _check_vector(model: HookedTransformer, vector: torch.Tensor) -> Float[torch.Tensor, "d_model"]:
     vector = torch.as_tensor(vector)
     if vector.shape != (model.cfg.d_model,) or not vector.is_floating_point():
-        raise ValueError(f"vector has shape {tuple(vector.shape)}, dtype {vector.dtype}; expected a float tensor [d_model={model.cfg.d_model}]")
+        raise ValueError(
+            f"vector has shape {tuple(vector.shape)}, dtype {vector.dtype}; expected a float tensor [d_model={model.cfg.d_model}]"
+        )
     return vector
 
 
 def _check_targets(model: HookedTransformer, targets: torch.Tensor, batch: int) -> Int[torch.Tensor, "batch"]:
     targets = torch.as_tensor(targets)
     if targets.shape != (batch,) or targets.is_floating_point() or targets.dtype == torch.bool:
-        raise ValueError(f"targets has shape {tuple(targets.shape)}, dtype {targets.dtype}; expected an int tensor [batch={batch}] of token ids")
+        raise ValueError(
+            f"targets has shape {tuple(targets.shape)}, dtype {targets.dtype}; expected an int tensor [batch={batch}] of token ids"
+        )
     if targets.min() < 0 or targets.max() >= model.cfg.d_vocab:
         raise ValueError(f"targets {targets.tolist()}; expected token ids in [0, {model.cfg.d_vocab - 1}]")
     return targets.long()
@@ -169,12 +210,16 @@ def task_vector(
 # --------------------------------------------------------------------------------------- injection
 
 
-def _query_logits(model: HookedTransformer, tokens: torch.Tensor, index: torch.Tensor) -> Float[torch.Tensor, "batch d_vocab"]:
+def _query_logits(
+    model: HookedTransformer, tokens: torch.Tensor, index: torch.Tensor
+) -> Float[torch.Tensor, "batch d_vocab"]:
     logits = model(tokens, return_type="logits")
     return logits[torch.arange(tokens.shape[0], device=logits.device), index.to(logits.device)]
 
 
-def _target_stats(logits: Float[torch.Tensor, "batch d_vocab"], targets: Int[torch.Tensor, "batch"]) -> dict[str, torch.Tensor]:
+def _target_stats(
+    logits: Float[torch.Tensor, "batch d_vocab"], targets: Int[torch.Tensor, "batch"]
+) -> dict[str, torch.Tensor]:
     targets = targets.to(logits.device)
     rows = torch.arange(len(targets), device=logits.device)
     return {
@@ -267,9 +312,15 @@ def coeff_sweep(
     rows = []
     for coeff in coeffs:
         out = injection.run(coeff)
-        rows.append({"coeff": coeff, "p_target": out["mean_p_target_injected"],
-                     "logit_target": out["mean_logit_target_injected"],
-                     "accuracy": out["mean_accuracy_injected"], "delta_logit": out["mean_delta_logit"]})
+        rows.append(
+            {
+                "coeff": coeff,
+                "p_target": out["mean_p_target_injected"],
+                "logit_target": out["mean_logit_target_injected"],
+                "accuracy": out["mean_accuracy_injected"],
+                "delta_logit": out["mean_delta_logit"],
+            }
+        )
     return pd.DataFrame(rows, columns=["coeff", "p_target", "logit_target", "accuracy", "delta_logit"])
 
 
@@ -331,7 +382,9 @@ def silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> float:
     n = points.shape[0]
     unique, codes = _label_codes(labels, n)
     if not 2 <= len(unique) <= n - 1:
-        raise ValueError(f"labels have {len(unique)} distinct value(s) for {n} points; expected 2 <= #labels <= n - 1 = {n - 1}")
+        raise ValueError(
+            f"labels have {len(unique)} distinct value(s) for {n} points; expected 2 <= #labels <= n - 1 = {n - 1}"
+        )
     codes = torch.as_tensor(codes, device=points.device)
     distances = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")  # [n, n]
     member = torch.nn.functional.one_hot(codes, len(unique)).double()  # [n, K]
@@ -378,7 +431,9 @@ def latent_geometry_figure(
 
     projected = result["projected"].detach().cpu()
     if projected.ndim != 2 or projected.shape[1] < 2:
-        raise ValueError(f"result['projected'] has shape {tuple(projected.shape)}; expected [n, k] with k >= 2 (latent_geometry(..., n_components>=2))")
+        raise ValueError(
+            f"result['projected'] has shape {tuple(projected.shape)}; expected [n, k] with k >= 2 (latent_geometry(..., n_components>=2))"
+        )
     unique, codes = _label_codes(labels, projected.shape[0])
     ratio = result["explained_variance_ratio"]
     fig, ax = subplots(figsize=(4.5, 4))
@@ -390,8 +445,11 @@ def latent_geometry_figure(
         name = str(label) if label_names is None else label_names[label]
         points = projected[torch.as_tensor(codes == code)]
         ax.scatter(points[:, 0], points[:, 1], s=14, color=colours(code % colours.N), label=name, alpha=0.8)
-    ax.set(xlabel=f"PC1 ({float(ratio[0]):.0%} of variance)", ylabel=f"PC2 ({float(ratio[1]):.0%} of variance)",
-           title=f"silhouette {result['silhouette']:.2f} (full), {result['silhouette_pca']:.2f} (PCA)")
+    ax.set(
+        xlabel=f"PC1 ({float(ratio[0]):.0%} of variance)",
+        ylabel=f"PC2 ({float(ratio[1]):.0%} of variance)",
+        title=f"silhouette {result['silhouette']:.2f} (full), {result['silhouette_pca']:.2f} (PCA)",
+    )
     ax.legend(fontsize=7, markerscale=1.2)
     fig.tight_layout()
     return fig
@@ -410,8 +468,9 @@ def cosine_silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> 
     n = points.shape[0]
     unique, codes = _label_codes(labels, n)
     if not 2 <= len(unique) <= n - 1:
-        raise ValueError(f"labels have {len(unique)} distinct value(s) for {n} points; "
-                         f"expected 2 <= #labels <= n - 1 = {n - 1}")
+        raise ValueError(
+            f"labels have {len(unique)} distinct value(s) for {n} points; expected 2 <= #labels <= n - 1 = {n - 1}"
+        )
     unit = points / points.norm(dim=1, keepdim=True).clamp(min=1e-12)
     distances = (1 - unit @ unit.T).clamp(min=0)
     distances.fill_diagonal_(0)
@@ -428,8 +487,9 @@ def cosine_silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> 
     return s.mean().item()
 
 
-def class_cosine_matrix(points: Float[torch.Tensor, "n d"],
-                        labels: Any) -> tuple[Float[torch.Tensor, "K K"], np.ndarray]:
+def class_cosine_matrix(
+    points: Float[torch.Tensor, "n d"], labels: Any
+) -> tuple[Float[torch.Tensor, "K K"], np.ndarray]:
     """``C̄(k, k') = mean_{i in k, j in k'} cos(v_i, v_j)`` (diagonal blocks include ``i = j``), and the sorted
     labels ``[K]`` that index it: the inter/intra-task similarity matrix (Vasudeva et al., Figs. 8 and 17)."""
     points = _check_points(points, min_n=1).double()
@@ -461,8 +521,9 @@ def replace_and_rank(
     index = query_positions(positions, batch, seq_len)
     vectors = torch.as_tensor(vectors)
     if vectors.shape != (batch, model.cfg.d_model):
-        raise ValueError(f"vectors has shape {tuple(vectors.shape)}; "
-                         f"expected [batch={batch}, d_model={model.cfg.d_model}]")
+        raise ValueError(
+            f"vectors has shape {tuple(vectors.shape)}; expected [batch={batch}, d_model={model.cfg.d_model}]"
+        )
     mask = torch.zeros(batch, seq_len, dtype=torch.bool)
     mask[torch.arange(batch), index] = True
     value = vectors[:, None, :].to(tokens.device)

@@ -29,6 +29,7 @@ Reported: median seconds per call; ratios are the median of the per-round ratios
 sweep and SVD part, target > 1x: sharing the SVDs must not be slower), per model and variant the ratio
 to a plain forward (no target).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -116,20 +117,41 @@ def bench_laser(model, Rs, repeats) -> list[dict]:
     rows = []
     for R in Rs:
         rhos = [(i + 1) / (R + 1) for i in range(R)]  # in (0, 1): every rho truncates (no full-rank shortcut)
-        c = compare({"naive": lambda: naive_sweep(model, metric, targets, rhos),
-                     "laser": lambda: shared_sweep(model, metric, rhos)}, "laser", repeats, min_run_time=0.02)
-        cs = compare({"naive": lambda: svd_naive(mats, rhos), "shared": lambda: svd_shared(mats, rhos)}, "shared",
-                     repeats, min_run_time=0.02)
+        c = compare(
+            {
+                "naive": lambda: naive_sweep(model, metric, targets, rhos),
+                "laser": lambda: shared_sweep(model, metric, rhos),
+            },
+            "laser",
+            repeats,
+            min_run_time=0.02,
+        )
+        cs = compare(
+            {"naive": lambda: svd_naive(mats, rhos), "shared": lambda: svd_shared(mats, rhos)},
+            "shared",
+            repeats,
+            min_run_time=0.02,
+        )
         t, res, ts, mres = c.seconds, c.results, cs.seconds, cs.results
         diff = max(abs(res["naive"][key] - res["laser"][key]) for key in res["naive"])
         diff_svd = max((a - b).abs().max().item() for a, b in zip(mres["naive"], mres["shared"]))
         assert len(res["laser"]) == len(res["naive"]) == len(targets) * R
         assert diff < 1e-5, f"laser_sweep and the naive loop disagree by {diff:.3g} (R={R})"
         assert diff_svd < 1e-5, f"truncate and svd + from_svd disagree by {diff_svd:.3g} (R={R})"
-        rows.append(dict(R=R, n_matrices=len(targets), naive_s=t["naive"], laser_s=t["laser"],
-                         speedup=c.ratios["naive"], max_abs_diff=diff, svd_naive_s=ts["naive"],
-                         svd_shared_s=ts["shared"], svd_speedup=cs.ratios["naive"],
-                         svd_max_abs_diff=diff_svd))
+        rows.append(
+            dict(
+                R=R,
+                n_matrices=len(targets),
+                naive_s=t["naive"],
+                laser_s=t["laser"],
+                speedup=c.ratios["naive"],
+                max_abs_diff=diff,
+                svd_naive_s=ts["naive"],
+                svd_shared_s=ts["shared"],
+                svd_speedup=cs.ratios["naive"],
+                svd_max_abs_diff=diff_svd,
+            )
+        )
     return rows
 
 
@@ -161,12 +183,26 @@ def rows(laser: list[dict], overhead: list[dict], neox_sizes: dict) -> list[dict
     out = []
     for r in laser:
         for key, what in (("speedup", "whole sweep"), ("svd_speedup", "SVD part only")):
-            out.append(row(NAME, f"naive low_rank loop / laser_sweep time, {what} (R={r['R']}, {size})", r[key],
-                           "> 1x", r[key] > 1, f"{r['n_matrices'] * r['R']} vs {r['n_matrices']} SVDs"))
+            out.append(
+                row(
+                    NAME,
+                    f"naive low_rank loop / laser_sweep time, {what} (R={r['R']}, {size})",
+                    r[key],
+                    "> 1x",
+                    r[key] > 1,
+                    f"{r['n_matrices'] * r['R']} vs {r['n_matrices']} SVDs",
+                )
+            )
     for r in overhead:
         if r["variant"] != "forward":
-            out.append(row(NAME, f"{r['variant']} / forward time ({r['model']}, no_grad, 8x32 tokens)", r["ratio"],
-                           note=f"{r['ms']:.2f} ms per call"))
+            out.append(
+                row(
+                    NAME,
+                    f"{r['variant']} / forward time ({r['model']}, no_grad, 8x32 tokens)",
+                    r["ratio"],
+                    note=f"{r['ms']:.2f} ms per call",
+                )
+            )
     return out
 
 
@@ -192,28 +228,42 @@ def main(argv=None) -> dict:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     started = time.perf_counter()
 
-    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"),
-                   threads=torch.get_num_threads(), cpus=os.cpu_count(),
-                   python=platform.python_version(), platform=platform.platform(), processor=platform.machine())
-    print(f"mechrecall benchmarks ({'quick' if args.quick else 'full'}): torch {machine['torch']}, "
-          f"TransformerLens {machine['transformer_lens']}, "
-          f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, "
-          f"{machine['platform']}")
+    machine = dict(
+        torch=torch.__version__,
+        transformer_lens=importlib.metadata.version("transformer_lens"),
+        threads=torch.get_num_threads(),
+        cpus=os.cpu_count(),
+        python=platform.python_version(),
+        platform=platform.platform(),
+        processor=platform.machine(),
+    )
+    print(
+        f"mechrecall benchmarks ({'quick' if args.quick else 'full'}): torch {machine['torch']}, "
+        f"TransformerLens {machine['transformer_lens']}, "
+        f"{machine['threads']} thread(s) of {machine['cpus']} CPUs, Python {machine['python']}, "
+        f"{machine['platform']}"
+    )
 
     neox = load_neox(cfg["neox"])
     toy = build_toy_model(TOY, seed=0)
     sizes = ", ".join(f"{k}={v}" for k, v in cfg["neox"].items())
 
-    print(f"\n1. LASER sweep vs naive low_rank loop -- GPT-NeoX ({sizes}), matrices {'+'.join(MATRICES)} "
-          f"x {neox.cfg.n_layers} layers, metric = one forward on 2x16 tokens; median of {repeats}")
+    print(
+        f"\n1. LASER sweep vs naive low_rank loop -- GPT-NeoX ({sizes}), matrices {'+'.join(MATRICES)} "
+        f"x {neox.cfg.n_layers} layers, metric = one forward on 2x16 tokens; median of {repeats}"
+    )
     laser = bench_laser(neox, cfg["Rs"], repeats)
-    print(f"{'R':>4} {'SVDs naive/laser':>17} {'naive s':>9} {'laser_sweep s':>14} {'speed-up':>9} {'max|diff|':>10}"
-          f" | {'R x truncate s':>15} {'svd+R x from_svd s':>19} {'speed-up':>9}")
+    print(
+        f"{'R':>4} {'SVDs naive/laser':>17} {'naive s':>9} {'laser_sweep s':>14} {'speed-up':>9} {'max|diff|':>10}"
+        f" | {'R x truncate s':>15} {'svd+R x from_svd s':>19} {'speed-up':>9}"
+    )
     for r in laser:
         svds = f"{r['n_matrices'] * r['R']}/{r['n_matrices']}"
-        print(f"{r['R']:>4} {svds:>17} {r['naive_s']:>9.3f} {r['laser_s']:>14.3f} {r['speedup']:>8.2f}x "
-              f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} "
-              f"{r['svd_speedup']:>8.2f}x")
+        print(
+            f"{r['R']:>4} {svds:>17} {r['naive_s']:>9.3f} {r['laser_s']:>14.3f} {r['speedup']:>8.2f}x "
+            f"{r['max_abs_diff']:>10.1e} | {r['svd_naive_s']:>15.3f} {r['svd_shared_s']:>19.3f} "
+            f"{r['svd_speedup']:>8.2f}x"
+        )
 
     print(f"\n2. Hook overhead under no_grad, tokens 8x32; ms per call (median of {hook_repeats}), ratio vs forward")
     overhead = bench_hooks("toy", toy, hook_repeats) + bench_hooks("gpt_neox", neox, hook_repeats)
@@ -223,9 +273,18 @@ def main(argv=None) -> dict:
 
     total = time.perf_counter() - started
     print(f"\ntotal {total:.1f} s")
-    out = dict(machine=machine, quick=args.quick, repeats=repeats, hook_repeats=hook_repeats,
-               neox=cfg["neox"], toy=TOY, laser=laser, hook_overhead=overhead, total_s=total,
-               rows=rows(laser, overhead, cfg["neox"]))
+    out = dict(
+        machine=machine,
+        quick=args.quick,
+        repeats=repeats,
+        hook_repeats=hook_repeats,
+        neox=cfg["neox"],
+        toy=TOY,
+        laser=laser,
+        hook_overhead=overhead,
+        total_s=total,
+        rows=rows(laser, overhead, cfg["neox"]),
+    )
     if args.json:
         atomic_write_json(args.json, out)
         print(f"wrote {args.json}")

@@ -16,6 +16,7 @@ twice (once to estimate, once timed). Reported: median wall seconds per run and 
 pass`` (median of the per-round ratios). Target: every ``--help`` within 1 s wall (an experiment module
 only declares its parts; the heavy imports happen when a part runs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,9 @@ def command(args: list[str]):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
 
     def fn() -> None:
-        done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
+        done = subprocess.run(
+            [sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         if done.returncode:
             raise RuntimeError(f"python {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
 
@@ -57,16 +59,26 @@ def main(argv: list[str] | None = None) -> dict:
     fns = {"python -c pass": command(["-c", "pass"])}
     fns.update({f"python -m analyses.{n} --help": command(["-m", f"analyses.{n}", "--help"]) for n in names})
     c = compare(fns, "python -c pass", repeats, min_run_time=0.0)
-    print(f"--help of {len(names)} experiments ({', '.join(names)}), {sys.executable}; median of {repeats} rounds; "
-          f"target <= {TARGET_S:.0f} s each")
+    print(
+        f"--help of {len(names)} experiments ({', '.join(names)}), {sys.executable}; median of {repeats} rounds; "
+        f"target <= {TARGET_S:.0f} s each"
+    )
     print(f"{'command':<48} {'s':>7} {'ratio':>7}")
     for cmd, s in c.seconds.items():
         flag = "" if cmd == c.baseline or s <= TARGET_S else "  ! above target"
         print(f"{cmd:<48} {s:>7.3f} {c.ratios[cmd]:>6.1f}x{flag}")
-    rows = [row(NAME, f"`{cmd.removeprefix('python -m ')}` / `python -c pass` wall time", c.ratios[cmd],
-                f"<= {TARGET_S:.0f} s wall", c.seconds[cmd] <= TARGET_S,
-                f"{c.seconds[cmd]:.2f} s vs {c.seconds[c.baseline]:.2f} s")
-            for cmd in fns if cmd != c.baseline]
+    rows = [
+        row(
+            NAME,
+            f"`{cmd.removeprefix('python -m ')}` / `python -c pass` wall time",
+            c.ratios[cmd],
+            f"<= {TARGET_S:.0f} s wall",
+            c.seconds[cmd] <= TARGET_S,
+            f"{c.seconds[cmd]:.2f} s vs {c.seconds[c.baseline]:.2f} s",
+        )
+        for cmd in fns
+        if cmd != c.baseline
+    ]
     out = dict(experiments=names, repeats=repeats, seconds=c.seconds, ratios=c.ratios, samples=c.samples, rows=rows)
     if args.json:
         atomic_write_json(args.json, out)

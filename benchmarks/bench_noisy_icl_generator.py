@@ -26,6 +26,7 @@ the per-round ratios).
 ``run(quick)`` returns the rows of ``benchmarks/run.py``: per batch size the reference / vectorised time
 ratio, target >= 300x (the issue's; not reached on a small CPU, see the README).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -85,9 +86,13 @@ def bench(cfg: NoisyICLConfig, batch: int, repeats: int, numpy_baseline: bool) -
     assert set(vec.extras) == set(ref.extras)
     density = {k: float(b.loss_mask.float().mean()) for k, b in (("vectorised", vec), ("reference", ref))}
     return {
-        "batch": batch, "seq_len": cfg.seq_len, "seconds": c.seconds, "all_seconds": c.samples,
+        "batch": batch,
+        "seq_len": cfg.seq_len,
+        "seconds": c.seconds,
+        "all_seconds": c.samples,
         "sequences_per_s": {k: batch / v for k, v in c.seconds.items()},
-        "ratio": c.ratios, "loss_mask_density": density,
+        "ratio": c.ratios,
+        "loss_mask_density": density,
     }
 
 
@@ -100,8 +105,16 @@ def rows(results: list[dict], preset: str) -> list[dict]:
             if name != "vectorised":
                 ms = 1e3 * r["seconds"]["vectorised"], 1e3 * r["seconds"][name]
                 target, ok = (f">= {TARGET:.0f}x", r["ratio"][name] >= TARGET) if name == "reference" else ("", None)
-                out.append(row(NAME, f"{name} / vectorised generator time ({size})", r["ratio"][name], target, ok,
-                               f"vectorised {ms[0]:.1f} ms, {name} {ms[1]:.0f} ms per batch"))
+                out.append(
+                    row(
+                        NAME,
+                        f"{name} / vectorised generator time ({size})",
+                        r["ratio"][name],
+                        target,
+                        ok,
+                        f"vectorised {ms[0]:.1f} ms, {name} {ms[1]:.0f} ms per batch",
+                    )
+                )
     return out
 
 
@@ -126,9 +139,11 @@ def main(argv: list[str] | None = None) -> dict:
     T = args.seq_len or (64 if args.quick else 256)
     repeats = args.repeats or 5
     cfg = NoisyICLConfig.preset(args.preset, seq_len=T)
-    print(f"noisy ICL generator, preset={args.preset}, T={T}, alpha={cfg.alpha}, triggers={cfg.triggers}, "
-          f"{repeats} rounds, torch {torch.__version__} ({args.threads} thread), Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"noisy ICL generator, preset={args.preset}, T={T}, alpha={cfg.alpha}, triggers={cfg.triggers}, "
+        f"{repeats} rounds, torch {torch.__version__} ({args.threads} thread), Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs"
+    )
     print(f"{'B':>6}  {'generator':<16} {'ms/batch':>10} {'seq/s':>10} {'ratio':>8}")
     results = []
     for B in batches:
@@ -138,10 +153,17 @@ def main(argv: list[str] | None = None) -> dict:
             ratio = "1.00x" if name == "vectorised" else f"{r['ratio'][name]:.0f}x"
             print(f"{B:>6}  {name:<16} {sec * 1e3:>10.2f} {r['sequences_per_s'][name]:>10.0f} {ratio:>8}")
         verdict = "met" if r["ratio"]["reference"] >= TARGET else "NOT met"
-        print(f"{'':>6}  speed-up vs the Python reference {r['ratio']['reference']:.0f}x "
-              f"(target >= {TARGET:.0f}x: {verdict})")
-    out = {"preset": args.preset, "seq_len": T, "threads": args.threads, "results": results,
-           "rows": rows(results, args.preset)}
+        print(
+            f"{'':>6}  speed-up vs the Python reference {r['ratio']['reference']:.0f}x "
+            f"(target >= {TARGET:.0f}x: {verdict})"
+        )
+    out = {
+        "preset": args.preset,
+        "seq_len": T,
+        "threads": args.threads,
+        "results": results,
+        "rows": rows(results, args.preset),
+    }
     if args.json:
         atomic_write_json(args.json, out)
         print(f"wrote {args.json}")

@@ -52,6 +52,7 @@ of seconds on one CPU thread).
 
 ``run(quick)`` returns the rows of ``benchmarks/run.py``: per size tl/plain and trainer/plain, target <= 1.15x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,7 +84,7 @@ TARGET = 1.15
 D_VOCAB = 65
 SGD = dict(lr=0.03, momentum=0.9, weight_decay=1e-4)
 SIZES = {
-    "smoke": dict(d_model=64, seq_len=64, batch=64),     # preset "smoke" of analyses.papers.distributional.noisy_icl
+    "smoke": dict(d_model=64, seq_len=64, batch=64),  # preset "smoke" of analyses.papers.distributional.noisy_icl
     "large": dict(d_model=128, seq_len=128, batch=128),
     "paper": dict(d_model=256, seq_len=256, batch=512),  # the paper's size (preset "paper")
 }
@@ -112,8 +113,13 @@ class PlainTwoLayer(nn.Module):
         for _ in range(n_layers):
             layer = nn.Module()
             layer.register_buffer("W_Q", torch.eye(d_model))
-            for name, shape in (("W_K", (d_model, d_model)), ("W_V", (d_model, d_model)), ("W_O", (d_model, d_model)),
-                                ("W_in", (d_model, d_mlp)), ("W_out", (d_mlp, d_model))):
+            for name, shape in (
+                ("W_K", (d_model, d_model)),
+                ("W_V", (d_model, d_model)),
+                ("W_O", (d_model, d_model)),
+                ("W_in", (d_model, d_mlp)),
+                ("W_out", (d_mlp, d_model)),
+            ):
                 setattr(layer, name, nn.Parameter(torch.zeros(shape)))
             self.layers.append(layer)
 
@@ -181,9 +187,13 @@ def check_equivalent(tl, plain, batch: Batch) -> dict:
     grads_tl = {n: p.grad for n, p in tl.named_parameters() if p.requires_grad}
     grad_diff = 0.0
     for l, layer in enumerate(plain.layers):
-        pairs = [(layer.W_K, grads_tl[f"blocks.{l}.attn.W_K"][0]), (layer.W_V, grads_tl[f"blocks.{l}.attn.W_V"][0]),
-                 (layer.W_O, grads_tl[f"blocks.{l}.attn.W_O"][0]), (layer.W_in, grads_tl[f"blocks.{l}.mlp.W_in"]),
-                 (layer.W_out, grads_tl[f"blocks.{l}.mlp.W_out"])]
+        pairs = [
+            (layer.W_K, grads_tl[f"blocks.{l}.attn.W_K"][0]),
+            (layer.W_V, grads_tl[f"blocks.{l}.attn.W_V"][0]),
+            (layer.W_O, grads_tl[f"blocks.{l}.attn.W_O"][0]),
+            (layer.W_in, grads_tl[f"blocks.{l}.mlp.W_in"]),
+            (layer.W_out, grads_tl[f"blocks.{l}.mlp.W_out"]),
+        ]
         for p, g in pairs:
             grad_diff = max(grad_diff, ((p.grad - g).abs().max() / g.abs().max().clamp_min(1e-30)).item())
     assert grad_diff < 1e-5, f"TL and plain gradients differ by {grad_diff:.3g} (relative)"
@@ -257,8 +267,10 @@ def measure(runners: dict, repeats: int, min_time: float, steps: int | None = No
         fastest = min(run(2) for run in runners.values())
         n = n or max(2, math.ceil(min_time / max(fastest, 1e-9)))
     c = interleave({name: (lambda run=run: run(n)) for name, run in runners.items()}, "plain", repeats)
-    return {name: dict(s=c.seconds[name], ratio=c.ratios[name], steps_per_sample=n, samples=c.samples[name])
-            for name in runners}
+    return {
+        name: dict(s=c.seconds[name], ratio=c.ratios[name], steps_per_sample=n, samples=c.samples[name])
+        for name in runners
+    }
 
 
 def setup_candidates(size: dict, device: torch.device) -> tuple[dict, dict, Batch, list, dict]:
@@ -271,23 +283,41 @@ def setup_candidates(size: dict, device: torch.device) -> tuple[dict, dict, Batc
     models = {c: to_device(m, device) for c, m in models.items()}
     diffs = check_equivalent(models["tl"], models["plain"], batch)
     setup: list[float] = []
-    runners = {"tl": loop_runner(models["tl"], batch, device), "plain": loop_runner(models["plain"], batch, device),
-               "trainer": trainer_runner(models["trainer"], batch, device, setup)}
+    runners = {
+        "tl": loop_runner(models["tl"], batch, device),
+        "plain": loop_runner(models["plain"], batch, device),
+        "trainer": trainer_runner(models["trainer"], batch, device, setup),
+    }
     return models, runners, batch, setup, diffs
 
 
-def bench_size(name: str, size: dict, repeats: int, min_time: float, device: torch.device,
-               steps: int | None = None, warmup: bool = True) -> dict:
+def bench_size(
+    name: str,
+    size: dict,
+    repeats: int,
+    min_time: float,
+    device: torch.device,
+    steps: int | None = None,
+    warmup: bool = True,
+) -> dict:
     models, runners, batch, setup, diffs = setup_candidates(size, device)
     t = measure(runners, repeats, min_time, steps=steps, warmup=warmup)
     with torch.no_grad():  # (a) and (b) trained the same trajectory (the trainer's momentum restarts per call)
         losses = {c: masked_loss(m, batch).item() for c, m in models.items()}
     paired = {c: t[c]["ratio"] for c in CANDIDATES}  # median over rounds of (candidate / plain) in the same round
-    return dict(size=name, **size, d_mlp=4 * size["d_model"], loss_tokens=int(batch.loss_mask.sum()), **diffs,
-                ms={c: 1e3 * t[c]["s"] for c in CANDIDATES}, ratio=paired,
-                steps_per_sample=t["plain"]["steps_per_sample"],
-                samples_ms={c: [1e3 * s for s in t[c]["samples"]] for c in CANDIDATES},
-                trainer_setup_ms=1e3 * statistics.median(setup) if setup else None, final_loss=losses)
+    return dict(
+        size=name,
+        **size,
+        d_mlp=4 * size["d_model"],
+        loss_tokens=int(batch.loss_mask.sum()),
+        **diffs,
+        ms={c: 1e3 * t[c]["s"] for c in CANDIDATES},
+        ratio=paired,
+        steps_per_sample=t["plain"]["steps_per_sample"],
+        samples_ms={c: [1e3 * s for s in t[c]["samples"]] for c in CANDIDATES},
+        trainer_setup_ms=1e3 * statistics.median(setup) if setup else None,
+        final_loss=losses,
+    )
 
 
 # ----------------------------------------------------------------------------- profile
@@ -318,22 +348,30 @@ def profile_report(name: str, size: dict, device: torch.device, top: int = 16) -
     steps, rounds = (10, 3) if work <= 64**3 else (2, 2) if work <= 128**3 else (1, 1)
     ops, wall = op_profile(size, device, steps, rounds)
     keys = sorted(set().union(*ops.values()), key=lambda k: -max(o.get(k, 0.0) for o in ops.values()))
-    print(f"\n-- profile, size {name} (d={size['d_model']}, T={size['seq_len']}, B={size['batch']}): torch.profiler "
-          f"self CPU ms per step, {rounds} interleaved rounds x {steps} steps (profiler overhead included; the "
-          f"trainer's ops include its per-call setup, one no-grad forward per {steps} steps, its wall time does not)")
+    print(
+        f"\n-- profile, size {name} (d={size['d_model']}, T={size['seq_len']}, B={size['batch']}): torch.profiler "
+        f"self CPU ms per step, {rounds} interleaved rounds x {steps} steps (profiler overhead included; the "
+        f"trainer's ops include its per-call setup, one no-grad forward per {steps} steps, its wall time does not)"
+    )
     print(f"{'op':<44} {'tl':>8} {'plain':>8} {'trainer':>8} {'tl-plain':>9}")
     for k in keys[:top]:
         v = {c: ops[c].get(k, 0.0) for c in CANDIDATES}
         print(f"{k[:44]:<44} {v['tl']:>8.2f} {v['plain']:>8.2f} {v['trainer']:>8.2f} {v['tl'] - v['plain']:>+9.2f}")
     totals = {c: sum(o.values()) for c, o in ops.items()}
-    print(f"{'sum of self CPU (all ops)':<44} {totals['tl']:>8.2f} {totals['plain']:>8.2f} {totals['trainer']:>8.2f}"
-          f" {totals['tl'] - totals['plain']:>+9.2f}")
-    print(f"{'wall ms per step (while profiled)':<44} {wall['tl']:>8.2f} {wall['plain']:>8.2f} {wall['trainer']:>8.2f}"
-          f" {wall['tl'] - wall['plain']:>+9.2f}")
+    print(
+        f"{'sum of self CPU (all ops)':<44} {totals['tl']:>8.2f} {totals['plain']:>8.2f} {totals['trainer']:>8.2f}"
+        f" {totals['tl'] - totals['plain']:>+9.2f}"
+    )
+    print(
+        f"{'wall ms per step (while profiled)':<44} {wall['tl']:>8.2f} {wall['plain']:>8.2f} {wall['trainer']:>8.2f}"
+        f" {wall['tl'] - wall['plain']:>+9.2f}"
+    )
     only_trainer = {k: v for k, v in ops["trainer"].items() if k not in ops["tl"] and v >= 0.005}
     if only_trainer:
-        print("ops only in the trainer (ms/step): " + ", ".join(f"{k} {v:.3f}" for k, v in
-                                                             sorted(only_trainer.items(), key=lambda kv: -kv[1])))
+        print(
+            "ops only in the trainer (ms/step): "
+            + ", ".join(f"{k} {v:.3f}" for k, v in sorted(only_trainer.items(), key=lambda kv: -kv[1]))
+        )
     return dict(size=name, steps=steps, rounds=rounds, wall_ms=wall, ops_ms={c: dict(o) for c, o in ops.items()})
 
 
@@ -343,9 +381,11 @@ def overhead_floor(device: torch.device, repeats: int) -> dict:
     _, runners, *_ = setup_candidates(size, device)
     t = measure(runners, repeats, 0.15)
     ms = {c: 1e3 * t[c]["s"] for c in CANDIDATES}
-    print(f"\n-- fixed per-step overhead, tiny size (d=64, T=16, B=4; median of {repeats} rounds): "
-          + ", ".join(f"{c} {ms[c]:.2f} ms" for c in CANDIDATES)
-          + f"; tl - plain = {ms['tl'] - ms['plain']:.2f} ms, trainer - tl = {ms['trainer'] - ms['tl']:.2f} ms")
+    print(
+        f"\n-- fixed per-step overhead, tiny size (d=64, T=16, B=4; median of {repeats} rounds): "
+        + ", ".join(f"{c} {ms[c]:.2f} ms" for c in CANDIDATES)
+        + f"; tl - plain = {ms['tl'] - ms['plain']:.2f} ms, trainer - tl = {ms['trainer'] - ms['tl']:.2f} ms"
+    )
     return dict(size=size, ms=ms)
 
 
@@ -359,8 +399,16 @@ def rows(results: list[dict]) -> list[dict]:
         size = f"{r['size']}: d={r['d_model']}, T={r['seq_len']}, B={r['batch']}"
         for c, what in (("tl", "HookedTransformer loop"), ("trainer", "mechrecall.trainer.train")):
             ms = r["ms"][c], r["ms"]["plain"]
-            out.append(row(NAME, f"{what} / plain-torch training step time ({size})", r["ratio"][c],
-                           f"<= {TARGET:.2f}x", r["ratio"][c] <= TARGET, f"{ms[0]:.1f} vs {ms[1]:.1f} ms per step"))
+            out.append(
+                row(
+                    NAME,
+                    f"{what} / plain-torch training step time ({size})",
+                    r["ratio"][c],
+                    f"<= {TARGET:.2f}x",
+                    r["ratio"][c] <= TARGET,
+                    f"{ms[0]:.1f} vs {ms[1]:.1f} ms per step",
+                )
+            )
     return out
 
 
@@ -370,22 +418,27 @@ def run(quick: bool) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'size':<6} {'d':>4} {'T':>4} {'B':>4} {'loss pos':>8} | {'tl ms':>9} {'plain ms':>9} {'trainer ms':>10}"
-          f" | {'tl/plain':>8} {'trainer/plain':>13} | {'setup ms':>9} {'|dlogit|':>9}")
+    print(
+        f"{'size':<6} {'d':>4} {'T':>4} {'B':>4} {'loss pos':>8} | {'tl ms':>9} {'plain ms':>9} {'trainer ms':>10}"
+        f" | {'tl/plain':>8} {'trainer/plain':>13} | {'setup ms':>9} {'|dlogit|':>9}"
+    )
     for r in rows:
         ms, ratio = r["ms"], r["ratio"]
         flag = lambda x: " " if x <= TARGET else "!"  # noqa: E731
-        print(f"{r['size']:<6} {r['d_model']:>4} {r['seq_len']:>4} {r['batch']:>4} {r['loss_tokens']:>8} | "
-              f"{ms['tl']:>9.2f} {ms['plain']:>9.2f} {ms['trainer']:>10.2f} | {ratio['tl']:>7.2f}x{flag(ratio['tl'])}"
-              f" {ratio['trainer']:>12.2f}x{flag(ratio['trainer'])} | {r['trainer_setup_ms']:>9.1f} "
-              f"{r['max_abs_logit_diff']:>9.1e}")
+        print(
+            f"{r['size']:<6} {r['d_model']:>4} {r['seq_len']:>4} {r['batch']:>4} {r['loss_tokens']:>8} | "
+            f"{ms['tl']:>9.2f} {ms['plain']:>9.2f} {ms['trainer']:>10.2f} | {ratio['tl']:>7.2f}x{flag(ratio['tl'])}"
+            f" {ratio['trainer']:>12.2f}x{flag(ratio['trainer'])} | {r['trainer_setup_ms']:>9.1f} "
+            f"{r['max_abs_logit_diff']:>9.1e}"
+        )
 
 
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke size only, 5 rounds (~15 s)")
-    p.add_argument("--paper", action="store_true",
-                   help="also d = T = 256, B = 512: 3 rounds of 1 + 1 steps (slow on CPU)")
+    p.add_argument(
+        "--paper", action="store_true", help="also d = T = 256, B = 512: 3 rounds of 1 + 1 steps (slow on CPU)"
+    )
     p.add_argument("--profile", action="store_true", help="also profile (a), (b) and the trainer at each size")
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     p.add_argument("--repeats", type=int, default=None, help="rounds per size (median over them)")
@@ -399,17 +452,27 @@ def main(argv=None) -> dict:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     started = time.perf_counter()
 
-    machine = dict(torch=torch.__version__, transformer_lens=importlib.metadata.version("transformer_lens"),
-                   threads=torch.get_num_threads(), cpus=os.cpu_count(), device=str(device),
-                   device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine(),
-                   python=platform.python_version(), platform=platform.platform())
-    print(f"noisy-ICL training step ({'quick' if args.quick else 'full'}{' + paper' if args.paper else ''}): "
-          f"torch {machine['torch']}, TransformerLens {machine['transformer_lens']}, {machine['threads']} thread(s) "
-          f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), "
-          f"Python {machine['python']}, {machine['platform']}")
-    print(f"one step = forward + masked CE + backward + SGD(lr=0.03, momentum=0.9, wd=1e-4) + zero_grad; "
-          f"median ms per step over {repeats} interleaved rounds (>= {cfg['min_time']:.2f} s each); ratios = median "
-          f"of the per-round ratios; '!' = above the {TARGET:.2f}x target")
+    machine = dict(
+        torch=torch.__version__,
+        transformer_lens=importlib.metadata.version("transformer_lens"),
+        threads=torch.get_num_threads(),
+        cpus=os.cpu_count(),
+        device=str(device),
+        device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else platform.machine(),
+        python=platform.python_version(),
+        platform=platform.platform(),
+    )
+    print(
+        f"noisy-ICL training step ({'quick' if args.quick else 'full'}{' + paper' if args.paper else ''}): "
+        f"torch {machine['torch']}, TransformerLens {machine['transformer_lens']}, {machine['threads']} thread(s) "
+        f"of {machine['cpus']} CPUs, device {machine['device']} ({machine['device_name']}), "
+        f"Python {machine['python']}, {machine['platform']}"
+    )
+    print(
+        f"one step = forward + masked CE + backward + SGD(lr=0.03, momentum=0.9, wd=1e-4) + zero_grad; "
+        f"median ms per step over {repeats} interleaved rounds (>= {cfg['min_time']:.2f} s each); ratios = median "
+        f"of the per-round ratios; '!' = above the {TARGET:.2f}x target"
+    )
 
     results = []
     for name in cfg["sizes"]:
@@ -420,12 +483,16 @@ def main(argv=None) -> dict:
         results.append(bench_size("paper", SIZES["paper"], PAPER["repeats"], 0.0, device, steps=steps, warmup=False))
     print()
     print_table(results)
-    print("setup ms = the trainer's fixed cost per train() call (optimiser + no-grad validation forward), "
-          "not in 'trainer ms'; |dlogit| = max |TL - plain| logit before training")
-    print("checks: max relative gradient difference TL vs plain "
-          + ", ".join(f"{r['size']} {r['max_rel_grad_diff']:.1e}" for r in results)
-          + "; |loss TL - loss plain| after the same training steps "
-          + ", ".join(f"{r['size']} {abs(r['final_loss']['tl'] - r['final_loss']['plain']):.1e}" for r in results))
+    print(
+        "setup ms = the trainer's fixed cost per train() call (optimiser + no-grad validation forward), "
+        "not in 'trainer ms'; |dlogit| = max |TL - plain| logit before training"
+    )
+    print(
+        "checks: max relative gradient difference TL vs plain "
+        + ", ".join(f"{r['size']} {r['max_rel_grad_diff']:.1e}" for r in results)
+        + "; |loss TL - loss plain| after the same training steps "
+        + ", ".join(f"{r['size']} {abs(r['final_loss']['tl'] - r['final_loss']['plain']):.1e}" for r in results)
+    )
 
     profiled = None
     if args.profile:
@@ -434,8 +501,19 @@ def main(argv=None) -> dict:
 
     total = time.perf_counter() - started
     print(f"\ntotal {total:.1f} s")
-    out = dict(machine=machine, quick=args.quick, paper=args.paper, repeats=repeats, min_time=cfg["min_time"],
-               sgd=SGD, target=TARGET, sizes=results, profile=profiled, total_s=total, rows=rows(results))
+    out = dict(
+        machine=machine,
+        quick=args.quick,
+        paper=args.paper,
+        repeats=repeats,
+        min_time=cfg["min_time"],
+        sgd=SGD,
+        target=TARGET,
+        sizes=results,
+        profile=profiled,
+        total_s=total,
+        rows=rows(results),
+    )
     if args.json:
         atomic_write_json(args.json, out)
         print(f"wrote {args.json}")

@@ -11,6 +11,7 @@ when none), ``ok`` (``None`` when no target) and ``note``. A benchmark that rais
 with its error, and the others still run. Exit status: 1 when a benchmark raised, else 0 (a missed target
 is reported, not an error: the numbers depend on the machine).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -75,7 +76,7 @@ def print_table(rows: list[dict]) -> None:
     print(f"{'benchmark':<20} {'measure':<{width}} {'ratio':>8}  {'target':<12} {'ok':<3}  note")
     for r in rows:
         ok = {True: "yes", False: "NO", None: "-"}[r["ok"]]
-        measure = r["measure"] if len(r["measure"]) <= width else r["measure"][:width - 3] + "..."
+        measure = r["measure"] if len(r["measure"]) <= width else r["measure"][: width - 3] + "..."
         note = r["note"] if r["measure"] != ERROR else ""  # errors are printed in full below the table
         print(f"{r['benchmark']:<20} {measure:<{width}} {r['ratio']:>7.2f}x  {r['target']:<12} {ok:<3}  {note}")
 
@@ -98,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    print(f"benchmarks ({'quick' if quick else 'full'}): {', '.join(selected)}; torch {torch.__version__} "
-          f"(1 thread: each benchmark's default), {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(
+        f"benchmarks ({'quick' if quick else 'full'}): {', '.join(selected)}; torch {torch.__version__} "
+        f"(1 thread: each benchmark's default), {os.cpu_count()} CPUs, Python {platform.python_version()}"
+    )
     started, rows, seconds = time.perf_counter(), [], {}
     for name, path in selected.items():
         t = time.perf_counter()
@@ -114,12 +117,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error in {r['benchmark']}: {r['note']}")
     counts = {label: sum(r["ok"] is value for r in rows) for label, value in (("ok", True), ("missed", False))}
     no_target = sum(r["ok"] is None for r in rows)
-    print(f"\noverall: {len(rows)} rows from {len(selected)} benchmarks: {counts['ok']} met their target, "
-          f"{counts['missed'] - len(errors)} missed, {no_target} without a target, {len(errors)} benchmark(s) raised; "
-          f"{total:.0f} s")
+    print(
+        f"\noverall: {len(rows)} rows from {len(selected)} benchmarks: {counts['ok']} met their target, "
+        f"{counts['missed'] - len(errors)} missed, {no_target} without a target, {len(errors)} benchmark(s) raised; "
+        f"{total:.0f} s"
+    )
     if args.json:
-        atomic_write_json(args.json, dict(quick=quick, torch=torch.__version__, python=platform.python_version(),
-                                          cpus=os.cpu_count(), seconds=seconds, total_s=total, rows=rows))
+        atomic_write_json(
+            args.json,
+            dict(
+                quick=quick,
+                torch=torch.__version__,
+                python=platform.python_version(),
+                cpus=os.cpu_count(),
+                seconds=seconds,
+                total_s=total,
+                rows=rows,
+            ),
+        )
         print(f"wrote {args.json}")
     return 1 if errors else 0
 

@@ -16,6 +16,7 @@ rounds, and per candidate the ratio to the baseline as the median over rounds of
 that round), which follows slow load drifts better than a ratio of medians. ``interleave`` is the same
 round-robin for candidates that time themselves (a callable returning the seconds of one sample).
 """
+
 from __future__ import annotations
 
 import statistics
@@ -52,13 +53,22 @@ def interleave(samplers: dict[str, Callable[[], float]], baseline: str, rounds: 
         for name, sample in samplers.items():
             samples[name].append(sample())
     base = samples[baseline]
-    return Comparison(baseline=baseline, seconds={k: statistics.median(v) for k, v in samples.items()},
-                      ratios={k: statistics.median(x / y for x, y in zip(v, base)) for k, v in samples.items()},
-                      samples=samples)
+    return Comparison(
+        baseline=baseline,
+        seconds={k: statistics.median(v) for k, v in samples.items()},
+        ratios={k: statistics.median(x / y for x, y in zip(v, base)) for k, v in samples.items()},
+        samples=samples,
+    )
 
 
-def compare(fns: dict[str, Callable[[], Any]], baseline: str, rounds: int = 3, min_run_time: float = 0.05,
-            num_threads: int | None = None, warmup: bool = True) -> Comparison:
+def compare(
+    fns: dict[str, Callable[[], Any]],
+    baseline: str,
+    rounds: int = 3,
+    min_run_time: float = 0.05,
+    num_threads: int | None = None,
+    warmup: bool = True,
+) -> Comparison:
     """Time every function of ``fns`` with ``time_call`` in ``rounds`` interleaved rounds, after one warm-up call
     each (``warmup=False``: none, and no ``results``); the ratios are to ``fns[baseline]``."""
     results = {name: fn() for name, fn in fns.items()} if warmup else {}

@@ -12,6 +12,7 @@ Activation edits (``hooks.activations``) are TransformerLens forward hooks added
 
 Positions for every activation edit are given as in ``hooks.positions``.
 """
+
 from hooks.activations import (
     ablate,
     activation_means,
@@ -42,8 +43,29 @@ from hooks.weights import (
 )
 
 __all__ = [
-    "MATRICES", "SVD", "Positions", "ablate", "activation_means", "add_hook", "add_vector", "attn_out_hook_name",
-    "edit_matrix", "from_svd", "get_matrix", "head_hook_name", "hooked", "low_rank", "matrix_params",
-    "mlp_out_hook_name", "patch", "position_mask", "rank_for", "replace_hook", "restored", "set_matrix", "svd",
-    "truncate", "truncation",
+    "MATRICES",
+    "SVD",
+    "Positions",
+    "ablate",
+    "activation_means",
+    "add_hook",
+    "add_vector",
+    "attn_out_hook_name",
+    "edit_matrix",
+    "from_svd",
+    "get_matrix",
+    "head_hook_name",
+    "hooked",
+    "low_rank",
+    "matrix_params",
+    "mlp_out_hook_name",
+    "patch",
+    "position_mask",
+    "rank_for",
+    "replace_hook",
+    "restored",
+    "set_matrix",
+    "svd",
+    "truncate",
+    "truncation",
 ]

@@ -8,6 +8,7 @@ Hook names follow TransformerLens: a head's output is edited at ``blocks.{l}.att
 (``[batch, pos, head, d_head]``, before ``W_O``), a whole attention layer at ``blocks.{l}.hook_attn_out``
 and an MLP at ``blocks.{l}.hook_mlp_out`` (both ``[batch, pos, d_model]``).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -56,9 +57,7 @@ def check_hook_names(model: HookedTransformer, names: Iterable[str]) -> None:
 # --------------------------------------------------------------------------------------- hook functions
 
 
-def replace_hook(
-    value: torch.Tensor | float, positions: Positions = None, head: int | None = None
-) -> HookFn:
+def replace_hook(value: torch.Tensor | float, positions: Positions = None, head: int | None = None) -> HookFn:
     """A hook replacing the activation (or head ``head`` of it) at ``positions`` by ``value``.
 
     ``value`` broadcasts against the selected slice: ``0.0`` for zero ablation, a mean
@@ -104,7 +103,11 @@ def hooked(model: HookedTransformer, fwd_hooks: Sequence[tuple[str, HookFn]]) ->
 
 @torch.no_grad()
 def activation_means(
-    model: HookedTransformer, tokens: torch.Tensor, names: Sequence[str], *, over: Literal["batch", "batch_pos"] = "batch"
+    model: HookedTransformer,
+    tokens: torch.Tensor,
+    names: Sequence[str],
+    *,
+    over: Literal["batch", "batch_pos"] = "batch",
 ) -> dict[str, torch.Tensor]:
     """Mean activation at each hook in ``names`` over a reference batch.
 

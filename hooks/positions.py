@@ -11,6 +11,7 @@ A ``Positions`` value is any of:
 ``position_mask`` turns any of them into a bool mask ``[batch, pos]`` for the activation at hand, and
 raises a ``ValueError`` naming the bad value when it does not fit.
 """
+
 from __future__ import annotations
 
 from typing import Sequence, Union

@@ -25,6 +25,7 @@ Truncating a pretrained model loaded with TL processing truncates a different ma
 multiplies LayerNorm weights into ``W_in``/``W_Q``...); ``low_rank`` refuses such a model unless
 ``allow_processed=True`` — reload it with ``pretrained.load(name, processing="raw")``.
 """
+
 from __future__ import annotations
 
 import math
@@ -73,7 +74,9 @@ def from_svd(factors: SVD, k: int, like: torch.Tensor) -> Float[torch.Tensor, "m
     return ((U[:, :k] * S[:k]) @ Vh[:k]).to(like.dtype).to(like.device)
 
 
-def truncate(W: Float[torch.Tensor, "m n"], rho: float, *, dtype: torch.dtype = torch.float64) -> Float[torch.Tensor, "m n"]:
+def truncate(
+    W: Float[torch.Tensor, "m n"], rho: float, *, dtype: torch.dtype = torch.float64
+) -> Float[torch.Tensor, "m n"]:
     """The best rank-``floor(rho * min(m, n))`` approximation of ``W`` (Eckart-Young), as a new tensor.
 
     ``rho = 0`` gives zeros; full rank returns an exact copy of ``W``.
@@ -178,8 +181,10 @@ def _set_ov(params: Sequence[torch.Tensor], h: int, W: torch.Tensor, factors: An
     if factors is None:
         U, S, Vh = torch.linalg.svd(W.detach().to(torch.float64), full_matrices=False)
         if S.numel() > d_head and S[d_head] > 1e-6 * S[0]:
-            raise ValueError(f"an attn_ov matrix must have rank <= d_head={d_head} (singular value "
-                             f"{d_head + 1} is {S[d_head].item():.3g})")
+            raise ValueError(
+                f"an attn_ov matrix must have rank <= d_head={d_head} (singular value "
+                f"{d_head + 1} is {S[d_head].item():.3g})"
+            )
         factors = (U[:, :d_head] * S[:d_head], Vh[:d_head])
     left, right = factors
     if left.shape[-1] > d_head:  # singular directions beyond d_head must carry (numerically) nothing

@@ -19,16 +19,35 @@ __version__ = "0.1.0"
 
 _SIBLINGS = ("analyses", "hooks", "pretrained")
 _LAZY = {
-    **dict.fromkeys(('FactoredMatrix', 'HookedTransformer', 'HookedTransformerConfig', 'HookPoint'), "mechrecall._tl"),
-    **dict.fromkeys(('build_from_spec', 'build_toy_model', 'make_config', 'model_spec', 'trainable_parameters'), "mechrecall.builder"),
-    **dict.fromkeys(('load_model', 'load_weights', 'save_checkpoint'), "mechrecall.checkpoint"),
-    **dict.fromkeys(('save_figure', 'versions'), "mechrecall.results"),
-    **dict.fromkeys(('Claim', 'Rule', 'at_least', 'at_most', 'between', 'near', 'is_true', 'not_run'), "mechrecall.claims"),
-    **dict.fromkeys(('Experiment', 'Part', 'Option', 'PartResult', 'Context'), "mechrecall.experiment"),
-    **dict.fromkeys(('UsageError',), "mechrecall.errors"),
-    **dict.fromkeys(('Batch',), "mechrecall.batch"),
-    **dict.fromkeys(('Freeze', 'LinearFeedForward', 'NoFeedForward', 'PermanentHook', 'PreviousTokenEmbedding', 'SetActivation', 'SetWeight', 'Surgery', 'TrainableEntries', 'ZeroBiases'), "mechrecall.surgeries"),
-    **dict.fromkeys(('TrainConfig', 'TrainResult', 'latest_checkpoint', 'train'), "mechrecall.trainer"),
+    **dict.fromkeys(("FactoredMatrix", "HookedTransformer", "HookedTransformerConfig", "HookPoint"), "mechrecall._tl"),
+    **dict.fromkeys(
+        ("build_from_spec", "build_toy_model", "make_config", "model_spec", "trainable_parameters"),
+        "mechrecall.builder",
+    ),
+    **dict.fromkeys(("load_model", "load_weights", "save_checkpoint"), "mechrecall.checkpoint"),
+    **dict.fromkeys(("save_figure", "versions"), "mechrecall.results"),
+    **dict.fromkeys(
+        ("Claim", "Rule", "at_least", "at_most", "between", "near", "is_true", "not_run"), "mechrecall.claims"
+    ),
+    **dict.fromkeys(("Experiment", "Part", "Option", "PartResult", "Context"), "mechrecall.experiment"),
+    **dict.fromkeys(("UsageError",), "mechrecall.errors"),
+    **dict.fromkeys(("Batch",), "mechrecall.batch"),
+    **dict.fromkeys(
+        (
+            "Freeze",
+            "LinearFeedForward",
+            "NoFeedForward",
+            "PermanentHook",
+            "PreviousTokenEmbedding",
+            "SetActivation",
+            "SetWeight",
+            "Surgery",
+            "TrainableEntries",
+            "ZeroBiases",
+        ),
+        "mechrecall.surgeries",
+    ),
+    **dict.fromkeys(("TrainConfig", "TrainResult", "latest_checkpoint", "train"), "mechrecall.trainer"),
 }
 
 

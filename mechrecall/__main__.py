@@ -1,7 +1,7 @@
 """Command line: ``mechrecall <experiment> [options]`` runs ``python -m analyses.<experiment> [options]``.
 
-    mechrecall --help                    # the experiments found
-    mechrecall noisy_icl --preset micro  # = python -m analyses.noisy_icl --preset micro
+mechrecall --help                    # the experiments found
+mechrecall noisy_icl --preset micro  # = python -m analyses.noisy_icl --preset micro
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ TransformerLens 4.0 removed ``HookedTransformer``; this project pins ``transform
 Every module imports the classes from here, so a later port (e.g. to 4.x's
 ``TransformerBridge.boot_native``) touches one file.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -24,4 +25,11 @@ with warnings.catch_warnings():
     from transformer_lens.FactoredMatrix import FactoredMatrix
     from transformer_lens.utilities import get_act_name  # "pattern", 1 -> "blocks.1.attn.hook_pattern"
 
-__all__ = ["ActivationCache", "HookedTransformer", "HookedTransformerConfig", "HookPoint", "FactoredMatrix", "get_act_name"]
+__all__ = [
+    "ActivationCache",
+    "HookedTransformer",
+    "HookedTransformerConfig",
+    "HookPoint",
+    "FactoredMatrix",
+    "get_act_name",
+]

@@ -13,6 +13,7 @@ The result is a plain ``HookedTransformer`` (``run_with_cache``, ``run_with_hook
 work on it). It carries its own recipe, ``model_spec(model)`` (config + surgeries + seed, JSON), from
 which ``build_from_spec`` rebuilds it exactly: that recipe is what checkpoints store.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -103,7 +104,11 @@ def build_toy_model(
         if not isinstance(s, Surgery):
             raise ValueError(f"surgeries must be Surgery objects or dicts, got {type(s).__name__}")
     if seed is None:
-        seed = cfg.seed if isinstance(cfg, HookedTransformerConfig) else (cfg.get("seed") if isinstance(cfg, dict) else None)
+        seed = (
+            cfg.seed
+            if isinstance(cfg, HookedTransformerConfig)
+            else (cfg.get("seed") if isinstance(cfg, dict) else None)
+        )
     seed = 0 if seed is None else int(seed)
     with torch.random.fork_rng(devices=[]):
         config = make_config(cfg, seed=seed)
@@ -115,7 +120,12 @@ def build_toy_model(
         generator = torch.Generator().manual_seed(derive_seed(seed, index))
         surgery.apply(model, generator)
         model.setup()  # registers HookPoints of swapped-in modules
-    model.mechrecall_spec = {"format": SPEC_FORMAT, "cfg": cfg_to_dict(config), "surgeries": [s.to_dict() for s in surgeries], "seed": seed}
+    model.mechrecall_spec = {
+        "format": SPEC_FORMAT,
+        "cfg": cfg_to_dict(config),
+        "surgeries": [s.to_dict() for s in surgeries],
+        "seed": seed,
+    }
     return model
 
 

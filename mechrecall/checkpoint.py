@@ -12,6 +12,7 @@ Layout of a checkpoint directory::
 rebuilds the exact architecture (surgeries and permanent hooks included) before loading the weights,
 and ``load_weights(model, path)`` refuses a checkpoint written for a different model.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,12 @@ def save_checkpoint(
         state: extra JSON-able data (e.g. the trainer's config and metrics history).
     """
     path = Path(path)
-    meta: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "model_spec": model_spec(model), "step": step, "state": state or {}}
+    meta: dict[str, Any] = {
+        "format": CHECKPOINT_FORMAT,
+        "model_spec": model_spec(model),
+        "step": step,
+        "state": state or {},
+    }
     with atomic_directory(path) as tmp:
         save_file(_tensors_for_saving(model.state_dict()), str(tmp / "model.safetensors"))
         if optimizer is not None:
@@ -127,7 +133,9 @@ def load_weights(model: HookedTransformer, path: str | os.PathLike, *, check_see
     ours, theirs = model_spec(model), meta["model_spec"]
     diffs = [d for d in spec_differences(theirs, ours) if check_seed or not d.startswith("seed")]
     if diffs:
-        raise ValueError(f"checkpoint {path} was written for a different model (checkpoint vs this model): " + "; ".join(diffs))
+        raise ValueError(
+            f"checkpoint {path} was written for a different model (checkpoint vs this model): " + "; ".join(diffs)
+        )
     model.load_state_dict(read_tensors(Path(path) / "model.safetensors"), strict=True)
     return meta
 
@@ -139,7 +147,9 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, path: str | os.PathLi
         raise ValueError(f"checkpoint {path} holds no optimizer state")
     info = meta["optimizer"]
     if info["class"] != type(optimizer).__name__:
-        raise ValueError(f"checkpoint {path} holds a {info['class']} state; the optimizer is a {type(optimizer).__name__}")
+        raise ValueError(
+            f"checkpoint {path} holds a {info['class']} state; the optimizer is a {type(optimizer).__name__}"
+        )
     tensors = read_tensors(Path(path) / "optimizer.safetensors")
     state: dict[int, dict[str, Any]] = {}
     for key, value in tensors.items():
@@ -148,7 +158,10 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, path: str | os.PathLi
     for index, scalars in info["scalars"].items():
         state.setdefault(int(index), {}).update(scalars)
     # JSON turned tuples (e.g. Adam's betas) into lists; every list but "params" was a tuple.
-    groups = [{k: (tuple(v) if isinstance(v, list) and k != "params" else v) for k, v in g.items()} for g in info["param_groups"]]
+    groups = [
+        {k: (tuple(v) if isinstance(v, list) and k != "params" else v) for k, v in g.items()}
+        for g in info["param_groups"]
+    ]
     optimizer.load_state_dict({"state": state, "param_groups": groups})
 
 

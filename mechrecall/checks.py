@@ -18,8 +18,9 @@ def check_index(name: str, value: Any, size: int, what: str = "") -> int:
     except TypeError:
         index = None
     if index is None or not 0 <= index < size:
-        raise ValueError(f"{name}={value!r} is out of range; expected an int in [0, {size - 1}]"
-                         + (f" ({what})" if what else ""))
+        raise ValueError(
+            f"{name}={value!r} is out of range; expected an int in [0, {size - 1}]" + (f" ({what})" if what else "")
+        )
     return index
 
 

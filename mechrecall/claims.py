@@ -88,8 +88,12 @@ class Rule:
         return text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "lo": self.lo, "hi": self.hi,
-                "partial": list(self.partial) if self.partial is not None else None}
+        return {
+            "kind": self.kind,
+            "lo": self.lo,
+            "hi": self.hi,
+            "partial": list(self.partial) if self.partial is not None else None,
+        }
 
 
 def at_least(lo: float, *, partial: float | None = None, words: str = "") -> Rule:
@@ -114,8 +118,10 @@ def near(target: float, tol: float, *, partial_tol: float | None = None, words: 
     if tol < 0:
         raise ValueError(f"near(tol={tol}); expected tol >= 0")
     partial = None if partial_tol is None else (target - partial_tol, target + partial_tol)
-    text = words or (f"within ±{_fmt(tol)} of {_fmt(target)}"
-                     + (f"; partial within ±{_fmt(partial_tol)}" if partial_tol is not None else ""))
+    text = words or (
+        f"within ±{_fmt(tol)} of {_fmt(target)}"
+        + (f"; partial within ±{_fmt(partial_tol)}" if partial_tol is not None else "")
+    )
     return Rule("near", lo=target - tol, hi=target + tol, partial=partial, words=text)
 
 
@@ -155,7 +161,9 @@ class Claim:
         if not self.id or any(c.isspace() for c in self.id):
             raise ValueError(f"Claim.id={self.id!r}; expected a non-empty id without spaces")
         if self.ours is not None and not isinstance(self.ours, (bool, int, float)):
-            raise TypeError(f"claim {self.id}: ours={self.ours!r} ({type(self.ours).__name__}); expected a number or None")
+            raise TypeError(
+                f"claim {self.id}: ours={self.ours!r} ({type(self.ours).__name__}); expected a number or None"
+            )
         if self.paper is not None and not isinstance(self.paper, (int, float)):
             raise TypeError(f"claim {self.id}: paper={self.paper!r}; expected a number or None")
 
@@ -172,10 +180,20 @@ class Claim:
         verdict = self.verdict
         reason = self.reason or ("no number was measured" if verdict == NOT_RUN else "")
         return {
-            "id": self.id, "claim": self.claim, "paper": self.paper, "ours": ours,
-            "rule": self.rule.describe(), "rule_spec": self.rule.to_dict(), "verdict": verdict,
-            "preset": self.preset, "seeds": list(self.seeds), "where": self.where, "note": self.note,
-            "reason": reason, "spread": list(self.spread) if self.spread is not None else None, **dict(self.extra),
+            "id": self.id,
+            "claim": self.claim,
+            "paper": self.paper,
+            "ours": ours,
+            "rule": self.rule.describe(),
+            "rule_spec": self.rule.to_dict(),
+            "verdict": verdict,
+            "preset": self.preset,
+            "seeds": list(self.seeds),
+            "where": self.where,
+            "note": self.note,
+            "reason": reason,
+            "spread": list(self.spread) if self.spread is not None else None,
+            **dict(self.extra),
         }
 
 
@@ -188,8 +206,12 @@ def judge_row(row: Mapping[str, Any]) -> str:
     """Recompute a written row's verdict from its ``ours`` and ``rule_spec`` (reports never trust a typed one)."""
     spec = dict(row["rule_spec"])
     partial = spec.pop("partial")
-    rule = Rule(spec["kind"], lo=spec.get("lo"), hi=spec.get("hi"),
-                partial=(partial[0], partial[1]) if partial is not None else None)
+    rule = Rule(
+        spec["kind"],
+        lo=spec.get("lo"),
+        hi=spec.get("hi"),
+        partial=(partial[0], partial[1]) if partial is not None else None,
+    )
     return rule.judge(row.get("ours"))
 
 

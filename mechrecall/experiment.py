@@ -128,11 +128,13 @@ class Context:
         kwargs.setdefault("seeds", (self.seed,))
         if self.preset == "micro":
             kwargs["note"] = "micro preset: sizes far below the paper's, not comparable" + (
-                f"; {kwargs['note']}" if kwargs.get("note") else "")
+                f"; {kwargs['note']}" if kwargs.get("note") else ""
+            )
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
-        return Claim(id=f"{self.experiment.name}.{part}.{name}", claim=claim, ours=ours, rule=rule,
-                     preset=self.preset, **kwargs)
+        return Claim(
+            id=f"{self.experiment.name}.{part}.{name}", claim=claim, ours=ours, rule=rule, preset=self.preset, **kwargs
+        )
 
     def say(self, message: str) -> None:
         print(f"[{self.experiment.name}] {message}", flush=True)
@@ -172,30 +174,54 @@ class Experiment:
     def parser(self) -> argparse.ArgumentParser:
         parts_help = "\n".join(
             f"  {p.name:<14} {p.help}" + (f" [presets: {', '.join(p.presets)}]" if p.presets else "")
-            for p in self.parts)
+            for p in self.parts
+        )
         presets_help = "\n".join(f"  {name:<14} {self.preset_help.get(name, '')}" for name in self.presets)
-        description = f"{self.summary}\n\nPaper: {self.paper}\n\nparts (--experiment):\n{parts_help}\n\n" \
-                      f"presets (--preset):\n{presets_help}"
+        description = (
+            f"{self.summary}\n\nPaper: {self.paper}\n\nparts (--experiment):\n{parts_help}\n\n"
+            f"presets (--preset):\n{presets_help}"
+        )
         epilog = (self.epilog + "\n\n" if self.epilog else "") + (
             f"Results go to OUT/{self.name}/results.json, rewritten after each part. Rerunning the same command "
-            "skips finished parts and resumes training runs from their checkpoints; --fresh starts over.")
-        parser = OneLineErrorParser(prog=f"python -m analyses.{self.name}", description=description,
-                                    epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-        parser.add_argument("--preset", default=self.default_preset, choices=self.presets,
-                            help="sizes (default %(default)s)")
-        parser.add_argument("--experiment", nargs="+", metavar="PART", default=None,
-                            help="parts to run, or 'all' (default: "
-                                 + (" ".join(self.default_parts) if self.default_parts else "all") + ")")
+            "skips finished parts and resumes training runs from their checkpoints; --fresh starts over."
+        )
+        parser = OneLineErrorParser(
+            prog=f"python -m analyses.{self.name}",
+            description=description,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.add_argument(
+            "--preset", default=self.default_preset, choices=self.presets, help="sizes (default %(default)s)"
+        )
+        parser.add_argument(
+            "--experiment",
+            nargs="+",
+            metavar="PART",
+            default=None,
+            help="parts to run, or 'all' (default: "
+            + (" ".join(self.default_parts) if self.default_parts else "all")
+            + ")",
+        )
         parser.add_argument("--seed", type=int, default=0, help="seed of model init and data (default %(default)s)")
-        parser.add_argument("--out", default=self.default_out,
-                            help="output folder; results go to OUT/%s/ (default %%(default)s)" % self.name)
-        parser.add_argument("--device", default=None, help="torch device: cpu, cuda, cuda:1, mps (default: cpu, "
-                                                           "or cuda when available)")
-        parser.add_argument("--threads", type=_positive_int, default=1,
-                            help="torch CPU threads (default %(default)s: fastest for small models)")
+        parser.add_argument(
+            "--out",
+            default=self.default_out,
+            help="output folder; results go to OUT/%s/ (default %%(default)s)" % self.name,
+        )
+        parser.add_argument(
+            "--device", default=None, help="torch device: cpu, cuda, cuda:1, mps (default: cpu, or cuda when available)"
+        )
+        parser.add_argument(
+            "--threads",
+            type=_positive_int,
+            default=1,
+            help="torch CPU threads (default %(default)s: fastest for small models)",
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress display")
-        parser.add_argument("--fresh", action="store_true",
-                            help="delete OUT/%s first instead of resuming it" % self.name)
+        parser.add_argument(
+            "--fresh", action="store_true", help="delete OUT/%s first instead of resuming it" % self.name
+        )
         for option in self.options:
             parser.add_argument(*option.flags, **dict(option.kwargs))
         return parser
@@ -210,13 +236,16 @@ class Experiment:
         known = {p.name: p for p in self.parts}
         unknown = [r for r in requested if r not in known]
         if unknown:
-            raise UsageError(f"--experiment {' '.join(unknown)}: unknown part; expected some of "
-                             f"{', '.join(known)} or all")
+            raise UsageError(
+                f"--experiment {' '.join(unknown)}: unknown part; expected some of {', '.join(known)} or all"
+            )
         excluded = [r for r in requested if r not in included]
         if excluded:
             p = known[excluded[0]]
-            raise UsageError(f"--experiment {p.name} is not part of --preset {preset}; it runs with "
-                             f"--preset {' or '.join(p.presets or ())}")
+            raise UsageError(
+                f"--experiment {p.name} is not part of --preset {preset}; it runs with "
+                f"--preset {' or '.join(p.presets or ())}"
+            )
         return tuple(dict.fromkeys(requested))
 
     def main(self, argv: Sequence[str] | None = None) -> int:
@@ -227,16 +256,26 @@ class Experiment:
         try:
             options = {o.dest: getattr(args, o.dest) for o in self.options}
             parts = self.select_parts(args.experiment, args.preset)
-            run = self.run(args.out, preset=args.preset, parts=parts, seed=args.seed, options=options,
-                           device=args.device, threads=args.threads, progress=not args.no_progress,
-                           fresh=args.fresh)
+            run = self.run(
+                args.out,
+                preset=args.preset,
+                parts=parts,
+                seed=args.seed,
+                options=options,
+                device=args.device,
+                threads=args.threads,
+                progress=not args.no_progress,
+                fresh=args.fresh,
+            )
         except UsageError as exc:
             print(f"{parser.prog}: error: {exc}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
-            print(f"\n{parser.prog}: interrupted; finished parts are kept in "
-                  f"{Path(args.out) / self.name / 'results.json'}. Rerun the same command to resume.",
-                  file=sys.stderr)
+            print(
+                f"\n{parser.prog}: interrupted; finished parts are kept in "
+                f"{Path(args.out) / self.name / 'results.json'}. Rerun the same command to resume.",
+                file=sys.stderr,
+            )
             return 130
         counts = run["summary"]
         print(f"[{self.name}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
@@ -283,7 +322,11 @@ class Experiment:
         if self.check:
             _resolve(self.check)(ctx)
         compared = {o.dest for o in self.options if o.compare}
-        config = {"preset": preset, "seed": seed, "options": _jsonable({k: v for k, v in opts.items() if k in compared})}
+        config = {
+            "preset": preset,
+            "seed": seed,
+            "options": _jsonable({k: v for k, v in opts.items() if k in compared}),
+        }
         if fresh and root.exists():
             shutil.rmtree(root)
         try:
@@ -312,16 +355,26 @@ class Experiment:
             except (UsageError, KeyboardInterrupt):
                 raise
             except Exception as exc:
-                payload["parts"][name] = {"status": STATUS_FAILED, "error": f"{type(exc).__name__}: {exc}",
-                                          "traceback": traceback.format_exc(), "seconds": time.perf_counter() - started}
+                payload["parts"][name] = {
+                    "status": STATUS_FAILED,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc(),
+                    "seconds": time.perf_counter() - started,
+                }
                 self._write(root, payload)
                 raise
             footer = f"python -m analyses.{self.name} · part {name} · preset {preset} · seed {seed}" + (
-                f" · {result.footer}" if result.footer else "")
+                f" · {result.footer}" if result.footer else ""
+            )
             figures = _save_figures(root, result.figures, footer)
-            payload["parts"][name] = {"status": STATUS_DONE, "seconds": time.perf_counter() - started,
-                                      "finished": _stamp(), "results": result.results, "figures": figures,
-                                      "claims": [c.row() for c in result.claims]}
+            payload["parts"][name] = {
+                "status": STATUS_DONE,
+                "seconds": time.perf_counter() - started,
+                "finished": _stamp(),
+                "results": result.results,
+                "figures": figures,
+                "claims": [c.row() for c in result.claims],
+            }
             self._write(root, payload)
             ctx.say(f"{name}: done in {payload['parts'][name]['seconds']:.1f} s")
 
@@ -333,16 +386,25 @@ class Experiment:
             except (OSError, json.JSONDecodeError) as exc:
                 raise UsageError(f"{path} is unreadable ({exc}); delete it or rerun with --fresh") from exc
             if payload.get("schema") != RESULTS_SCHEMA:
-                raise UsageError(f"{path} has schema {payload.get('schema')!r}, not {RESULTS_SCHEMA}; "
-                                 "use another --out or --fresh")
+                raise UsageError(
+                    f"{path} has schema {payload.get('schema')!r}, not {RESULTS_SCHEMA}; use another --out or --fresh"
+                )
             old = payload.get("config", {})
             diffs = _diff(old, config)
             if diffs:
-                raise UsageError(f"{root} holds results of another configuration ({'; '.join(diffs)}); "
-                                 "rerun with the same options to resume, or use another --out, or --fresh")
+                raise UsageError(
+                    f"{root} holds results of another configuration ({'; '.join(diffs)}); "
+                    "rerun with the same options to resume, or use another --out, or --fresh"
+                )
             return payload
-        return {"schema": RESULTS_SCHEMA, "experiment": self.name, "paper": self.paper, "created": _stamp(),
-                "config": config, "parts": {}}
+        return {
+            "schema": RESULTS_SCHEMA,
+            "experiment": self.name,
+            "paper": self.paper,
+            "created": _stamp(),
+            "config": config,
+            "parts": {},
+        }
 
     def _write(self, root: Path, payload: dict[str, Any]) -> None:
         from mechrecall.io import atomic_write_json
@@ -351,8 +413,13 @@ class Experiment:
         order = [p.name for p in self.parts]
         payload["parts"] = {k: payload["parts"][k] for k in sorted(payload["parts"], key=order.index)}
         rows = [row for p in payload["parts"].values() for row in p.get("claims", [])]
-        payload.update(updated=_stamp(), versions=versions(), claims=rows, summary=summary(rows),
-                       figures=[f for p in payload["parts"].values() for f in p.get("figures", [])])
+        payload.update(
+            updated=_stamp(),
+            versions=versions(),
+            claims=rows,
+            summary=summary(rows),
+            figures=[f for p in payload["parts"].values() for f in p.get("figures", [])],
+        )
         atomic_write_json(root / "results.json", payload)
 
 

@@ -5,6 +5,7 @@ then ``os.replace``s it into place (atomic on POSIX). Directories are built unde
 renamed into place once complete. Permissions follow the umask like any ordinary write (``0o666 & ~umask``
 for files, ``0o777 & ~umask`` for folders), not the private modes of ``tempfile``.
 """
+
 from __future__ import annotations
 
 import json

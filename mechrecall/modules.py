@@ -4,6 +4,7 @@ They are swapped into a ``HookedTransformer`` by the toy-model builder (``mechre
 which ``model.setup()`` registers their ``HookPoint``s, so ``run_with_cache`` / ``run_with_hooks`` see
 ``blocks.{l}.mlp.hook_pre`` / ``hook_post`` exactly as for TL's own MLP.
 """
+
 from __future__ import annotations
 
 import torch

@@ -15,6 +15,7 @@ Registered here:
 - ``strict_causal_mask(layers)`` -- a position may not attend to itself (Musat et al., App. B.2); the
   first row then has no admissible key and TL writes a zero pattern row.
 """
+
 from __future__ import annotations
 
 from typing import Callable, Iterable
@@ -72,14 +73,18 @@ def relative_key_positions(
 ) -> list[tuple[str, HookFn]]:
     _check_layer(model, layer, "relative_key_positions")
     if not (isinstance(n_pos, int) and n_pos >= 1 and isinstance(pos_offset, int) and pos_offset >= 0):
-        raise ValueError(f"relative_key_positions: need ints pos_offset >= 0 and n_pos >= 1, got {pos_offset!r}, {n_pos!r}")
+        raise ValueError(
+            f"relative_key_positions: need ints pos_offset >= 0 and n_pos >= 1, got {pos_offset!r}, {n_pos!r}"
+        )
     if pos_offset + n_pos > model.cfg.d_model:
         raise ValueError(
             f"relative_key_positions: the position subspace [{pos_offset}, {pos_offset + n_pos}) does not fit in "
             f"d_model={model.cfg.d_model}"
         )
     if n_pos < model.cfg.n_ctx:
-        raise ValueError(f"relative_key_positions: n_pos={n_pos} must be >= n_ctx={model.cfg.n_ctx} (one offset per distance)")
+        raise ValueError(
+            f"relative_key_positions: n_pos={n_pos} must be >= n_ctx={model.cfg.n_ctx} (one offset per distance)"
+        )
     attn = model.blocks[layer].attn
     stash: dict[str, torch.Tensor] = {}
 

@@ -5,6 +5,7 @@ repeat on, the next token is predictable only by induction: find the previous oc
 token and copy the token that followed it. When ``L`` varies between sequences, no fixed positional
 offset solves the task, so a model must form a previous-token head and an induction head.
 """
+
 from __future__ import annotations
 
 import torch

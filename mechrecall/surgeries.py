@@ -18,6 +18,7 @@ and what was expected; it runs on a freshly built model, before any training.
 | ``PermanentHook(name, kwargs)`` | a registered hook kept on the model | Vasudeva et al. B; Musat et al. |
 | ``TrainableEntries(param, slices)`` | train only a block of a matrix | Huang et al. partial fine-tuning |
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -127,7 +128,9 @@ def _check_blocks(model: HookedTransformer, blocks: Sequence[int], what: str) ->
     blocks = list(blocks)
     bad = [b for b in blocks if not isinstance(b, int) or not 0 <= b < model.cfg.n_layers]
     if bad or not blocks:
-        raise ValueError(f"{what}: blocks={blocks!r} must be a non-empty list of block indices in 0..{model.cfg.n_layers - 1}")
+        raise ValueError(
+            f"{what}: blocks={blocks!r} must be a non-empty list of block indices in 0..{model.cfg.n_layers - 1}"
+        )
     return blocks
 
 
@@ -243,7 +246,9 @@ class SetWeight(Surgery):
         widths = {width for _, width, _ in layout.values()}
         total = sum(items for items, _, _ in layout.values())
         if len(widths) != 1:
-            raise ValueError(f"SetWeight: orthonormal items must share one width, got {sorted(widths)} for {list(params)}")
+            raise ValueError(
+                f"SetWeight: orthonormal items must share one width, got {sorted(widths)} for {list(params)}"
+            )
         (width,) = widths
         if total > width:
             raise ValueError(
@@ -330,7 +335,9 @@ class SetActivation(Surgery):
             raise ValueError(f"SetActivation: fn={self.fn!r}; expected one of {sorted(ACTIVATIONS)}")
         if model.cfg.attn_only:
             raise ValueError("SetActivation: cfg.attn_only=True has no MLP")
-        blocks = range(model.cfg.n_layers) if self.blocks is None else _check_blocks(model, self.blocks, "SetActivation")
+        blocks = (
+            range(model.cfg.n_layers) if self.blocks is None else _check_blocks(model, self.blocks, "SetActivation")
+        )
         for b in blocks:
             mlp = model.blocks[b].mlp
             if not hasattr(mlp, "act_fn"):

@@ -18,6 +18,7 @@
   history) is written atomically every k steps and at the end; ``train`` resumes from the newest one,
   and a resumed run ends with exactly the weights of an uninterrupted one.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,7 +42,13 @@ from mechrecall.batch import Batch
 from mechrecall.errors import CheckpointError
 from mechrecall.progress import progress_bar
 from mechrecall.builder import derive_seed
-from mechrecall.checkpoint import load_optimizer_state, load_rng_state, load_weights, read_checkpoint_meta, save_checkpoint
+from mechrecall.checkpoint import (
+    load_optimizer_state,
+    load_rng_state,
+    load_weights,
+    read_checkpoint_meta,
+    save_checkpoint,
+)
 from mechrecall.io import atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -101,9 +108,13 @@ class TrainConfig:
         lp = self.loss_positions
         if isinstance(lp, str):
             if lp not in LOSS_POSITIONS:
-                raise ValueError(f"TrainConfig.loss_positions={lp!r}; expected one of {LOSS_POSITIONS} or a tuple of positions")
+                raise ValueError(
+                    f"TrainConfig.loss_positions={lp!r}; expected one of {LOSS_POSITIONS} or a tuple of positions"
+                )
         elif not (isinstance(lp, (tuple, list)) and lp and all(isinstance(p, int) for p in lp)):
-            raise ValueError(f"TrainConfig.loss_positions={lp!r}; expected one of {LOSS_POSITIONS} or a non-empty tuple of ints")
+            raise ValueError(
+                f"TrainConfig.loss_positions={lp!r}; expected one of {LOSS_POSITIONS} or a non-empty tuple of ints"
+            )
         for name in ("eval_every", "checkpoint_every", "warmup_steps"):
             if getattr(self, name) < 0:
                 raise ValueError(f"TrainConfig.{name}={getattr(self, name)!r}; expected >= 0")
@@ -193,7 +204,9 @@ def build_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opt
             hits = [n for n, _ in trainable if fnmatch.fnmatchcase(n, pattern)]
             if not hits:
                 names = ", ".join(n for n, _ in trainable)
-                raise ValueError(f"param_groups[{gi}] pattern {pattern!r} matches no trainable parameter; trainable: {names}")
+                raise ValueError(
+                    f"param_groups[{gi}] pattern {pattern!r} matches no trainable parameter; trainable: {names}"
+                )
             for n in hits:
                 assigned.setdefault(n, gi)
     groups: list[dict[str, Any]] = []
@@ -281,7 +294,11 @@ def _resume(
             continue
         if _comparable(saved_cfg) != _comparable(cfg):
             a, b = _comparable(saved_cfg), _comparable(cfg)
-            diffs = [f"{k}: {a.get(k)!r} (checkpoint) vs {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+            diffs = [
+                f"{k}: {a.get(k)!r} (checkpoint) vs {b.get(k)!r}"
+                for k in sorted(set(a) | set(b))
+                if a.get(k) != b.get(k)
+            ]
             raise ValueError(f"cannot resume from {ckpt}: the training config differs: " + "; ".join(diffs))
         if meta["step"] > cfg.steps:
             raise ValueError(f"checkpoint {ckpt} is at step {meta['step']}, beyond TrainConfig.steps={cfg.steps}")
@@ -297,8 +314,9 @@ def _resume(
         log.info("resuming %s from step %d", out, meta["step"])
         return meta["state"]["history"], meta["step"]
     if damaged:
-        raise CheckpointError(f"no intact checkpoint in {_checkpoint_dir(out)} ({damaged[0]}); delete that folder "
-                              "to train from step 0")
+        raise CheckpointError(
+            f"no intact checkpoint in {_checkpoint_dir(out)} ({damaged[0]}); delete that folder to train from step 0"
+        )
     return None
 
 
@@ -324,9 +342,7 @@ def train(
     if cfg.checkpoint_every and out is None:
         raise ValueError("TrainConfig.checkpoint_every > 0 needs an out_dir to write checkpoints into")
     optimizer = build_optimizer(model, cfg)
-    entry_masks = {
-        model.get_parameter(n): m for n, m in (getattr(model, "mechrecall_entry_masks", None) or {}).items()
-    }
+    entry_masks = {model.get_parameter(n): m for n, m in (getattr(model, "mechrecall_entry_masks", None) or {}).items()}
     history: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
     start, resumed_from = 0, None
 
@@ -424,7 +440,9 @@ def _write_checkpoint(
     path = root / name
     if path.exists():  # re-running a finished step (e.g. after a crash between write and pointer update)
         shutil.rmtree(path)
-    save_checkpoint(path, model, optimizer=optimizer, step=step, state={"train_config": cfg.to_dict(), "history": history})
+    save_checkpoint(
+        path, model, optimizer=optimizer, step=step, state={"train_config": cfg.to_dict(), "history": history}
+    )
     atomic_write_json(root / "latest.json", {"name": name, "step": step})
     kept = sorted(p for p in root.glob("step-*") if p.is_dir())
     for old in kept[: -cfg.keep_checkpoints]:

@@ -13,6 +13,7 @@ Without network, a hub model that isn't cached raises :class:`PretrainedNotAvail
 :mod:`pretrained.prompts` holds prompts with answers and reads prompt files (each paper's tables live in
 its package under ``analyses/papers/``).
 """
+
 from pretrained._local import SUPPORTED_ARCHITECTURES
 from pretrained._names import PYTHIA_CHECKPOINTS
 from pretrained.errors import PretrainedNotAvailableError

@@ -12,6 +12,7 @@ The weights go through TransformerLens' own ``HookedTransformer.from_pretrained`
 * ``local_files_only=True`` and an explicit ``cache_dir`` when offline, so nothing tries the network;
 * one concise error (``raise ... from None``) for whatever hub failure still happens inside TL.
 """
+
 from __future__ import annotations
 
 import errno
@@ -158,7 +159,9 @@ def load_from_hub(
         if not cached:
             raise PretrainedNotAvailableError(
                 unavailable_message(
-                    name, official, checkpoint,
+                    name,
+                    official,
+                    checkpoint,
                     f"the Hugging Face Hub can't be reached and it is not in the cache {cache_dir}.",
                 )
             )
@@ -167,7 +170,9 @@ def load_from_hub(
     if offline and not cached:
         raise PretrainedNotAvailableError(
             unavailable_message(
-                name, official, checkpoint,
+                name,
+                official,
+                checkpoint,
                 f"it is not available offline (HF_HUB_OFFLINE is set and it is not in the "
                 f"Hugging Face cache {cache_dir}).",
             )

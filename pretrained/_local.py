@@ -20,6 +20,7 @@ Everything is read with ``local_files_only=True``: no hub call, not even for the
 Checkpoint mirrors: a directory holding subfolders ``step{N}/`` (each a ``save_pretrained`` output,
 e.g. a local copy of Pythia's hub revisions ``step{N}``) is loaded with ``checkpoint=N``.
 """
+
 from __future__ import annotations
 
 import re
@@ -69,8 +70,7 @@ def _rope(c: Any) -> tuple[float, float]:
         rope_type = spec.get("rope_type", spec.get("type", "default"))
         if rope_type != "default":
             raise ValueError(
-                f"GPT-NeoX with rope type {rope_type!r} is not supported; "
-                "only the plain rotary embedding of Pythia is"
+                f"GPT-NeoX with rope type {rope_type!r} is not supported; only the plain rotary embedding of Pythia is"
             )
     theta = params.get("rope_theta", getattr(c, "rope_theta", getattr(c, "rotary_emb_base", 10000)))
     return float(get_rotary_pct_from_config(c)), float(theta)
@@ -167,8 +167,7 @@ def resolve_local_dir(root: Path, checkpoint: object) -> Path:
             return root
         if steps:
             raise ValueError(
-                f"{root} is a checkpoint mirror (step subfolders {sorted(steps)}); "
-                "pass checkpoint=N to choose one"
+                f"{root} is a checkpoint mirror (step subfolders {sorted(steps)}); pass checkpoint=N to choose one"
             )
         raise ValueError(
             f"{root} has no config.json; expected the output of "

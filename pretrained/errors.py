@@ -1,4 +1,5 @@
 """Exceptions raised by :mod:`pretrained`."""
+
 from __future__ import annotations
 
 

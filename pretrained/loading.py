@@ -1,4 +1,5 @@
 """``pretrained.load``: one entry point for GPT-2 / Pythia models by name or from a local folder."""
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ into several tokens. :func:`load_prompt_file` reads user prompt sets (JSON lines
 ``{"prompt": ..., "answer": ...}``). Each paper's prompt tables live in its package
 (e.g. ``analyses.papers.distributional.prompts``).
 """
+
 from __future__ import annotations
 
 import json
@@ -131,7 +132,6 @@ class Prompt:
         return answer_token(tokenizer_or_model, self.answer)
 
 
-
 # --------------------------------------------------------------------------- files and vocabulary
 
 
@@ -172,4 +172,3 @@ def load_prompt_file(path: str | os.PathLike[str]) -> list[Prompt]:
     if not prompts:
         raise ValueError(f"{p}: no prompts (the file is empty or has only blank lines)")
     return prompts
-

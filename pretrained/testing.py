@@ -15,6 +15,7 @@ Words with punctuation ("store,", "Children's", "World-renowned") contribute the
 pre-tokenizer splits them into, so any text made of vocabulary words is covered too. A paper's prompt
 tables give their words (e.g. ``analyses.papers.distributional.prompts.prompt_vocab()``).
 """
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """Shared test set-up: shapes checked at run time, one CPU thread (tiny models run far faster), no hub access."""
+
 import os
 
 from jaxtyping import install_import_hook
@@ -6,9 +7,7 @@ from jaxtyping import install_import_hook
 # Every jaxtyping annotation of the project's packages is checked when the function is called (beartype, through
 # tests/shape_checker.py), so a Float[Tensor, "batch pos d_model"] that receives the wrong shape fails the test
 # that passed it. This must run before any of those packages is imported.
-install_import_hook(
-    ["mechrecall", "hooks", "analyses", "pretrained"], "shape_checker.check"
-)
+install_import_hook(["mechrecall", "hooks", "analyses", "pretrained"], "shape_checker.check")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -54,9 +53,19 @@ def make_toy_model(seed: int = 0):
     from mechrecall.builder import build_toy_model
 
     return build_toy_model(
-        dict(n_layers=2, n_heads=2, d_model=16, d_head=8, d_mlp=32, d_vocab=24, n_ctx=32, act_fn="gelu",
-             normalization_type="LN"),
-        [], seed=seed,
+        dict(
+            n_layers=2,
+            n_heads=2,
+            d_model=16,
+            d_head=8,
+            d_mlp=32,
+            d_vocab=24,
+            n_ctx=32,
+            act_fn="gelu",
+            normalization_type="LN",
+        ),
+        [],
+        seed=seed,
     )
 
 

@@ -8,6 +8,7 @@ Residual stream of ``d_model = 3V + T`` dims, in four blocks: ``tok`` (one-hot c
   into ``out``; its full OV circuit ``W_E W_V W_O W_U`` is the identity on the vocabulary.
 - heads (0, 1) and (1, 0): fillers — zero QK (uniform attention), small random OV writing into ``out``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,9 +24,19 @@ def handbuilt_induction_model(seed: int = 0):
     d_model, d_head = 3 * V + T, max(V, T)
     tok, pos, prev, out = 0, V, V + T, 2 * V + T
     model = build_toy_model(
-        dict(n_layers=2, n_heads=2, d_model=d_model, d_head=d_head, d_vocab=V, n_ctx=T, attn_only=True,
-             normalization_type=None, use_attn_scale=False),
-        [ZeroBiases()], seed=seed,
+        dict(
+            n_layers=2,
+            n_heads=2,
+            d_model=d_model,
+            d_head=d_head,
+            d_vocab=V,
+            n_ctx=T,
+            attn_only=True,
+            normalization_type=None,
+            use_attn_scale=False,
+        ),
+        [ZeroBiases()],
+        seed=seed,
     )
     gen = torch.Generator().manual_seed(seed)
     eye_v, eye_t = torch.eye(V), torch.eye(T)

@@ -6,6 +6,7 @@ every ``<script>`` removed first, so the props JSON and the bundle's strings can
 screenshot shows a drawn heatmap. The CDN form of the same visualization is the control: under the
 same flags it renders nothing, so the check cannot pass without rendering.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,7 +26,9 @@ from pretrained.testing import tiny_checkpoint
 
 torch.set_num_threads(1)
 
-TOY_CFG = dict(n_layers=2, n_heads=2, d_model=16, d_head=8, d_vocab=20, n_ctx=16, attn_only=True, normalization_type=None)
+TOY_CFG = dict(
+    n_layers=2, n_heads=2, d_model=16, d_head=8, d_vocab=20, n_ctx=16, attn_only=True, normalization_type=None
+)
 TEXT = "The Eiffel Tower is in Paris"  # every word is in the tiny tokenizer's vocabulary
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -67,7 +70,9 @@ def _cases(request, name: str):
 
 def _props(html: str) -> dict:
     """The props JSON passed to ``CircuitsVis.render`` (the inlined-bundle form)."""
-    match = re.search(r"CircuitsVis\.render\(\s*\"[^\"]+\",\s*CircuitsVis\.AttentionHeads,\s*(\{.*\})\s*\)\s*</script>", html, re.S)
+    match = re.search(
+        r"CircuitsVis\.render\(\s*\"[^\"]+\",\s*CircuitsVis\.AttentionHeads,\s*(\{.*\})\s*\)\s*</script>", html, re.S
+    )
     assert match, "no inline CircuitsVis.render(..., CircuitsVis.AttentionHeads, props) call"
     return json.loads(match.group(1))
 
@@ -111,11 +116,15 @@ def test_check_self_contained_rejects_network_loads(toy):
     ):
         with pytest.raises(ValueError, match="not self-contained"):
             _check_self_contained(html)
-    _check_self_contained('<script>const doc = "https://example.org/docs"; const ns = "http://www.w3.org/2000/svg"</script>')
+    _check_self_contained(
+        '<script>const doc = "https://example.org/docs"; const ns = "http://www.w3.org/2000/svg"</script>'
+    )
 
 
 def test_save_attention_html_writes_atomically(toy, tmp_path):
-    path = save_attention_html(tmp_path / "figs" / "attention.html", toy, torch.tensor([1, 2, 3]), 0, heads=torch.tensor([1]))
+    path = save_attention_html(
+        tmp_path / "figs" / "attention.html", toy, torch.tensor([1, 2, 3]), 0, heads=torch.tensor([1])
+    )
     assert path == tmp_path / "figs" / "attention.html"
     assert [p.name for p in path.parent.iterdir()] == ["attention.html"]  # no temp file left behind
     assert _props(path.read_text(encoding="utf-8"))["attentionHeadNames"] == ["L0H1"]
@@ -152,8 +161,14 @@ def test_bad_inputs_raise_before_running(toy, monkeypatch):
 def _render(page: Path, tmp_path: Path) -> tuple[str, Path]:
     """Open ``page`` in headless Chromium with no network; return (DOM after scripts ran, screenshot path)."""
     shot = page.with_suffix(".png")
-    command = [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + page.stem)}",
-               f"--screenshot={shot}", "--dump-dom", page.as_uri()]
+    command = [
+        CHROMIUM,
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={tmp_path / ('profile-' + page.stem)}",
+        f"--screenshot={shot}",
+        "--dump-dom",
+        page.as_uri(),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"chromium failed ({done.returncode}): {done.stderr[-2000:]}"
     return done.stdout, shot
@@ -176,7 +191,9 @@ def _heatmap_pixels(png: Path) -> int | None:
 @pytest.mark.parametrize("name", ["toy", "tiny"])
 def test_renders_offline_in_headless_chromium(request, tmp_path, name):
     if CHROMIUM is None:
-        pytest.skip("Chromium not installed: no `chromium` or `chromium-browser` on PATH (.ci/run installs Debian's chromium)")
+        pytest.skip(
+            "Chromium not installed: no `chromium` or `chromium-browser` on PATH (.ci/run installs Debian's chromium)"
+        )
     model, tokens, kw, labels = _cases(request, name)
     heads = kw.get("heads", range(model.cfg.n_heads))
     page = save_attention_html(tmp_path / "attention.html", model, tokens, **kw)
@@ -186,7 +203,9 @@ def test_renders_offline_in_headless_chromium(request, tmp_path, name):
     # AttentionHeads draws one tile per head, titled by an <h4> with the head's name, holding a <canvas>
     # heatmap, plus one zoomed <canvas>. Before React runs, the page body holds only <h1> and an empty <div>.
     for h in heads:
-        assert re.search(rf"<h4\b[^>]*>\s*L1H{h}\s*</h4>", markup), f"head tile L1H{h} was not rendered:\n{markup[:2000]}"
+        assert re.search(rf"<h4\b[^>]*>\s*L1H{h}\s*</h4>", markup), (
+            f"head tile L1H{h} was not rendered:\n{markup[:2000]}"
+        )
     assert markup.count("<canvas") >= len(heads) + 1
     blue = _heatmap_pixels(shot)
     assert blue is None or blue > 5000, f"no heatmap drawn in the screenshot ({blue} blue pixels)"
@@ -195,9 +214,13 @@ def test_renders_offline_in_headless_chromium(request, tmp_path, name):
     from circuitsvis.attention import attention_heads
 
     props = _props(page.read_text(encoding="utf-8"))
-    cdn = attention_heads(attention=props["attention"], tokens=props["tokens"], attention_head_names=props["attentionHeadNames"])
+    cdn = attention_heads(
+        attention=props["attention"], tokens=props["tokens"], attention_head_names=props["attentionHeadNames"]
+    )
     cdn_page = tmp_path / "cdn.html"
-    cdn_page.write_text(f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{cdn}</body></html>', encoding="utf-8")
+    cdn_page.write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{cdn}</body></html>', encoding="utf-8"
+    )
     cdn_dom, cdn_shot = _render(cdn_page, tmp_path)
     assert "unpkg.com" in cdn_dom and "<h4" not in _rendered_markup(cdn_dom) and "<canvas" not in cdn_dom
     assert _heatmap_pixels(cdn_shot) in (None, 0)

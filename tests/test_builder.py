@@ -1,4 +1,5 @@
 """The toy-model builder: each surgery checked against an independent plain-torch computation."""
+
 import math
 
 import pytest
@@ -26,8 +27,18 @@ D, V, T = 16, 11, 8
 
 def chen_config(**overrides):
     """Chen, Bruna & Bietti's two-layer model (§3.1) at a tiny size."""
-    cfg = dict(n_layers=2, n_heads=1, d_model=D, d_head=D, d_mlp=4 * D, d_vocab=V, n_ctx=T, act_fn="relu",
-               normalization_type=None, dtype="float64")
+    cfg = dict(
+        n_layers=2,
+        n_heads=1,
+        d_model=D,
+        d_head=D,
+        d_mlp=4 * D,
+        d_vocab=V,
+        n_ctx=T,
+        act_fn="relu",
+        normalization_type=None,
+        dtype="float64",
+    )
     cfg.update(overrides)
     return cfg
 
@@ -70,7 +81,9 @@ def test_chen_model_matches_plain_torch_equation(tokens):
         if name.rsplit(".", 1)[-1].startswith("b_"):
             assert not p.requires_grad and not p.any(), name
     trainable = set(trainable_parameters(model))
-    assert trainable == {f"blocks.{l}.{w}" for l in (0, 1) for w in ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out")}
+    assert trainable == {
+        f"blocks.{l}.{w}" for l in (0, 1) for w in ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out")
+    }
     torch.testing.assert_close(model(tokens), reference_forward(model, tokens), rtol=0, atol=1e-10)
 
 
@@ -98,9 +111,21 @@ def test_feed_forward_variants_match_reference(tokens, ff):
 
 def test_one_hot_and_orthonormal_embeddings():
     model = build_toy_model(
-        dict(n_layers=1, n_heads=1, d_model=V + T, d_head=V + T, d_vocab=V, n_ctx=T, attn_only=True, normalization_type=None),
-        [SetWeight(("embed.W_E",), "one_hot"), SetWeight(("pos_embed.W_pos",), "one_hot", offset=V),
-         SetWeight(("unembed.W_U",), "one_hot")],
+        dict(
+            n_layers=1,
+            n_heads=1,
+            d_model=V + T,
+            d_head=V + T,
+            d_vocab=V,
+            n_ctx=T,
+            attn_only=True,
+            normalization_type=None,
+        ),
+        [
+            SetWeight(("embed.W_E",), "one_hot"),
+            SetWeight(("pos_embed.W_pos",), "one_hot", offset=V),
+            SetWeight(("unembed.W_U",), "one_hot"),
+        ],
     )
     expected_e = torch.zeros(V, V + T)
     expected_e[:, :V] = torch.eye(V)
@@ -112,8 +137,18 @@ def test_one_hot_and_orthonormal_embeddings():
     # Chen et al. Eq. 2: W_E, W̃_E and W_U mutually orthonormal (one QR).
     d = 3 * V + 2
     theory = build_toy_model(
-        dict(n_layers=1, n_heads=1, d_model=d, d_head=d, d_vocab=V, n_ctx=T, d_mlp=d, act_fn="relu", normalization_type=None,
-             dtype="float64"),
+        dict(
+            n_layers=1,
+            n_heads=1,
+            d_model=d,
+            d_head=d,
+            d_vocab=V,
+            n_ctx=T,
+            d_mlp=d,
+            act_fn="relu",
+            normalization_type=None,
+            dtype="float64",
+        ),
         [PreviousTokenEmbedding(), SetWeight(("embed.W_E", "embed.W_E_prev", "unembed.W_U"), "orthonormal")],
         seed=5,
     )
@@ -136,7 +171,9 @@ def test_square_activation(tokens):
     model = build_toy_model(chen_config(), [ZeroBiases(), SetActivation("square")])
     _, cache = model.run_with_cache(tokens)
     x = cache["blocks.0.hook_resid_mid"]
-    torch.testing.assert_close(cache["blocks.0.hook_mlp_out"], (x @ model.blocks[0].mlp.W_in) ** 2 @ model.blocks[0].mlp.W_out)
+    torch.testing.assert_close(
+        cache["blocks.0.hook_mlp_out"], (x @ model.blocks[0].mlp.W_in) ** 2 @ model.blocks[0].mlp.W_out
+    )
 
 
 def test_relative_key_positions_and_no_skip_match_model_b_equation():
@@ -145,12 +182,27 @@ def test_relative_key_positions_and_no_skip_match_model_b_equation():
     n_pos = T
     d = V + n_pos
     model = build_toy_model(
-        dict(n_layers=1, n_heads=2, d_model=d, d_head=d, d_vocab=V, n_ctx=T, attn_only=True, normalization_type=None,
-             use_attn_scale=False, dtype="float64"),
-        [ZeroBiases(), SetWeight(("embed.W_E",), "one_hot"), SetWeight(("unembed.W_U",), "one_hot"),
-         SetWeight(("pos_embed.W_pos",), "zeros"), SetWeight(("blocks.0.attn.W_Q", "blocks.0.attn.W_O"), "identity"),
-         PermanentHook("relative_key_positions", {"layer": 0, "pos_offset": V, "n_pos": n_pos}),
-         PermanentHook("no_skip_connection", {"layer": 0})],
+        dict(
+            n_layers=1,
+            n_heads=2,
+            d_model=d,
+            d_head=d,
+            d_vocab=V,
+            n_ctx=T,
+            attn_only=True,
+            normalization_type=None,
+            use_attn_scale=False,
+            dtype="float64",
+        ),
+        [
+            ZeroBiases(),
+            SetWeight(("embed.W_E",), "one_hot"),
+            SetWeight(("unembed.W_U",), "one_hot"),
+            SetWeight(("pos_embed.W_pos",), "zeros"),
+            SetWeight(("blocks.0.attn.W_Q", "blocks.0.attn.W_O"), "identity"),
+            PermanentHook("relative_key_positions", {"layer": 0, "pos_offset": V, "n_pos": n_pos}),
+            PermanentHook("no_skip_connection", {"layer": 0}),
+        ],
         seed=3,
     )
     model.reset_hooks()  # permanent hooks must survive this
@@ -186,14 +238,19 @@ def test_strict_causal_mask():
 
 
 def test_spec_round_trip_and_determinism(tokens):
-    surgeries = CHEN_SURGERIES + [LinearFeedForward((1,)), PermanentHook("strict_causal_mask", {"layers": [1]}),
-                                  TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 4), None))]
+    surgeries = CHEN_SURGERIES + [
+        LinearFeedForward((1,)),
+        PermanentHook("strict_causal_mask", {"layers": [1]}),
+        TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 4), None)),
+    ]
     a = build_toy_model(chen_config(), surgeries, seed=7)
     b = build_from_spec(model_spec(a))
     assert model_spec(b) == model_spec(a)
     for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
         assert torch.equal(pa, pb), name
-    assert {n for n, p in a.named_parameters() if p.requires_grad} == {n for n, p in b.named_parameters() if p.requires_grad}
+    assert {n for n, p in a.named_parameters() if p.requires_grad} == {
+        n for n, p in b.named_parameters() if p.requires_grad
+    }
     torch.testing.assert_close(a(tokens), b(tokens), rtol=0, atol=0)
     c = build_toy_model(chen_config(), surgeries, seed=8)
     assert not torch.equal(a.W_E, c.W_E)
@@ -240,11 +297,29 @@ def test_theory_model_of_chen_eq2():
     path W_U x_T is exactly 0), and F reading x_T in parallel with attention."""
     n_tokens, d = 6, 24
     model = build_toy_model(
-        dict(n_layers=1, n_heads=1, d_model=d, d_head=d, d_mlp=d, d_vocab=n_tokens, n_ctx=T, act_fn="relu",
-             normalization_type=None, use_attn_scale=False, parallel_attn_mlp=True, dtype="float64"),
-        [ZeroBiases(), PreviousTokenEmbedding(), SetWeight(("embed.W_E", "embed.W_E_prev", "unembed.W_U"), "orthonormal"),
-         SetWeight(("pos_embed.W_pos",), "zeros"), SetWeight(("blocks.0.attn.W_Q", "blocks.0.attn.W_O"), "identity"),
-         SetWeight(("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "zeros", freeze=False), LinearFeedForward((0,), init="zeros")],
+        dict(
+            n_layers=1,
+            n_heads=1,
+            d_model=d,
+            d_head=d,
+            d_mlp=d,
+            d_vocab=n_tokens,
+            n_ctx=T,
+            act_fn="relu",
+            normalization_type=None,
+            use_attn_scale=False,
+            parallel_attn_mlp=True,
+            dtype="float64",
+        ),
+        [
+            ZeroBiases(),
+            PreviousTokenEmbedding(),
+            SetWeight(("embed.W_E", "embed.W_E_prev", "unembed.W_U"), "orthonormal"),
+            SetWeight(("pos_embed.W_pos",), "zeros"),
+            SetWeight(("blocks.0.attn.W_Q", "blocks.0.attn.W_O"), "identity"),
+            SetWeight(("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "zeros", freeze=False),
+            LinearFeedForward((0,), init="zeros"),
+        ],
         seed=4,
     )
     assert set(trainable_parameters(model)) == {"blocks.0.attn.W_K", "blocks.0.attn.W_V", "blocks.0.mlp.W_F"}
@@ -253,7 +328,9 @@ def test_theory_model_of_chen_eq2():
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name in trainable_parameters(model):
-            model.get_parameter(name).copy_(torch.randn(model.get_parameter(name).shape, generator=g, dtype=torch.float64))
+            model.get_parameter(name).copy_(
+                torch.randn(model.get_parameter(name).shape, generator=g, dtype=torch.float64)
+            )
     tokens = torch.randint(0, n_tokens, (3, T), generator=g)
     x = model.embed.W_E[tokens].clone()
     x[:, 1:] += model.embed.W_E_prev[tokens[:, :-1]]
@@ -267,6 +344,7 @@ def test_theory_model_of_chen_eq2():
 
 def disentangled_reference(X, W1, W2, W3):
     """Musat et al. eq. 1 (strict causal mask), written from the paper, in plain torch."""
+
     def causal_softmax(S):
         allowed = torch.ones(S.shape[-1], S.shape[-1], dtype=torch.bool).tril(-1)
         return torch.nan_to_num(torch.softmax(S.masked_fill(~allowed, float("-inf")), -1), nan=0.0)
@@ -282,17 +360,34 @@ def test_disentangled_transformer_of_musat_et_al():
     Dm, N = 3, 3
     L = 2 * N + 1
     model = build_toy_model(
-        dict(n_layers=2, n_heads=1, d_model=8 * Dm, d_head=4 * Dm, n_ctx=L, d_vocab=1, d_vocab_out=Dm, attn_only=True,
-             normalization_type=None, use_attn_scale=False, dtype="float64"),
-        [SetWeight(("*",), "zeros"),
-         SetWeight(("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "identity", region=((0, 1), (0, 2 * Dm), (0, 2 * Dm))),
-         SetWeight(("blocks.0.attn.W_O",), "identity", region=((0, 1), (0, 2 * Dm), (2 * Dm, 4 * Dm))),
-         SetWeight(("blocks.1.attn.W_K", "blocks.1.attn.W_V"), "identity", region=((0, 1), (0, 4 * Dm), (0, 4 * Dm))),
-         SetWeight(("blocks.1.attn.W_O",), "identity", region=((0, 1), (0, 4 * Dm), (4 * Dm, 8 * Dm))),
-         TrainableEntries("blocks.0.attn.W_Q", ((0, 1), (0, 2 * Dm), (0, 2 * Dm))),
-         TrainableEntries("blocks.1.attn.W_Q", ((0, 1), (0, 4 * Dm), (0, 4 * Dm))),
-         SetWeight(("unembed.W_U",), "normal", freeze=False),
-         PermanentHook("strict_causal_mask", {"layers": [0, 1]})],
+        dict(
+            n_layers=2,
+            n_heads=1,
+            d_model=8 * Dm,
+            d_head=4 * Dm,
+            n_ctx=L,
+            d_vocab=1,
+            d_vocab_out=Dm,
+            attn_only=True,
+            normalization_type=None,
+            use_attn_scale=False,
+            dtype="float64",
+        ),
+        [
+            SetWeight(("*",), "zeros"),
+            SetWeight(
+                ("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "identity", region=((0, 1), (0, 2 * Dm), (0, 2 * Dm))
+            ),
+            SetWeight(("blocks.0.attn.W_O",), "identity", region=((0, 1), (0, 2 * Dm), (2 * Dm, 4 * Dm))),
+            SetWeight(
+                ("blocks.1.attn.W_K", "blocks.1.attn.W_V"), "identity", region=((0, 1), (0, 4 * Dm), (0, 4 * Dm))
+            ),
+            SetWeight(("blocks.1.attn.W_O",), "identity", region=((0, 1), (0, 4 * Dm), (4 * Dm, 8 * Dm))),
+            TrainableEntries("blocks.0.attn.W_Q", ((0, 1), (0, 2 * Dm), (0, 2 * Dm))),
+            TrainableEntries("blocks.1.attn.W_Q", ((0, 1), (0, 4 * Dm), (0, 4 * Dm))),
+            SetWeight(("unembed.W_U",), "normal", freeze=False),
+            PermanentHook("strict_causal_mask", {"layers": [0, 1]}),
+        ],
     )
     assert set(trainable_parameters(model)) == {"blocks.0.attn.W_Q", "blocks.1.attn.W_Q", "unembed.W_U"}
     g = torch.Generator().manual_seed(0)
@@ -307,12 +402,19 @@ def test_disentangled_transformer_of_musat_et_al():
     torch.testing.assert_close(z, disentangled_reference(X, W1, W2, model.unembed.W_U), rtol=0, atol=1e-10)
     z.sum().backward()
     grad = model.blocks[1].attn.W_Q.grad
-    assert grad[0, : 4 * Dm, : 4 * Dm].abs().sum() > 0 and not grad[0, 4 * Dm :].any() and not grad[0, :, 4 * Dm :].any()
+    assert (
+        grad[0, : 4 * Dm, : 4 * Dm].abs().sum() > 0 and not grad[0, 4 * Dm :].any() and not grad[0, :, 4 * Dm :].any()
+    )
 
 
 def test_several_trainable_regions_add_up():
-    model = build_toy_model(chen_config(), [TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 7), (5, 6))),
-                                            TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 7), (6, 7)))])
+    model = build_toy_model(
+        chen_config(),
+        [
+            TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 7), (5, 6))),
+            TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 7), (6, 7))),
+        ],
+    )
     mask = model.mechrecall_entry_masks["blocks.0.attn.W_K"]
     assert mask.sum() == 14 and mask[0, :7, 5:7].all()
     model(torch.zeros(1, T, dtype=torch.long)).sum().backward()

@@ -1,4 +1,5 @@
 """Checkpoints (safetensors + JSON, atomic, no pickle)."""
+
 import json
 import math
 import pickle
@@ -22,9 +23,23 @@ from mechrecall import (
 
 def toy(seed=0, d_mlp=32):
     return build_toy_model(
-        dict(n_layers=2, n_heads=1, d_model=16, d_head=16, d_mlp=d_mlp, d_vocab=9, n_ctx=6, act_fn="relu", normalization_type=None),
-        [ZeroBiases(), SetWeight(("blocks.*.attn.W_Q",), "identity"), LinearFeedForward((1,)),
-         PermanentHook("strict_causal_mask", {"layers": [1]})],
+        dict(
+            n_layers=2,
+            n_heads=1,
+            d_model=16,
+            d_head=16,
+            d_mlp=d_mlp,
+            d_vocab=9,
+            n_ctx=6,
+            act_fn="relu",
+            normalization_type=None,
+        ),
+        [
+            ZeroBiases(),
+            SetWeight(("blocks.*.attn.W_Q",), "identity"),
+            LinearFeedForward((1,)),
+            PermanentHook("strict_causal_mask", {"layers": [1]}),
+        ],
         seed=seed,
     )
 
@@ -37,7 +52,12 @@ def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
     model(torch.zeros(1, 6, dtype=torch.long)).sum().backward()
     optimizer.step()
     path = save_checkpoint(tmp_path / "ckpt", model, optimizer=optimizer, step=3, state={"note": "hi"})
-    assert sorted(p.name for p in path.iterdir()) == ["checkpoint.json", "model.safetensors", "optimizer.safetensors", "rng.safetensors"]
+    assert sorted(p.name for p in path.iterdir()) == [
+        "checkpoint.json",
+        "model.safetensors",
+        "optimizer.safetensors",
+        "rng.safetensors",
+    ]
 
     def no_unpickling(*args, **kwargs):
         raise AssertionError("a checkpoint load must never unpickle")
@@ -50,7 +70,9 @@ def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
     torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
     _, cache = loaded.run_with_cache(tokens)
     assert not cache["blocks.1.attn.hook_pattern"][0, 0].diagonal().any()  # the permanent hook came back
-    assert {n for n, p in loaded.named_parameters() if p.requires_grad} == {n for n, p in model.named_parameters() if p.requires_grad}
+    assert {n for n, p in loaded.named_parameters() if p.requires_grad} == {
+        n for n, p in model.named_parameters() if p.requires_grad
+    }
 
     fresh_opt = torch.optim.Adam([p for p in loaded.parameters() if p.requires_grad], lr=0.1)
     checkpoint_module.load_optimizer_state(fresh_opt, path)

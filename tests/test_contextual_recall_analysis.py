@@ -1,5 +1,6 @@
 """Metrics, representation geometry, steering and head outputs used by the contextual-recall analyses,
 each against an independent computation (brute-force loops, manual hooks)."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,8 +14,17 @@ from analyses.papers.contextual_recall.models import build_model_a
 from analyses.papers.contextual_recall.world import WorldConfig, build_world, sample_icl, sample_pt
 from mechrecall.batch import Batch
 
-CFG = WorldConfig(n_subjects=12, n_types=3, n_values=(12, 4, 4), n_grammar=5, grammar_len=3, n_subseq=2,
-                  p_grammar_only=0.0, target_div=0.3, seed=0)
+CFG = WorldConfig(
+    n_subjects=12,
+    n_types=3,
+    n_values=(12, 4, 4),
+    n_grammar=5,
+    grammar_len=3,
+    n_subseq=2,
+    p_grammar_only=0.0,
+    target_div=0.3,
+    seed=0,
+)
 
 
 def test_metrics_on_hand_made_predictions():
@@ -25,8 +35,12 @@ def test_metrics_on_hand_made_predictions():
     other_subject_same_type = w.value_ids(1)[(w.value_ids(1) != target[1])][0]  # type 1, not subject 1's value
     own_other_type = w.attributes[2, 0]  # subject 2's own type-0 attribute
     pred = torch.stack([target[0], other_subject_same_type, own_other_type, torch.tensor(CFG.sep)])
-    batch = Batch(torch.zeros(4, 2, dtype=torch.long), torch.zeros(4, 2, dtype=torch.long), None,
-                  {"target": target, "subject": subj, "attr_type": ell, "pred_pos": torch.zeros(4, dtype=torch.long)})
+    batch = Batch(
+        torch.zeros(4, 2, dtype=torch.long),
+        torch.zeros(4, 2, dtype=torch.long),
+        None,
+        {"target": target, "subject": subj, "attr_type": ell, "pred_pos": torch.zeros(4, dtype=torch.long)},
+    )
     m = metrics_of_predictions(pred, batch, w)
     assert m["exact"] == 0.25
     assert m["attr_type"] == 0.5  # predictions 0 and 1 are of the target's type
@@ -44,8 +58,11 @@ def _brute_silhouette(x, labels):
             s.append(0.0)
             continue
         a = sum(own) / len(own)
-        b = min(sum(d[i][j] for j in range(n) if labels[j] == c) / sum(1 for j in range(n) if labels[j] == c)
-                for c in set(labels) if c != labels[i])
+        b = min(
+            sum(d[i][j] for j in range(n) if labels[j] == c) / sum(1 for j in range(n) if labels[j] == c)
+            for c in set(labels)
+            if c != labels[i]
+        )
         s.append((b - a) / max(a, b))
     return sum(s) / n
 
@@ -56,14 +73,16 @@ def test_cosine_silhouette_and_similarity_match_brute_force():
     x = torch.randn(9, 5, generator=g) + 2 * torch.eye(5)[torch.tensor(labels)]
     assert cosine_silhouette_score(x, labels) == pytest.approx(_brute_silhouette(x, labels), abs=1e-6)
     assert cosine_silhouette_score(x * torch.rand(9, 1, generator=g) * 5, labels) == pytest.approx(
-        _brute_silhouette(x, labels), abs=1e-6)  # scale-invariant (cosine)
+        _brute_silhouette(x, labels), abs=1e-6
+    )  # scale-invariant (cosine)
     C, uniq = class_cosine_matrix(x, labels)
     assert list(uniq) == [0, 1, 2]
     idx = {c: [i for i, l in enumerate(labels) if l == c] for c in uniq}
     for a in uniq:
         for b in uniq:
-            want = sum(torch.nn.functional.cosine_similarity(x[i], x[j], dim=0).item()
-                       for i in idx[a] for j in idx[b]) / (len(idx[a]) * len(idx[b]))
+            want = sum(
+                torch.nn.functional.cosine_similarity(x[i], x[j], dim=0).item() for i in idx[a] for j in idx[b]
+            ) / (len(idx[a]) * len(idx[b]))
             assert C[a, b].item() == pytest.approx(want, abs=1e-5)
 
 
@@ -98,8 +117,9 @@ def test_replace_and_rank_matches_a_manual_hook():
 
 def test_prefix_prompts_hold_the_context_fixed():
     w = build_world(CFG)
-    subj, ell = prefix_subjects(w, 2, 3, torch.Generator().manual_seed(0), demo_subjects=torch.arange(6),
-                                query_subjects=torch.arange(6, 12))
+    subj, ell = prefix_subjects(
+        w, 2, 3, torch.Generator().manual_seed(0), demo_subjects=torch.arange(6), query_subjects=torch.arange(6, 12)
+    )
     t3, t1 = icl_prefix_tokens(w, subj, ell, 3), icl_prefix_tokens(w, subj, ell, 1)
     assert t3.shape == (6, 10) and t1.shape == (6, 4)
     assert torch.equal(t3[:, :3], t1[:, :3]) and torch.equal(t3[:, -1], t1[:, -1])  # same demos, same query

@@ -1,4 +1,5 @@
 """The §4 construction (Prop. 1-4) in a HookedTransformer, against a plain-torch Eq. 1, and Theorem 2's cascade."""
+
 from __future__ import annotations
 
 import pytest
@@ -6,16 +7,34 @@ import torch
 
 from analyses.papers.contextual_recall.analysis import head_role_cosines
 from analyses.papers.contextual_recall.construction import (
-    construction_weights, functional_last_logits, gd_cascade, load_construction, predicted_alpha1,
+    construction_weights,
+    functional_last_logits,
+    gd_cascade,
+    load_construction,
+    predicted_alpha1,
 )
 from analyses.papers.contextual_recall.metrics import recall_metrics
 from analyses.papers.contextual_recall.models import build_model_b, world_r_ctx
 from analyses.papers.contextual_recall.world import (
-    WorldConfig, build_world, sample_icl_rel, sample_pt_rel, split_subjects,
+    WorldConfig,
+    build_world,
+    sample_icl_rel,
+    sample_pt_rel,
+    split_subjects,
 )
 
-CFG = WorldConfig(n_subjects=32, n_types=3, n_values=(8, 8, 8), n_grammar=6, grammar_len=5, n_subseq=3,
-                  p_grammar_only=0.0, target_div=None, relation_tokens=True, seed=0)
+CFG = WorldConfig(
+    n_subjects=32,
+    n_types=3,
+    n_values=(8, 8, 8),
+    n_grammar=6,
+    grammar_len=5,
+    n_subseq=3,
+    p_grammar_only=0.0,
+    target_div=None,
+    relation_tokens=True,
+    seed=0,
+)
 N_DEMOS = 4
 
 
@@ -25,9 +44,15 @@ def setup():
     T = world_r_ctx(CFG, N_DEMOS)
     ft, ho = split_subjects(w, 16, 0)
     g = torch.Generator().manual_seed(0)
-    return dict(w=w, T=T, ft=ft, ho=ho, pt=sample_pt_rel(w, 256, g),
-                icl_all=sample_icl_rel(w, 256, N_DEMOS, g, demo_subjects=torch.arange(32)),
-                icl_ho=sample_icl_rel(w, 256, N_DEMOS, g, demo_subjects=ft, query_subjects=ho))
+    return dict(
+        w=w,
+        T=T,
+        ft=ft,
+        ho=ho,
+        pt=sample_pt_rel(w, 256, g),
+        icl_all=sample_icl_rel(w, 256, N_DEMOS, g, demo_subjects=torch.arange(32)),
+        icl_ho=sample_icl_rel(w, 256, N_DEMOS, g, demo_subjects=ft, query_subjects=ho),
+    )
 
 
 def _model(s, weights):
@@ -44,7 +69,11 @@ def _reference(weights, tokens, s):
 def test_model_b_is_one_hot_tied_and_trains_only_qkvo():
     m = build_model_b(CFG.d_vocab, 20, d_head=8)
     assert sorted(n for n, p in m.named_parameters() if p.requires_grad) == [
-        "blocks.0.attn.W_K", "blocks.0.attn.W_O", "blocks.0.attn.W_Q", "blocks.0.attn.W_V"]
+        "blocks.0.attn.W_K",
+        "blocks.0.attn.W_O",
+        "blocks.0.attn.W_Q",
+        "blocks.0.attn.W_V",
+    ]
     V = CFG.d_vocab
     assert torch.equal(m.W_E[:, :V], torch.eye(V)) and (m.W_E[:, V:] == 0).all()
     assert torch.equal(m.W_U, m.W_E.T) and (m.W_pos == 0).all()
@@ -117,8 +146,11 @@ def test_functional_gradient_matches_the_tl_model_gradient(setup):
     kq = weights["subject"][0].clone().requires_grad_(True)
     b = s["icl_ho"]
     loss = torch.nn.functional.cross_entropy(
-        functional_last_logits(b.tokens, [weights["relation"][0] * 4, kq * 4], [weights["relation"][1],
-                               weights["subject"][1]], w.V, s["T"]), b.extras["target"])
+        functional_last_logits(
+            b.tokens, [weights["relation"][0] * 4, kq * 4], [weights["relation"][1], weights["subject"][1]], w.V, s["T"]
+        ),
+        b.extras["target"],
+    )
     (g_ref,) = torch.autograd.grad(loss, kq)
     m = _model(s, {k: (v[0] * 4, v[1]) for k, v in weights.items()})
     m.blocks[0].attn.W_K.requires_grad_(True)
@@ -129,8 +161,18 @@ def test_functional_gradient_matches_the_tl_model_gradient(setup):
 
 
 def test_two_step_cascade_with_exact_population_gradients():
-    c = WorldConfig(n_subjects=16, n_types=2, n_values=(2, 2), n_grammar=8, grammar_len=10, n_subseq=3,
-                    p_grammar_only=0.0, target_div=None, relation_tokens=True, seed=0)
+    c = WorldConfig(
+        n_subjects=16,
+        n_types=2,
+        n_values=(2, 2),
+        n_grammar=8,
+        grammar_len=10,
+        n_subseq=3,
+        p_grammar_only=0.0,
+        target_div=None,
+        relation_tokens=True,
+        seed=0,
+    )
     w = build_world(c)
     ft, ho = split_subjects(w, 8, 0)
     r = gd_cascade(w, ft, ho, n_demos=3, T_max=world_r_ctx(c, 3), alpha2=0.25, alpha3=5.0, n_eval=256)
@@ -145,8 +187,18 @@ def test_two_step_cascade_with_exact_population_gradients():
 
 
 def test_cascade_collapses_where_the_condition_fails():
-    c = WorldConfig(n_subjects=64, n_types=4, n_values=(8,) * 4, n_grammar=8, grammar_len=10, n_subseq=3,
-                    p_grammar_only=0.0, target_div=None, relation_tokens=True, seed=0)
+    c = WorldConfig(
+        n_subjects=64,
+        n_types=4,
+        n_values=(8,) * 4,
+        n_grammar=8,
+        grammar_len=10,
+        n_subseq=3,
+        p_grammar_only=0.0,
+        target_div=None,
+        relation_tokens=True,
+        seed=0,
+    )
     w = build_world(c)
     ft, ho = split_subjects(w, 16, 0)
     r = gd_cascade(w, ft, ho, n_demos=3, T_max=world_r_ctx(c, 3), alpha2=0.25, alpha3=5.0, n_mc=2048, n_eval=256)

@@ -1,5 +1,6 @@
 """``python -m analyses.contextual_recall``: CLI, bad input, a ``micro`` run end to end, the pretrained extension on
 a tiny local checkpoint, and the ``paper`` preset's sizes."""
+
 from __future__ import annotations
 
 import json
@@ -23,18 +24,22 @@ def test_help_lists_the_parts_and_imports_nothing_heavy():
     assert r.returncode == 0
     for part in ("construction", "world_r", "world_g", "pretrained", "--preset", "--n-finetune"):
         assert part in r.stdout
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import analyses.contextual_recall"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import analyses.contextual_recall"], capture_output=True, text=True
+    )
     assert "transformer_lens" not in out.stderr and "| torch" not in out.stderr
 
 
-@pytest.mark.parametrize("parts, options, message", [
-    (["world_g"], {"n_finetune": 99}, "n_finetune=99 is larger than M=32"),
-    (["world_r"], {"n_demos": 40, "n_finetune": 32}, "n_demos=40 demonstrations but the subject pool"),
-    (["world_g"], {"div": 1.5}, "target_div=1.5 is unreachable"),
-    (["world_r"], {"n_ctx": 10}, "--n-ctx 10: the longest World-R input has 26 tokens"),
-    (["world_g"], {"pt_steps": 0}, "--pt-steps 0"),
-])
+@pytest.mark.parametrize(
+    "parts, options, message",
+    [
+        (["world_g"], {"n_finetune": 99}, "n_finetune=99 is larger than M=32"),
+        (["world_r"], {"n_demos": 40, "n_finetune": 32}, "n_demos=40 demonstrations but the subject pool"),
+        (["world_g"], {"div": 1.5}, "target_div=1.5 is unreachable"),
+        (["world_r"], {"n_ctx": 10}, "--n-ctx 10: the longest World-R input has 26 tokens"),
+        (["world_g"], {"pt_steps": 0}, "--pt-steps 0"),
+    ],
+)
 def test_inconsistent_configs_fail_naming_the_value_before_training(tmp_path, parts, options, message):
     from mechrecall.errors import UsageError
 
@@ -44,8 +49,9 @@ def test_inconsistent_configs_fail_naming_the_value_before_training(tmp_path, pa
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):
-    r = _cli("--preset", "smoke", "--experiment", "world_g", "--n-finetune", "99", "--out", str(tmp_path),
-             "--no-progress")
+    r = _cli(
+        "--preset", "smoke", "--experiment", "world_g", "--n-finetune", "99", "--out", str(tmp_path), "--no-progress"
+    )
     assert r.returncode == 2, r.stderr
     assert "n_finetune=99 is larger than M=32" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
@@ -72,8 +78,14 @@ def test_micro_run_end_to_end(tmp_path):
     g = res["parts"]["world_g"]["results"]
     assert [r["step"] for r in g["history_pt"]] == [0, 3, 6]
     assert len(g["clustering_ft_icl"]["t"]) == 4 and len(g["steering_ft_icl"]["beta"]) == 11
-    for f in ("fig02_pretraining.png", "fig03_finetune_icl.png", "fig09_attention_after_pt.png",
-              "fig20_ov_after_pt.png", "fig08_16_17_clustering.png", "construction_cascade.png"):
+    for f in (
+        "fig02_pretraining.png",
+        "fig03_finetune_icl.png",
+        "fig09_attention_after_pt.png",
+        "fig20_ov_after_pt.png",
+        "fig08_16_17_clustering.png",
+        "construction_cascade.png",
+    ):
         assert (tmp_path / "contextual_recall" / f).stat().st_size > 1000
     # figure content: titles name the paper figure, curves hold the recorded numbers
     from analyses.papers.contextual_recall import figures as F
@@ -100,8 +112,7 @@ def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(t
     assert res["relations"] == list(RELATIONS) and res["t"] == [0, 1, 2]
     assert all(-1 <= s <= 1 for s in res["silhouette"]) and len(res["steering"]["rank_orig"]) == 5
     assert all(isinstance(r["ours"], float) for r in run["claims"])
-    missing = EXPERIMENT.run(tmp_path / "b", preset="micro", parts=["pretrained"],
-                             options={"model": "pythia-14m"})
+    missing = EXPERIMENT.run(tmp_path / "b", preset="micro", parts=["pretrained"], options={"model": "pythia-14m"})
     for row in missing["claims"]:
         assert row["verdict"] == "not run" and row["reason"].startswith("no weights")
 
@@ -114,10 +125,24 @@ def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
     from mechrecall.trainer import TrainConfig, train
 
     g, r = RUN_G["paper"], RUN_R["paper"]
-    assert (g.world.n_subjects, g.world.n_types, g.world.n_values, g.world.grammar_len, g.world.n_subseq,
-            g.world.p_grammar_only, g.world.target_div) == (256, 8, (256,) + (32,) * 7, 80, 5, 0.2, 0.5)
-    assert (g.d_model, g.batch, g.pt_steps, g.ft_steps, g.pt_lr, g.n_demos, g.n_finetune) == (256, 64, 20000, 2000,
-                                                                                                1e-4, 16, 128)
+    assert (
+        g.world.n_subjects,
+        g.world.n_types,
+        g.world.n_values,
+        g.world.grammar_len,
+        g.world.n_subseq,
+        g.world.p_grammar_only,
+        g.world.target_div,
+    ) == (256, 8, (256,) + (32,) * 7, 80, 5, 0.2, 0.5)
+    assert (g.d_model, g.batch, g.pt_steps, g.ft_steps, g.pt_lr, g.n_demos, g.n_finetune) == (
+        256,
+        64,
+        20000,
+        2000,
+        1e-4,
+        16,
+        128,
+    )
     wg = build_world(g.world)
     assert wg.V == 753 and g.world.pt_len == 414 and abs(wg.div() - 0.5) < 1e-5
     model = build_model_a(wg.V, g_ctx(g), g.d_model)
@@ -131,6 +156,7 @@ def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
     assert wr.V == 256 + 256 + 16 + 1 + 8 and world_r_ctx(r.world, r.n_demos) == 64
     mb = build_model_b(wr.V, 64, d_head=r.d_head)
     assert mb.cfg.d_model == 601 and sum(p.numel() for p in mb.parameters() if p.requires_grad) == 4 * 3 * 601 * 256
-    res = train(mb, lambda step, gen: sample_pt_rel(wr, 2, gen), TrainConfig(steps=1, loss_positions="mask",
-                                                                            progress=False))
+    res = train(
+        mb, lambda step, gen: sample_pt_rel(wr, 2, gen), TrainConfig(steps=1, loss_positions="mask", progress=False)
+    )
     assert res.history["train"][0]["loss"] > 0

@@ -1,4 +1,5 @@
 """The two synthetic worlds of the contextual-recall paper: layouts, statistics, Div control and bad input."""
+
 from __future__ import annotations
 
 import itertools
@@ -7,14 +8,43 @@ import pytest
 import torch
 
 from analyses.papers.contextual_recall.world import (
-    WorldConfig, WorldConfigError, all_icl_rel, build_world, markov_div, markov_runs, matrix_distance, sample_icl,
-    sample_icl_rel, sample_pt, sample_pt_rel, split_subjects,
+    WorldConfig,
+    WorldConfigError,
+    all_icl_rel,
+    build_world,
+    markov_div,
+    markov_runs,
+    matrix_distance,
+    sample_icl,
+    sample_icl_rel,
+    sample_pt,
+    sample_pt_rel,
+    split_subjects,
 )
 
-G_CFG = WorldConfig(n_subjects=32, n_types=4, n_values=(32, 8, 8, 8), n_grammar=8, grammar_len=5, n_subseq=3,
-                    p_grammar_only=0.3, target_div=0.5, seed=1)
-R_CFG = WorldConfig(n_subjects=24, n_types=3, n_values=(6, 6, 6), n_grammar=5, grammar_len=4, n_subseq=3,
-                    p_grammar_only=0.0, target_div=None, relation_tokens=True, seed=2)
+G_CFG = WorldConfig(
+    n_subjects=32,
+    n_types=4,
+    n_values=(32, 8, 8, 8),
+    n_grammar=8,
+    grammar_len=5,
+    n_subseq=3,
+    p_grammar_only=0.3,
+    target_div=0.5,
+    seed=1,
+)
+R_CFG = WorldConfig(
+    n_subjects=24,
+    n_types=3,
+    n_values=(6, 6, 6),
+    n_grammar=5,
+    grammar_len=4,
+    n_subseq=3,
+    p_grammar_only=0.0,
+    target_div=None,
+    relation_tokens=True,
+    seed=2,
+)
 
 
 def gen(seed=0):
@@ -43,11 +73,11 @@ def test_pt_sequences_have_the_paper_layout():
     assert full.shape == (64, T)
     assert torch.equal(b.targets[:, :-1], b.tokens[:, 1:])  # next-token targets
     unit = c.grammar_len + 3
-    seps = full[:, unit - 1::unit]
+    seps = full[:, unit - 1 :: unit]
     assert (seps == c.sep).all() and seps.shape[1] == c.n_subseq - 1  # [sep] between, not at the end
     n_filler = 0
     for i in range(c.n_subseq):
-        sub = full[:, i * unit: i * unit + c.grammar_len + 2]
+        sub = full[:, i * unit : i * unit + c.grammar_len + 2]
         factual = sub[:, 0] == b.extras["subject"]
         grammar = (sub >= c.grammar_offset) & (sub < c.sep)
         assert (factual | grammar.all(1)).all()  # a factual subsequence or a whole grammar-only run
@@ -94,8 +124,9 @@ def test_icl_and_iclgrm_layouts():
     assert torch.equal(lengths, (s_ft + 3) * 4 - 1)
     pos = torch.arange(g.targets.shape[1])[None]
     assert ((g.targets == -100) == (pos >= g.extras["lengths"][:, None])).all()  # padding is masked
-    assert torch.equal(g.tokens[torch.arange(64), g.extras["pred_pos"] + 1 - 1],
-                       g.tokens[torch.arange(64), g.extras["lengths"] - 1])
+    assert torch.equal(
+        g.tokens[torch.arange(64), g.extras["pred_pos"] + 1 - 1], g.tokens[torch.arange(64), g.extras["lengths"] - 1]
+    )
 
 
 def test_world_r_sequences():
@@ -121,7 +152,7 @@ def test_exact_population_enumerates_every_sequence_once():
     w = build_world(R_CFG)
     pool = torch.tensor([0, 5, 7])
     pop = all_icl_rel(w, 2, pool)
-    assert pop.tokens.shape[0] == 3 ** 3 * 3
+    assert pop.tokens.shape[0] == 3**3 * 3
     keys = {tuple(r) for r in torch.cat([pop.tokens, pop.extras["target"][:, None]], 1).tolist()}
     assert len(keys) == 81
     want = {(a, b, q, e) for a, b, q in itertools.product(pool.tolist(), repeat=3) for e in range(3)}
@@ -137,22 +168,29 @@ def test_div_control_and_norms():
     assert matrix_distance(a, b, "entry_l1").item() == pytest.approx(d.sum().item(), rel=1e-6)
     assert matrix_distance(a, b, "row_mean_l1").item() == pytest.approx(d.sum().item() / 8, rel=1e-6)
     assert matrix_distance(a, b, "induced_l1").item() == pytest.approx(d.sum(0).max().item(), rel=1e-6)
-    brute = min(matrix_distance(w.transitions[i], w.transitions[j]).item()
-                for i in range(4) for j in range(4) if i != j)
+    brute = min(
+        matrix_distance(w.transitions[i], w.transitions[j]).item() for i in range(4) for j in range(4) if i != j
+    )
     assert markov_div(w.transitions) == pytest.approx(brute)
     assert torch.allclose(w.transitions.sum(-1), torch.ones(4, 8), atol=1e-5)
-    g = build_world(WorldConfig(**{**G_CFG.__dict__, "div_method": "greedy_pool", "target_div": 0.3,
-                                   "pool_alpha": 10.0, "pool_size": 300}))
+    g = build_world(
+        WorldConfig(
+            **{**G_CFG.__dict__, "div_method": "greedy_pool", "target_div": 0.3, "pool_alpha": 10.0, "pool_size": 300}
+        )
+    )
     assert g.div() >= 0.95 * 0.3
 
 
-@pytest.mark.parametrize("cfg, match", [
-    (dict(target_div=1.9), "target_div=1.9 is unreachable"),
-    (dict(target_div=0.3, div_method="greedy_pool", pool_alpha=1000.0, pool_size=50), "unreachable"),
-    (dict(n_values=(64, 8, 8, 8)), r"n_values\[0\]=64"),
-    (dict(n_values=(8, 8)), "n_values has 2 entries"),
-    (dict(p_grammar_only=1.0), "p_grammar_only=1.0"),
-])
+@pytest.mark.parametrize(
+    "cfg, match",
+    [
+        (dict(target_div=1.9), "target_div=1.9 is unreachable"),
+        (dict(target_div=0.3, div_method="greedy_pool", pool_alpha=1000.0, pool_size=50), "unreachable"),
+        (dict(n_values=(64, 8, 8, 8)), r"n_values\[0\]=64"),
+        (dict(n_values=(8, 8)), "n_values has 2 entries"),
+        (dict(p_grammar_only=1.0), "p_grammar_only=1.0"),
+    ],
+)
 def test_inconsistent_world_configs_fail_naming_the_value(cfg, match):
     with pytest.raises(WorldConfigError, match=match):
         build_world(WorldConfig(**{**G_CFG.__dict__, **cfg}))

@@ -17,24 +17,27 @@ from mechrecall.experiment import Experiment, Option, Part, PartResult
 # --------------------------------------------------------------------------- rules and verdicts
 
 
-@pytest.mark.parametrize("rule,ours,verdict", [
-    (at_least(0.9, partial=0.6), 0.95, "reproduced"),
-    (at_least(0.9, partial=0.6), 0.9, "reproduced"),  # bounds are inclusive
-    (at_least(0.9, partial=0.6), 0.7, "partial"),
-    (at_least(0.9, partial=0.6), 0.59, "not reproduced"),
-    (at_least(0.9), 0.7, "not reproduced"),  # no partial band
-    (at_most(0.05, partial=0.1), 0.02, "reproduced"),
-    (at_most(0.05, partial=0.1), 0.08, "partial"),
-    (at_most(0.05, partial=0.1), 0.2, "not reproduced"),
-    (between(0.4, 0.6, partial=(0.3, 0.7)), 0.65, "partial"),
-    (between(0.4, 0.6, partial=(0.3, 0.7)), 0.29, "not reproduced"),
-    (near(2.0, 0.1, partial_tol=0.5), 1.95, "reproduced"),
-    (near(2.0, 0.1, partial_tol=0.5), 2.4, "partial"),
-    (is_true(), True, "reproduced"),
-    (is_true(), 0, "not reproduced"),
-    (at_least(0.9), None, "not run"),
-    (at_least(0.9), math.nan, "not run"),
-])
+@pytest.mark.parametrize(
+    "rule,ours,verdict",
+    [
+        (at_least(0.9, partial=0.6), 0.95, "reproduced"),
+        (at_least(0.9, partial=0.6), 0.9, "reproduced"),  # bounds are inclusive
+        (at_least(0.9, partial=0.6), 0.7, "partial"),
+        (at_least(0.9, partial=0.6), 0.59, "not reproduced"),
+        (at_least(0.9), 0.7, "not reproduced"),  # no partial band
+        (at_most(0.05, partial=0.1), 0.02, "reproduced"),
+        (at_most(0.05, partial=0.1), 0.08, "partial"),
+        (at_most(0.05, partial=0.1), 0.2, "not reproduced"),
+        (between(0.4, 0.6, partial=(0.3, 0.7)), 0.65, "partial"),
+        (between(0.4, 0.6, partial=(0.3, 0.7)), 0.29, "not reproduced"),
+        (near(2.0, 0.1, partial_tol=0.5), 1.95, "reproduced"),
+        (near(2.0, 0.1, partial_tol=0.5), 2.4, "partial"),
+        (is_true(), True, "reproduced"),
+        (is_true(), 0, "not reproduced"),
+        (at_least(0.9), None, "not run"),
+        (at_least(0.9), math.nan, "not run"),
+    ],
+)
 def test_verdict_is_computed_from_the_number_and_the_rule(rule, ours, verdict):
     claim = Claim(id="x.y.z", claim="c", ours=ours, rule=rule)
     assert claim.verdict == verdict
@@ -52,7 +55,10 @@ def test_rows_describe_the_rule_in_words_and_refuse_non_numbers():
         Claim(id="a b", claim="p", ours=1, rule=at_least(0))
     with pytest.raises(ValueError, match="lo <= hi"):
         between(1, 0)
-    rows = [Claim(id=f"i{k}", claim="c", ours=v, rule=at_least(1, partial=0)).row() for k, v in enumerate((2, 0.5, -1, None))]
+    rows = [
+        Claim(id=f"i{k}", claim="c", ours=v, rule=at_least(1, partial=0)).row()
+        for k, v in enumerate((2, 0.5, -1, None))
+    ]
     assert summary(rows) == dict(zip(VERDICTS, (1, 1, 1, 1)))
 
 
@@ -66,9 +72,12 @@ def _part(name, value):
         CALLS.append(name)
         if ctx.options["fail"] == name:
             raise RuntimeError(f"{name} broke")
-        return PartResult({"value": value, "seed": ctx.seed},
-                          [ctx.claim(name, "value", f"{name} value", value, at_least(1.0, partial=0.5))],
-                          {f"{name}.html": f"<p>{name}</p>"})
+        return PartResult(
+            {"value": value, "seed": ctx.seed},
+            [ctx.claim(name, "value", f"{name} value", value, at_least(1.0, partial=0.5))],
+            {f"{name}.html": f"<p>{name}</p>"},
+        )
+
     return run
 
 
@@ -78,11 +87,18 @@ def _check(ctx):
 
 
 TOY = Experiment(
-    name="toy", paper="A Toy Paper", summary="Toy parts.",
-    parts=(Part("first", _part("first", 2.0), "one"), Part("second", _part("second", 0.7), "two"),
-           Part("big", _part("big", 0.0), "paper only", presets=("paper",))),
-    options=(Option("--scale", type=float, default=1.0, help="a number"),
-             Option("--fail", default="", compare=False, help="the part to break")),
+    name="toy",
+    paper="A Toy Paper",
+    summary="Toy parts.",
+    parts=(
+        Part("first", _part("first", 2.0), "one"),
+        Part("second", _part("second", 0.7), "two"),
+        Part("big", _part("big", 0.0), "paper only", presets=("paper",)),
+    ),
+    options=(
+        Option("--scale", type=float, default=1.0, help="a number"),
+        Option("--fail", default="", compare=False, help="the part to break"),
+    ),
     check=_check,
 )
 
@@ -119,9 +135,14 @@ def test_results_are_written_after_each_part_and_kept_on_rerun(tmp_path):
 
 def test_bad_input_is_refused_before_any_work(tmp_path):
     CALLS.clear()
-    for kwargs, message in (({"options": {"scale": 0}}, "--scale 0"), ({"parts": ["nope"]}, "unknown part"),
-                            ({"parts": ["big"]}, "not part of --preset micro"), ({"preset": "huge"}, "--preset 'huge'"),
-                            ({"device": "gpu0"}, "--device 'gpu0'"), ({"threads": 0}, "--threads 0")):
+    for kwargs, message in (
+        ({"options": {"scale": 0}}, "--scale 0"),
+        ({"parts": ["nope"]}, "unknown part"),
+        ({"parts": ["big"]}, "not part of --preset micro"),
+        ({"preset": "huge"}, "--preset 'huge'"),
+        ({"device": "gpu0"}, "--device 'gpu0'"),
+        ({"threads": 0}, "--threads 0"),
+    ):
         with pytest.raises(UsageError, match=message):
             TOY.run(tmp_path / "x", **{"preset": "micro", **kwargs})
     assert CALLS == [] and not (tmp_path / "x").exists()
@@ -141,8 +162,12 @@ def test_claims_carry_preset_seed_and_a_micro_note(tmp_path):
 @pytest.mark.parametrize("module", ["analyses.noisy_icl", "analyses.laser_pythia", "analyses.induction_emergence"])
 def test_cli_user_errors_are_one_line_without_traceback(module, tmp_path):
     (tmp_path / "f").write_text("")
-    for args in (["--out", str(tmp_path / "f")], ["--device", "gpu0", "--out", str(tmp_path / "o")],
-                 ["--threads", "0"], ["--experiment", "nope", "--out", str(tmp_path / "o")]):
+    for args in (
+        ["--out", str(tmp_path / "f")],
+        ["--device", "gpu0", "--out", str(tmp_path / "o")],
+        ["--threads", "0"],
+        ["--experiment", "nope", "--out", str(tmp_path / "o")],
+    ):
         done = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120)
         assert done.returncode == 2, (args, done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) <= 2, done.stderr

@@ -8,7 +8,7 @@ import textwrap
 
 
 def test_no_analysis_changes_the_backend_or_registers_pyplot_figures():
-    code = textwrap.dedent('''
+    code = textwrap.dedent("""
         import matplotlib
         matplotlib.use("svg")          # stands in for a notebook's inline backend
         import matplotlib.pyplot as plt
@@ -35,7 +35,7 @@ def test_no_analysis_changes_the_backend_or_registers_pyplot_figures():
         assert plt.get_fignums() == [], plt.get_fignums()
         assert all(type(f).__name__ == "Figure" for f in figures)
         print("ok", len(figures))
-    ''')
+    """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok 5"

@@ -1,4 +1,5 @@
 """Head roles and OV projections: a hand-built circuit, TransformerLens' own detectors, dense references."""
+
 from __future__ import annotations
 
 import pytest
@@ -90,7 +91,11 @@ def test_attention_mass_agrees_with_tl_head_detector(tiny_dirs, arch):
     model = pretrained.load(str(tiny_dirs[arch]), processing="tl")
     text = "Paris is in France . Paris is in France . Madrid is located in Spain"
     tokens = model.to_tokens(text)
-    for name, keys_fn in (("previous_token_head", None), ("duplicate_token_head", None), ("induction_head", induction_keys)):
+    for name, keys_fn in (
+        ("previous_token_head", None),
+        ("duplicate_token_head", None),
+        ("induction_head", induction_keys),
+    ):
         theirs = detect_head(model, text, name)
         from transformer_lens import head_detector
 
@@ -105,7 +110,9 @@ def test_attention_mass_a_to_b_by_hand():
     """Keys given per prompt ([batch, k]) and a query subset, against a loop over the cached pattern."""
     from mechrecall.builder import build_toy_model
 
-    model = build_toy_model(dict(n_layers=2, n_heads=3, d_model=12, d_head=4, d_vocab=10, n_ctx=8, attn_only=True), [], seed=4)
+    model = build_toy_model(
+        dict(n_layers=2, n_heads=3, d_model=12, d_head=4, d_vocab=10, n_ctx=8, attn_only=True), [], seed=4
+    )
     tokens = torch.randint(0, 10, (4, 8), generator=torch.Generator().manual_seed(0))
     keys = torch.zeros(4, 8, dtype=torch.bool)
     keys[:, [1, 3]] = True
@@ -179,12 +186,22 @@ def test_ov_circuit_and_top_tokens_against_dense_products(any_model):
     dense = model.W_E @ a1.W_V[0] @ a1.W_O[0] @ model.W_U
     torch.testing.assert_close(circuit.AB, dense, rtol=1e-4, atol=1e-5)
     virtual = full_ov_circuit(model, 1, 0, through=[(0, 1)])
-    torch.testing.assert_close(virtual.AB, model.W_E @ a0.W_V[1] @ a0.W_O[1] @ a1.W_V[0] @ a1.W_O[0] @ model.W_U,
-                               rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(
+        virtual.AB, model.W_E @ a0.W_V[1] @ a0.W_O[1] @ a1.W_V[0] @ a1.W_O[0] @ model.W_U, rtol=1e-4, atol=1e-5
+    )
     direction = torch.randn(3, model.cfg.d_model, generator=torch.Generator().manual_seed(0))
-    torch.testing.assert_close(full_ov_circuit(model, 1, 0, source=direction).AB,
-                               direction @ a1.W_V[0] @ a1.W_O[0] @ model.W_U, rtol=1e-4, atol=1e-5)
-    assert full_ov_circuit(model).shape == (model.cfg.n_layers, model.cfg.n_heads, model.cfg.d_vocab, model.cfg.d_vocab_out)
+    torch.testing.assert_close(
+        full_ov_circuit(model, 1, 0, source=direction).AB,
+        direction @ a1.W_V[0] @ a1.W_O[0] @ model.W_U,
+        rtol=1e-4,
+        atol=1e-5,
+    )
+    assert full_ov_circuit(model).shape == (
+        model.cfg.n_layers,
+        model.cfg.n_heads,
+        model.cfg.d_vocab,
+        model.cfg.d_vocab_out,
+    )
     values, indices = top_tokens(circuit, k=3, inputs=[0, 5, 7], chunk=2)
     ref_values, ref_indices = dense[[0, 5, 7]].topk(3, dim=-1)
     torch.testing.assert_close(values, ref_values, rtol=1e-4, atol=1e-5)

@@ -1,4 +1,5 @@
 """Tests of ``hooks``: every edit does what an independent computation says, and is undone bit-exact."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,9 @@ from hooks import ablate, activation_means, add_vector, low_rank, patch, positio
 
 
 def _tokens(model, batch=3, pos=12, seed=0):
-    vocab = model.cfg.d_vocab if getattr(model, "tokenizer", None) is None else min(model.cfg.d_vocab, len(model.tokenizer))
+    vocab = (
+        model.cfg.d_vocab if getattr(model, "tokenizer", None) is None else min(model.cfg.d_vocab, len(model.tokenizer))
+    )
     return torch.randint(0, vocab, (batch, pos), generator=torch.Generator().manual_seed(seed))
 
 
@@ -35,7 +38,10 @@ def test_position_mask_forms():
     assert position_mask(-1, 2, 4).tolist() == [[False, False, False, True]] * 2
     assert position_mask([0, 2], 1, 4).tolist() == [[True, False, True, False]]
     assert position_mask(slice(1, 3), 1, 4).tolist() == [[False, True, True, False]]
-    assert position_mask(torch.tensor([1, 3]), 2, 4).tolist() == [[False, True, False, False], [False, False, False, True]]
+    assert position_mask(torch.tensor([1, 3]), 2, 4).tolist() == [
+        [False, True, False, False],
+        [False, False, False, True],
+    ]
     with pytest.raises(ValueError, match=r"positions \[5\] out of range for a sequence of length 4"):
         position_mask(5, 2, 4)
     with pytest.raises(ValueError, match="bool positions of shape"):
@@ -52,8 +58,13 @@ def test_zero_ablating_last_layer_head_removes_exactly_its_direct_logit_contribu
     """Attention-only, no LN: logits are a sum of components, so the change is ``z_h W_O^h W_U``."""
     from mechrecall.builder import build_toy_model
 
-    model = build_toy_model(dict(n_layers=2, n_heads=3, d_model=16, d_head=4, d_vocab=20, n_ctx=16, attn_only=True,
-                                 normalization_type=None), [], seed=1)
+    model = build_toy_model(
+        dict(
+            n_layers=2, n_heads=3, d_model=16, d_head=4, d_vocab=20, n_ctx=16, attn_only=True, normalization_type=None
+        ),
+        [],
+        seed=1,
+    )
     tokens = _tokens(model)
     logits, cache = model.run_with_cache(tokens)
     layer, head = 1, 2
@@ -78,7 +89,9 @@ def test_ablation_hits_the_right_activation_on_every_model(any_model):
         _, cache = model.run_with_cache(tokens)
         assert (cache["blocks.1.hook_attn_out"] == 0).all() and (cache["blocks.0.hook_mlp_out"] == 0).all()
         if not model.cfg.parallel_attn_mlp:
-            torch.testing.assert_close(cache["blocks.0.hook_resid_post"], cache["blocks.0.hook_resid_mid"], rtol=0, atol=0)
+            torch.testing.assert_close(
+                cache["blocks.0.hook_resid_post"], cache["blocks.0.hook_resid_mid"], rtol=0, atol=0
+            )
     reference = _tokens(model, batch=5, seed=7)
     means = activation_means(model, reference, ["blocks.1.hook_mlp_out"], over="batch_pos")["blocks.1.hook_mlp_out"]
     with ablate(model, mlps=[1], mode="mean", reference=reference, positions=-1):
@@ -92,7 +105,9 @@ def test_ablation_hits_the_right_activation_on_every_model(any_model):
 
 
 def test_ablation_bad_input(any_model):
-    with pytest.raises(ValueError, match=r"layer=9 is out of range; expected an int in \[0, 1\] \(the model has 2 layers\)"):
+    with pytest.raises(
+        ValueError, match=r"layer=9 is out of range; expected an int in \[0, 1\] \(the model has 2 layers\)"
+    ):
         with ablate(any_model, heads=[(9, 0)]):
             pass
     with pytest.raises(ValueError, match="needs reference="):
@@ -139,8 +154,13 @@ def test_patching_the_whole_residual_reproduces_the_source_run(any_model):
 def test_patching_one_head_changes_only_that_head():
     from mechrecall.builder import build_toy_model
 
-    model = build_toy_model(dict(n_layers=1, n_heads=3, d_model=12, d_head=4, d_vocab=16, n_ctx=10, attn_only=True,
-                                 normalization_type=None), [], seed=3)
+    model = build_toy_model(
+        dict(
+            n_layers=1, n_heads=3, d_model=12, d_head=4, d_vocab=16, n_ctx=10, attn_only=True, normalization_type=None
+        ),
+        [],
+        seed=3,
+    )
     clean, corrupt = _tokens(model, pos=8, seed=1), _tokens(model, pos=8, seed=2)
     clean_logits, clean_cache = model.run_with_cache(clean)
     _, source_cache = model.run_with_cache(corrupt)
@@ -162,8 +182,11 @@ def test_patching_one_head_changes_only_that_head():
 def test_add_vector_at_the_last_residual_shifts_logits_linearly():
     from mechrecall.builder import build_toy_model
 
-    model = build_toy_model(dict(n_layers=2, n_heads=1, d_model=8, d_head=8, d_vocab=12, n_ctx=8, attn_only=True,
-                                 normalization_type=None), [], seed=0)
+    model = build_toy_model(
+        dict(n_layers=2, n_heads=1, d_model=8, d_head=8, d_vocab=12, n_ctx=8, attn_only=True, normalization_type=None),
+        [],
+        seed=0,
+    )
     tokens = _tokens(model, pos=6)
     clean = model(tokens)
     v = torch.randn(8, generator=torch.Generator().manual_seed(5))

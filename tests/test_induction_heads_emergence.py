@@ -1,4 +1,5 @@
 """Musat et al.: the emergence-time estimator, the gradient-flow ODE and the Fig 2 matrices (analyses.ov)."""
+
 from __future__ import annotations
 
 import math
@@ -50,7 +51,7 @@ def test_series_from_trainer_rows_and_power_law_fit():
     times, series = em.series_from_rows(rows, ["x"])
     assert times == [0, 10, 20] and series["x"] == [0.0, 0.4, 0.9]
     ns = [4, 8, 16, 32]
-    k, c = em.fit_power_law(ns, [1.7 * n ** 2 for n in ns])
+    k, c = em.fit_power_law(ns, [1.7 * n**2 for n in ns])
     assert k == pytest.approx(2.0) and c == pytest.approx(1.7)
     with pytest.raises(ValueError, match="positive"):
         em.fit_power_law([4, 8], [1.0, 0.0])
@@ -88,8 +89,17 @@ def test_large_N_constants_match_the_derived_asymptotics():
 
 
 def _attn_only(pos="standard", n_layers=2):
-    cfg = dict(n_layers=n_layers, n_heads=1, d_model=12, d_head=12, d_vocab=5, n_ctx=6, attn_only=True,
-               normalization_type=None, positional_embedding_type=pos)
+    cfg = dict(
+        n_layers=n_layers,
+        n_heads=1,
+        d_model=12,
+        d_head=12,
+        d_vocab=5,
+        n_ctx=6,
+        attn_only=True,
+        normalization_type=None,
+        positional_embedding_type=pos,
+    )
     if pos == "rotary":
         cfg["rotary_dim"] = 4
     return build_toy_model(cfg, [], seed=0)
@@ -107,8 +117,16 @@ def test_interpretable_matrices_are_the_products_in_the_basis():
     torch.testing.assert_close(mats["L0"]["matrix"], S0 @ a0.W_Q[0] @ a0.W_K[0].T @ S0.T)
     torch.testing.assert_close(mats["L1"]["matrix"], S1 @ a1.W_Q[0] @ a1.W_K[0].T @ S1.T)
     torch.testing.assert_close(mats["OUT"]["matrix"], S2 @ model.W_U)
-    assert [n for n, _ in mats["OUT"]["blocks"]] == ["E", "P", "OV0·E", "OV0·P", "OV1·E", "OV1·P", "OV1·OV0·E",
-                                                     "OV1·OV0·P"]
+    assert [n for n, _ in mats["OUT"]["blocks"]] == [
+        "E",
+        "P",
+        "OV0·E",
+        "OV0·P",
+        "OV1·E",
+        "OV1·P",
+        "OV1·OV0·E",
+        "OV1·OV0·P",
+    ]
     torch.testing.assert_close(block_of(mats["L1"], "E", "OV0·P"), (E @ a1.W_Q[0]) @ (P @ OV0 @ a1.W_K[0]).T)
     names = [n for n, _ in interpretable_basis(model)]
     assert names[:4] == ["E", "P", "OV0·E", "OV0·P"]

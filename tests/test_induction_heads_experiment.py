@@ -1,4 +1,5 @@
 """``python -m analyses.induction_emergence``: micro parts end to end, figures, the Pythia extension, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -97,7 +98,10 @@ def test_sgd_scaling_appendixF_protocol_follows_the_ode(tmp_path):
         assert r["t_icl"] == pytest.approx(r["t_icl_ode"], rel=0.05)
         assert r["final_residual"] == 0.0
     assert {c.id.rsplit(".", 1)[1] for c in res.claims} == {
-        "t_icl_exponent_full_training", "t_icl_exponent_appendixF", "order_full_training"}
+        "t_icl_exponent_full_training",
+        "t_icl_exponent_appendixF",
+        "order_full_training",
+    }
     ax = res.figures["fig5_full_training.png"].axes[0]
     assert ax.get_xscale() == "log" and list(ax.get_lines()[-1].get_xdata()) == [2, 3, 4]
 
@@ -106,7 +110,10 @@ def test_paper_sizes_run_a_few_steps():
     """The paper preset's configurations are valid: two steps of each at the paper's sizes (small batches)."""
     from analyses.papers.induction_heads.experiments import DISENTANGLED, STANDARD
     from analyses.papers.induction_heads.training import (
-        DisentangledRun, StandardRun, train_disentangled, train_standard,
+        DisentangledRun,
+        StandardRun,
+        train_disentangled,
+        train_standard,
     )
 
     std = replace(StandardRun(**STANDARD["paper"]), steps=2, batch_size=2, eval_every=0)
@@ -162,8 +169,22 @@ BAD_INPUT = [
 
 def test_bad_input_from_the_command_line_is_one_line_exit_2(tmp_path):
     args, value = BAD_INPUT[0]
-    proc = subprocess.run([sys.executable, "-m", "analyses.induction_emergence", "--preset", "micro", "--out",
-                           str(tmp_path), "--no-progress", *args], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "analyses.induction_emergence",
+            "--preset",
+            "micro",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     assert value in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1

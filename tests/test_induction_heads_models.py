@@ -1,4 +1,5 @@
 """Musat et al.: tasks, models and the exact checks (closed form, TL embedding, Theorem 1's orbit)."""
+
 from __future__ import annotations
 
 import math
@@ -8,13 +9,25 @@ import pytest
 import torch
 
 from analyses.papers.induction_heads.data import (
-    block_swap_matrix, make_continuous_icl_batch, make_token_icl_batch, orthonormal_icl_batch,
+    block_swap_matrix,
+    make_continuous_icl_batch,
+    make_token_icl_batch,
+    orthonormal_icl_batch,
 )
 from analyses.papers.induction_heads.models import (
-    build_disentangled, disentangled_forward, offset_pos_hook, standard_forward, standard_model,
+    build_disentangled,
+    disentangled_forward,
+    offset_pos_hook,
+    standard_forward,
+    standard_model,
 )
 from analyses.papers.induction_heads.subspace import (
-    PSEUDO_PARAMS, basis_matrix, orbit_residual, project_gradients_to_span, pseudo_parameters, subspace_residual,
+    PSEUDO_PARAMS,
+    basis_matrix,
+    orbit_residual,
+    project_gradients_to_span,
+    pseudo_parameters,
+    subspace_residual,
     weights_from_pseudo_parameters,
 )
 from analyses.papers.induction_heads.theory import closed_form_grad, closed_form_loss
@@ -34,8 +47,9 @@ def test_token_icl_batch_is_the_appendix_E_task():
     assert set(b.query_index.tolist()) == set(range(8))
 
 
-@pytest.mark.parametrize("kwargs, message", [(dict(n_pairs=16), r"2N\+1 = 33"),
-                                             (dict(n_pairs=9, vocab_size=16), "2N = 18")])
+@pytest.mark.parametrize(
+    "kwargs, message", [(dict(n_pairs=16), r"2N\+1 = 33"), (dict(n_pairs=9, vocab_size=16), "2N = 18")]
+)
 def test_token_icl_batch_rejects_sequences_that_do_not_fit(kwargs, message):
     with pytest.raises(ValueError, match=message):
         make_token_icl_batch(4, **kwargs)
@@ -82,10 +96,16 @@ def test_tl_embedding_equals_plain_torch_forward_and_gradients(exclude_self):
     D, N = 4, 3
     dtl = build_disentangled(D, N, exclude_self=exclude_self, dtype="float64")
     assert sorted(n for n, p in dtl.model.named_parameters() if p.requires_grad) == [
-        "blocks.0.attn.W_Q", "blocks.1.attn.W_Q", "unembed.W_U"]
+        "blocks.0.attn.W_Q",
+        "blocks.1.attn.W_Q",
+        "unembed.W_U",
+    ]
     g = torch.Generator().manual_seed(3)
-    W = [torch.randn(2 * D, 2 * D, generator=g, dtype=torch.float64), torch.randn(4 * D, 4 * D, generator=g,
-         dtype=torch.float64), torch.randn(8 * D, D, generator=g, dtype=torch.float64)]
+    W = [
+        torch.randn(2 * D, 2 * D, generator=g, dtype=torch.float64),
+        torch.randn(4 * D, 4 * D, generator=g, dtype=torch.float64),
+        torch.randn(8 * D, D, generator=g, dtype=torch.float64),
+    ]
     dtl.set_weights(*W)
     X, y, _ = make_continuous_icl_batch(6, N, D, generator=g, dtype=torch.float64)
     z = dtl(X)
@@ -99,7 +119,7 @@ def test_tl_embedding_equals_plain_torch_forward_and_gradients(exclude_self):
     torch.testing.assert_close(gq1[: 4 * D, : 4 * D], ref[1].grad, rtol=0, atol=1e-11)
     torch.testing.assert_close(dtl.model.W_U.grad, ref[2].grad, rtol=0, atol=1e-11)
     # entries of W_Q outside the W1 / W2 slices never get a gradient (no masking needed)
-    assert gq0[2 * D:].abs().max() == 0 and gq0[:, 2 * D:].abs().max() == 0 and gq1[4 * D:].abs().max() == 0
+    assert gq0[2 * D :].abs().max() == 0 and gq0[:, 2 * D :].abs().max() == 0 and gq1[4 * D :].abs().max() == 0
     if exclude_self:  # the first row attends to nothing: strict mask, zero output
         _, cache = dtl.model.run_with_cache(dtl.embed(X), start_at_layer=0)
         assert cache["blocks.0.attn.hook_pattern"][:, 0, 0].abs().max() == 0
@@ -112,13 +132,13 @@ def test_random_offset_positions_use_the_shifted_W_pos_and_train_it():
     logits = standard_forward(model, b.tokens, b.pos_offset)
     for row in range(4):  # by hand: row r embeds tokens + W_pos[offset_r + t]
         o = int(b.pos_offset[row])
-        resid = model.W_E[b.tokens[row]] + model.W_pos[o: o + 17]
+        resid = model.W_E[b.tokens[row]] + model.W_pos[o : o + 17]
         ref = model(resid[None], start_at_layer=0)
         torch.testing.assert_close(logits[row], ref[0], rtol=1e-5, atol=1e-5)
     logits[:, -1].sum().backward()
     used = torch.zeros(32, dtype=torch.bool)
     for o in b.pos_offset.tolist():
-        used[o: o + 17] = True
+        used[o : o + 17] = True
     grad_rows = model.W_pos.grad.abs().sum(-1) > 0
     assert torch.equal(grad_rows, used)
     name, _ = offset_pos_hook(model, b.pos_offset)

@@ -3,6 +3,7 @@
 The numbers are meaningless on random weights; the pipeline is not: prompts, layer indexing, LASER on the
 raw matrix (checked against truncating the Hugging Face model's own weight), restoration, the JSON schema.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,10 @@ from pretrained.testing import tiny_checkpoint
 def dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("laser_pythia")
     vocab = prompt_vocab()
-    out = {"neox": tiny_checkpoint(root / "pythia-tiny", "gpt_neox", vocab=vocab, seed=0, n_layers=3),
-           "gpt2": tiny_checkpoint(root / "gpt2-tiny", "gpt2", vocab=vocab, seed=0, n_layers=2)}
+    out = {
+        "neox": tiny_checkpoint(root / "pythia-tiny", "gpt_neox", vocab=vocab, seed=0, n_layers=3),
+        "gpt2": tiny_checkpoint(root / "gpt2-tiny", "gpt2", vocab=vocab, seed=0, n_layers=2),
+    }
     for step, seed in ((0, 1), (1000, 2)):
         tiny_checkpoint(root / "mirror" / f"step{step}", "gpt_neox", vocab=vocab, seed=seed, n_layers=3)
     out["mirror"] = root / "mirror"
@@ -39,11 +42,38 @@ def _part(out, part):
 
 def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     out = tmp_path / "all"
-    assert main(["--experiment", "factual", "factual20", "ioi", "prepositions", "sweep", "--model", str(dirs["mirror"]),
-                 "--checkpoints", "0,1000", "--layer", "3", "--rho", "0.25", "--n-prompts", "12", "--out", str(out),
-                 "--no-progress"]) == 0
-    assert main(["--experiment", "gpt2-ioi", "--model", str(dirs["gpt2"]), "--out", str(tmp_path / "gpt2"),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--experiment",
+                "factual",
+                "factual20",
+                "ioi",
+                "prepositions",
+                "sweep",
+                "--model",
+                str(dirs["mirror"]),
+                "--checkpoints",
+                "0,1000",
+                "--layer",
+                "3",
+                "--rho",
+                "0.25",
+                "--n-prompts",
+                "12",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            ["--experiment", "gpt2-ioi", "--model", str(dirs["gpt2"]), "--out", str(tmp_path / "gpt2"), "--no-progress"]
+        )
+        == 0
+    )
     data = _results(out)
     assert data["schema"] == "mechrecall.results/2"
     model = str(dirs["mirror"])
@@ -51,8 +81,14 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
         assert data["parts"][part]["status"] == "done"
         assert set(_part(out, part)[model]) == {"0", "1000"}, part
     factual = _part(out, "factual")[model]["1000"]
-    assert factual["intervention"] == {"paper_layer": 3, "tl_block": 2, "matrix": "mlp_in", "rho": 0.25, "rank_kept": 8,
-                                       "full_rank": 32}
+    assert factual["intervention"] == {
+        "paper_layer": 3,
+        "tl_block": 2,
+        "matrix": "mlp_in",
+        "rho": 0.25,
+        "rank_kept": 8,
+        "full_rank": 32,
+    }
     assert len(factual["full"]["top5"]) == 5 and factual["full"]["p_answer"] != factual["laser"]["p_answer"]
     ioi = _part(out, "ioi")[model]["0"]
     assert ioi["n_prompts"] == 12 and len(ioi["full"]["p_io"]) == 12
@@ -75,8 +111,14 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
 
         assert row["verdict"] == judge_row(row), row["id"]
     assert data["figures"] and set(data["figures"]) >= {
-        "fig5_factual_mirror.png", "fig5_ioi_mirror.png", "table1_mirror.png", "fig15_ioi.png", "fig16_factual20.png",
-        "fig14_prepositions.png", "sweep_mirror_0.png"}
+        "fig5_factual_mirror.png",
+        "fig5_ioi_mirror.png",
+        "table1_mirror.png",
+        "fig15_ioi.png",
+        "fig16_factual20.png",
+        "fig14_prepositions.png",
+        "sweep_mirror_0.png",
+    }
     gpt2 = _part(tmp_path / "gpt2", "gpt2-ioi")[str(dirs["gpt2"])]["final"]
     assert {r["paper_layer"] for r in gpt2["sweep"]} == {2}  # GPT-2's layers 9-12 do not exist: the last one
     assert gpt2["n_svd"] == 1 and len(gpt2["full"]["top4"]) == 4
@@ -88,8 +130,24 @@ def test_factual_laser_equals_truncating_the_hf_weight(dirs, tmp_path):
     ``dense_h_to_4h`` replaced by the rank-8 SVD truncation, computed with numpy."""
     from transformers import AutoModelForCausalLM
 
-    assert main(["--experiment", "factual", "--model", str(dirs["neox"]), "--layer", "2", "--rho", "0.25",
-                 "--out", str(tmp_path / "f"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--experiment",
+                "factual",
+                "--model",
+                str(dirs["neox"]),
+                "--layer",
+                "2",
+                "--rho",
+                "0.25",
+                "--out",
+                str(tmp_path / "f"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     row = _part(tmp_path / "f", "factual")[str(dirs["neox"])]["final"]
     hf = AutoModelForCausalLM.from_pretrained(dirs["neox"], local_files_only=True).eval()
     tokenizer = pretrained.load(str(dirs["neox"]), processing="raw").tokenizer
@@ -109,8 +167,29 @@ def test_weights_are_restored_bit_exact_after_every_experiment(dirs, tmp_path, m
     loaded = []
     real_load = pretrained.load
     monkeypatch.setattr(pretrained, "load", lambda *a, **k: loaded.append(real_load(*a, **k)) or loaded[-1])
-    assert main(["--experiment", "factual", "factual20", "ioi", "sweep", "--model", str(dirs["neox"]), "--layer", "3", "--rho", "0.1",
-                 "--n-prompts", "5", "--out", str(tmp_path / "r"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--experiment",
+                "factual",
+                "factual20",
+                "ioi",
+                "sweep",
+                "--model",
+                str(dirs["neox"]),
+                "--layer",
+                "3",
+                "--rho",
+                "0.1",
+                "--n-prompts",
+                "5",
+                "--out",
+                str(tmp_path / "r"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert len(loaded) == 1  # loaded once, reused by every experiment
     used = loaded[0]  # the very model object the experiments edited
     fresh = pretrained.load(str(dirs["neox"]), processing="raw")
@@ -121,8 +200,24 @@ def test_weights_are_restored_bit_exact_after_every_experiment(dirs, tmp_path, m
 def test_sweep_reads_a_user_prompt_file(dirs, tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("\n".join(json.dumps({"prompt": p.prompt, "answer": p.answer}) for p in FACTUAL_20[:3]))
-    assert main(["--experiment", "sweep", "--model", str(dirs["neox"]), "--prompts", str(prompts), "--rho", "0.5",
-                 "--out", str(tmp_path / "s"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--experiment",
+                "sweep",
+                "--model",
+                str(dirs["neox"]),
+                "--prompts",
+                str(prompts),
+                "--rho",
+                "0.5",
+                "--out",
+                str(tmp_path / "s"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     row = _part(tmp_path / "s", "sweep")[str(dirs["neox"])]["final"]
     assert row["n_prompts"] == 3
     assert {r["paper_layer"] for r in row["table"]} == {2, 3}  # the last half of 3 layers
@@ -138,14 +233,17 @@ def test_no_weights_makes_claims_not_run_with_the_reason(tmp_path, capsys, monke
     assert all("pythia-1b" in r["reason"] and "can't be loaded" in r["reason"] for r in rows)
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--checkpoints", "a,b"], "--checkpoints 'a,b'"),
-    (["--layer", "9", "--rho", "0.1"], "--layer 9 (1-indexed, as in the paper) is out of range"),
-    (["--rho", "1.5"], "--rho 1.5"),
-    (["--n-prompts", "0"], "--n-prompts 0"),
-    (["--prompts", "/nonexistent.jsonl"], "--prompts /nonexistent.jsonl: no such file"),
-    (["--model", "pythia-nonsense"], "--model pythia-nonsense: 'pythia-nonsense' is neither"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--checkpoints", "a,b"], "--checkpoints 'a,b'"),
+        (["--layer", "9", "--rho", "0.1"], "--layer 9 (1-indexed, as in the paper) is out of range"),
+        (["--rho", "1.5"], "--rho 1.5"),
+        (["--n-prompts", "0"], "--n-prompts 0"),
+        (["--prompts", "/nonexistent.jsonl"], "--prompts /nonexistent.jsonl: no such file"),
+        (["--model", "pythia-nonsense"], "--model pythia-nonsense: 'pythia-nonsense' is neither"),
+    ],
+)
 def test_bad_arguments(dirs, tmp_path, capsys, args, message):
     code = main(["--model", str(dirs["neox"]), "--out", str(tmp_path / "x"), "--no-progress", *args])
     err = capsys.readouterr().err
@@ -154,17 +252,39 @@ def test_bad_arguments(dirs, tmp_path, capsys, args, message):
 
 def test_unknown_model_needs_layer_and_rho(dirs, tmp_path, capsys):
     """A model the paper did not use gets no silent default layer and ρ."""
-    assert main(["--experiment", "factual", "--model", str(dirs["neox"]), "--out", str(tmp_path / "x"),
-                 "--no-progress"]) == 2
+    assert (
+        main(["--experiment", "factual", "--model", str(dirs["neox"]), "--out", str(tmp_path / "x"), "--no-progress"])
+        == 2
+    )
     assert "pass --layer" in capsys.readouterr().err
 
 
 def test_sweep_refuses_an_answer_outside_the_vocabulary_and_names_the_prompt(dirs, tmp_path, capsys):
     prompts = tmp_path / "prompts.jsonl"
-    prompts.write_text(json.dumps({"prompt": "Madrid is located in", "answer": " Spain"}) + "\n"
-                       + json.dumps({"prompt": "Paris is located in", "answer": "Zanzibarland"}) + "\n")
-    assert main(["--experiment", "sweep", "--model", str(dirs["neox"]), "--prompts", str(prompts), "--rho", "0.5",
-                 "--out", str(tmp_path / "s"), "--no-progress"]) == 2
+    prompts.write_text(
+        json.dumps({"prompt": "Madrid is located in", "answer": " Spain"})
+        + "\n"
+        + json.dumps({"prompt": "Paris is located in", "answer": "Zanzibarland"})
+        + "\n"
+    )
+    assert (
+        main(
+            [
+                "--experiment",
+                "sweep",
+                "--model",
+                str(dirs["neox"]),
+                "--prompts",
+                str(prompts),
+                "--rho",
+                "0.5",
+                "--out",
+                str(tmp_path / "s"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "'Zanzibarland' of the prompt 'Paris is located in'" in err and "not in its vocabulary" in err
 
@@ -172,6 +292,8 @@ def test_sweep_refuses_an_answer_outside_the_vocabulary_and_names_the_prompt(dir
 def test_bad_prompt_file_fails_before_loading(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "x"}\n')
-    assert main(["--experiment", "sweep", "--model", "pythia-1b", "--prompts", str(bad), "--out",
-                 str(tmp_path / "x")]) == 2
+    assert (
+        main(["--experiment", "sweep", "--model", "pythia-1b", "--prompts", str(bad), "--out", str(tmp_path / "x")])
+        == 2
+    )
     assert "line 1" in capsys.readouterr().err

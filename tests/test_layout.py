@@ -26,8 +26,12 @@ def files(folder: str) -> list[Path]:
 
 
 def offenders(folder: str, forbidden) -> list[str]:
-    return [f"{p.relative_to(ROOT)} imports {m}" for p in files(folder) for m in sorted(imported_packages(p))
-            if forbidden(p, m)]
+    return [
+        f"{p.relative_to(ROOT)} imports {m}"
+        for p in files(folder)
+        for m in sorted(imported_packages(p))
+        if forbidden(p, m)
+    ]
 
 
 def _top(module: str) -> str:
@@ -48,12 +52,23 @@ def test_pretrained_imports_no_analysis():
 
 def test_generic_analyses_import_no_paper():
     generic = lambda p: "papers" not in p.relative_to(ROOT / "analyses").parts  # noqa: E731
-    assert offenders("analyses", lambda p, m: generic(p) and p.parent == ROOT / "analyses" and p.stem not in
-                     ENTRY_MODULES and m.startswith("analyses.papers")) == []
+    assert (
+        offenders(
+            "analyses",
+            lambda p, m: (
+                generic(p)
+                and p.parent == ROOT / "analyses"
+                and p.stem not in ENTRY_MODULES
+                and m.startswith("analyses.papers")
+            ),
+        )
+        == []
+    )
 
 
-ENTRY_MODULES = {p.stem for p in (ROOT / "analyses").glob("*.py")
-                 if "EXPERIMENT = Experiment(" in p.read_text(encoding="utf-8")}
+ENTRY_MODULES = {
+    p.stem for p in (ROOT / "analyses").glob("*.py") if "EXPERIMENT = Experiment(" in p.read_text(encoding="utf-8")
+}
 
 
 def test_entry_modules_are_a_table_of_contents():
@@ -71,15 +86,20 @@ def test_a_paper_never_imports_another_paper():
     assert len(papers) >= 2
     found = []
     for paper in papers:
-        found += offenders(f"analyses/papers/{paper}", lambda p, m, paper=paper: m.startswith("analyses.papers.")
-                           and m.split(".")[2] != paper)
+        found += offenders(
+            f"analyses/papers/{paper}",
+            lambda p, m, paper=paper: m.startswith("analyses.papers.") and m.split(".")[2] != paper,
+        )
     assert found == []
 
 
-@pytest.mark.parametrize("source,module", [
-    ("import analyses.heads\n", "mechrecall"),
-    ("from pretrained import load\n", "hooks"),
-])
+@pytest.mark.parametrize(
+    "source,module",
+    [
+        ("import analyses.heads\n", "mechrecall"),
+        ("from pretrained import load\n", "hooks"),
+    ],
+)
 def test_the_checker_catches_an_upward_import(tmp_path, source, module):
     path = tmp_path / "m.py"
     path.write_text(source)

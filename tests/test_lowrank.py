@@ -1,4 +1,5 @@
 """Low-rank truncation (``hooks.low_rank``, ``analyses.laser_sweep``) against independent computations."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,9 @@ def _np_truncate(W: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def _tokens(model, batch=2, pos=10, seed=0):
-    vocab = model.cfg.d_vocab if getattr(model, "tokenizer", None) is None else min(model.cfg.d_vocab, len(model.tokenizer))
+    vocab = (
+        model.cfg.d_vocab if getattr(model, "tokenizer", None) is None else min(model.cfg.d_vocab, len(model.tokenizer))
+    )
     return torch.randint(0, vocab, (batch, pos), generator=torch.Generator().manual_seed(seed))
 
 
@@ -79,7 +82,9 @@ def test_low_rank_inside_equals_truncation_and_outside_is_restored(any_model, ki
         assert torch.equal(value, before[name]), name
 
 
-@pytest.mark.parametrize("arch,kind", [("gpt_neox", "mlp_in"), ("gpt_neox", "mlp_out"), ("gpt2", "mlp_in"), ("gpt2", "mlp_out")])
+@pytest.mark.parametrize(
+    "arch,kind", [("gpt_neox", "mlp_in"), ("gpt_neox", "mlp_out"), ("gpt2", "mlp_in"), ("gpt2", "mlp_out")]
+)
 @torch.no_grad()
 def test_laser_on_raw_weights_matches_truncating_the_hf_matrix(tiny_dirs, arch, kind):
     """LASER on the HF model's own weight (HF ``[out, in]`` layout), compared through the logits."""
@@ -139,11 +144,16 @@ def test_sweep_computes_one_svd_per_matrix_and_matches_single_truncations(any_mo
     before = {k: v.clone() for k, v in model.state_dict().items()}
     calls = []
     real_svd = weights_module.svd
-    monkeypatch.setattr(weights_module, "svd", lambda W, dtype=torch.float64: calls.append(W.shape) or real_svd(W, dtype))
+    monkeypatch.setattr(
+        weights_module, "svd", lambda W, dtype=torch.float64: calls.append(W.shape) or real_svd(W, dtype)
+    )
 
     def metric(m):
         logprobs = m(tokens).log_softmax(-1)
-        return {"logprob": logprobs[:, -1, 0].mean().item(), "entropy": -(logprobs.exp() * logprobs).sum(-1).mean().item()}
+        return {
+            "logprob": logprobs[:, -1, 0].mean().item(),
+            "entropy": -(logprobs.exp() * logprobs).sum(-1).mean().item(),
+        }
 
     rhos = [0.0, 0.1, 0.5, 1.0]
     result = laser_sweep(model, metric, matrices=["mlp_in", "attn_v", "attn_ov"], rhos=rhos, heads=[0])
@@ -165,7 +175,8 @@ def test_sweep_computes_one_svd_per_matrix_and_matches_single_truncations(any_mo
     fig = result.figure("entropy")
     image = fig.axes[0].images[0]  # panel "mlp_in" (matrices in table order): layers x rho, the entropy values
     grid = result.table.query("metric == 'entropy' and matrix == @fig.axes[0].get_title()").pivot_table(
-        index="layer", columns="rho", values="value")
+        index="layer", columns="rho", values="value"
+    )
     assert image.get_array().data.ravel().tolist() == pytest.approx(grid.to_numpy().ravel().tolist())
 
 
@@ -198,5 +209,9 @@ def test_sweep_checks_everything_before_work(any_model):
 
 def test_singular_values_match_numpy(any_model):
     W = get_matrix(any_model, 0, "mlp_out")
-    np.testing.assert_allclose(singular_values(any_model, 0, "mlp_out").numpy(),
-                               np.linalg.svd(W.double().numpy(), compute_uv=False), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        singular_values(any_model, 0, "mlp_out").numpy(),
+        np.linalg.svd(W.double().numpy(), compute_uv=False),
+        rtol=1e-10,
+        atol=1e-12,
+    )

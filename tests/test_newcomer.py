@@ -45,8 +45,12 @@ def test_results_json_that_is_not_json_is_named(tmp_path):
 
 
 def test_ctrl_c_says_where_it_stopped_and_how_to_resume(tmp_path):
-    proc = subprocess.Popen([*DEMO, "--steps", "100000", "--out", str(tmp_path), "--no-progress"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*DEMO, "--steps", "100000", "--out", str(tmp_path), "--no-progress"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert "demo: running" in proc.stdout.readline()  # training has started
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)

@@ -5,6 +5,7 @@ Reference values were measured with an independent prototype of the generators: 
 characters and counts, 1,403 non-zero bigrams, and the per-sequence statistics table of the paper-text
 generator (checked within ±10 %).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -45,7 +46,9 @@ def gen(seed=0):
 
 def chi2_sf(x: float, df: int) -> float:
     """Survival function of the chi-square distribution."""
-    return float(torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64), torch.tensor(x / 2, dtype=torch.float64)))
+    return float(
+        torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64), torch.tensor(x / 2, dtype=torch.float64))
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- statistics
@@ -252,8 +255,11 @@ def test_multi_trigger():
 
 @pytest.mark.parametrize(
     "name, overrides",
-    [("paper_text", {}), ("official_code", dict(triggers=MULTI_TRIGGERS)),
-     ("paper_text", dict(triggers=MULTI_TRIGGERS, after_noise="bigram_of_trigger", alpha=0.7))],
+    [
+        ("paper_text", {}),
+        ("official_code", dict(triggers=MULTI_TRIGGERS)),
+        ("paper_text", dict(triggers=MULTI_TRIGGERS, after_noise="bigram_of_trigger", alpha=0.7)),
+    ],
 )
 def test_vectorised_and_reference_agree_in_distribution(name, overrides):
     cfg = NoisyICLConfig.preset(name, seq_len=48, **overrides)
@@ -261,8 +267,14 @@ def test_vectorised_and_reference_agree_in_distribution(name, overrides):
     vec = sample_noisy_icl(cfg, n, gen(8))
     ref = sample_noisy_icl_reference(cfg, n, random.Random(8))
     for b in (vec, ref):
-        assert b.tokens.shape == (n, 48) and set(b.extras) >= {"ybar", "outs", "trigger_successor", "noise",
-                                                              "target_noise", "clean_target"}
+        assert b.tokens.shape == (n, 48) and set(b.extras) >= {
+            "ybar",
+            "outs",
+            "trigger_successor",
+            "noise",
+            "target_noise",
+            "clean_target",
+        }
         # the reference obeys the same invariants
         assert torch.equal(b.tokens[:, 1:], b.targets[:, :-1])
     summaries = {
@@ -304,9 +316,12 @@ def test_reference_invariants_official_code():
 
 
 def test_determinism_and_variants():
-    for cfg in (NoisyICLConfig.preset("official_code", seq_len=40), NoisyICLConfig.preset("paper_text", seq_len=40),
-                NoisyICLConfig.preset("official_code", seq_len=40, triggers=MULTI_TRIGGERS),
-                NoisyICLConfig.preset("paper_text", seq_len=40, after_noise="bigram_of_trigger")):
+    for cfg in (
+        NoisyICLConfig.preset("official_code", seq_len=40),
+        NoisyICLConfig.preset("paper_text", seq_len=40),
+        NoisyICLConfig.preset("official_code", seq_len=40, triggers=MULTI_TRIGGERS),
+        NoisyICLConfig.preset("paper_text", seq_len=40, after_noise="bigram_of_trigger"),
+    ):
         a, b = sample_noisy_icl(cfg, 64, gen(11)), sample_noisy_icl(cfg, 64, gen(11))
         c = sample_noisy_icl(cfg, 64, gen(12))
         assert torch.equal(a.tokens, b.tokens) and torch.equal(a.targets, b.targets)
@@ -322,8 +337,9 @@ def test_determinism_and_variants():
 
 
 def test_theory_variant_uniform_and_bigram_of_trigger():
-    cfg = NoisyICLConfig.preset("paper_text", n_tokens=16, unigram="uniform", bigram="uniform", seq_len=64,
-                                triggers=(3,))
+    cfg = NoisyICLConfig.preset(
+        "paper_text", n_tokens=16, unigram="uniform", bigram="uniform", seq_len=64, triggers=(3,)
+    )
     assert cfg.tau == 16 and cfg.d_vocab == 17
     b = sample_noisy_icl(cfg, 2000, gen(13))
     free = ~b.extras["trigger_successor"]
@@ -340,8 +356,9 @@ def test_theory_variant_uniform_and_bigram_of_trigger():
     allowed = s.bigram_counts[1] > 0
     assert got[~allowed].sum() == 0 and got.sum() > 1000  # only successors that π_b(·|' ') allows
     # several triggers: the successor of τ follows π_b of the trigger just before τ
-    cfg3 = NoisyICLConfig.preset("paper_text", seq_len=128, after_noise="bigram_of_trigger", alpha=0.9,
-                                 triggers=MULTI_TRIGGERS)
+    cfg3 = NoisyICLConfig.preset(
+        "paper_text", seq_len=128, after_noise="bigram_of_trigger", alpha=0.9, triggers=MULTI_TRIGGERS
+    )
     tok = sample_noisy_icl(cfg3, 500, gen(15)).tokens
     t = torch.nonzero(tok[:, 1:-2] == 65) + torch.tensor([0, 1])  # τ at (b, t), 1 <= t <= T-3 (z_T is forced)
     trig, nxt = tok[t[:, 0], t[:, 1] - 1], tok[t[:, 0], t[:, 1] + 1]
@@ -401,8 +418,21 @@ def test_batch_fn_trains():
     logits = torch.zeros(8, 16, cfg.d_vocab)
     rows, labels = select_positions(logits, b.targets, "mask", b.loss_mask)
     assert rows.shape[0] == labels.shape[0] == int(b.loss_mask.sum())
-    model = build_toy_model(dict(n_layers=1, n_heads=1, d_model=8, d_head=8, d_mlp=16, d_vocab=cfg.d_vocab,
-                                 n_ctx=16, act_fn="relu", normalization_type=None), [ZeroBiases()], seed=0)
+    model = build_toy_model(
+        dict(
+            n_layers=1,
+            n_heads=1,
+            d_model=8,
+            d_head=8,
+            d_mlp=16,
+            d_vocab=cfg.d_vocab,
+            n_ctx=16,
+            act_fn="relu",
+            normalization_type=None,
+        ),
+        [ZeroBiases()],
+        seed=0,
+    )
     res = train(model, fn, TrainConfig(steps=2, optimizer="sgd", lr=0.01, loss_positions="mask", progress=False))
     assert len(res.history["train"]) == 2
     ioi = noisy_icl_batch_fn(NoisyICLConfig.preset("paper_text", seq_len=16), 4, alpha=0.0, task="ioi")(3, gen(1))

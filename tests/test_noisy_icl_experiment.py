@@ -1,4 +1,5 @@
 """``python -m analyses.noisy_icl`` and its probes: the models, the measurements, and a ``micro`` run end to end."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ def _model(ff=("mlp", "mlp"), seed=0):
 
 
 def _batch(alpha=0.5, n=16, seed=0):
-    return sample_noisy_icl(NoisyICLConfig.preset("official_code", seq_len=32), n, torch.Generator().manual_seed(seed),
-                            alpha=alpha)
+    return sample_noisy_icl(
+        NoisyICLConfig.preset("official_code", seq_len=32), n, torch.Generator().manual_seed(seed), alpha=alpha
+    )
 
 
 # --------------------------------------------------------------------------- models
@@ -37,8 +39,9 @@ def _batch(alpha=0.5, n=16, seed=0):
 def test_two_layer_model_matches_eq1_and_trains_only_what_the_paper_trains():
     model = _model()
     trainable = sorted(n for n, p in model.named_parameters() if p.requires_grad)
-    assert trainable == sorted(f"blocks.{l}.{w}" for l in (0, 1) for w in
-                               ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out"))
+    assert trainable == sorted(
+        f"blocks.{l}.{w}" for l in (0, 1) for w in ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out")
+    )
     assert torch.equal(model.blocks[1].attn.W_Q[0], torch.eye(32))
     assert all((p == 0).all() for n, p in model.named_parameters() if n.split(".")[-1].startswith("b_"))
     # Eq. 1 by hand: x = W_E z + p; h = softmax(x W_K^T x^T / sqrt(d)) x W_V W_O; x += h; x += F(x); logits = x W_U.
@@ -70,7 +73,10 @@ def test_theory_model_is_eq2_with_orthonormal_embeddings():
     E = torch.cat([model.embed.W_E, model.embed.W_E_prev, model.W_U.T])  # 27 vectors in R^27
     torch.testing.assert_close(E @ E.T, torch.eye(27), atol=1e-5, rtol=0)
     assert sorted(n for n, p in model.named_parameters() if p.requires_grad) == [
-        "blocks.0.attn.W_K", "blocks.0.attn.W_V", "blocks.0.mlp.W_F"]
+        "blocks.0.attn.W_K",
+        "blocks.0.attn.W_V",
+        "blocks.0.mlp.W_F",
+    ]
     with pytest.raises(ValueError, match="d_model >= 3"):
         theory_model(n_tokens=8, d_model=20, n_ctx=16)
 
@@ -120,7 +126,9 @@ def test_ff_margin_and_memory_readouts_by_hand():
     x = model.W_E[1]
     logits = torch.relu(x @ mlp.W_in) @ mlp.W_out @ model.W_U
     others = torch.cat([logits[:2], logits[3:]])
-    assert ff_noise_margin(model, noise_token=2, triggers=(1,)) == pytest.approx((logits[2] - others.max()).item(), abs=1e-5)
+    assert ff_noise_margin(model, noise_token=2, triggers=(1,)) == pytest.approx(
+        (logits[2] - others.max()).item(), abs=1e-5
+    )
     torch.testing.assert_close(ff_logits(model, 1)[1], logits, rtol=1e-5, atol=1e-5)
     M = torch.eye(5) + 0.1
     M[3, 0] = 5.0
@@ -165,21 +173,25 @@ def test_trigger_successor_attention_sums_the_right_keys():
 
 
 def _run(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "analyses.noisy_icl", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "analyses.noisy_icl", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _results(out):
     return json.loads((out / "noisy_icl" / "results.json").read_text())
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--alpha", "1.5"], "--alpha 1.5; expected a probability in [0, 1]"),
-    (["--experiment", "ioi", "--preset", "smoke"], "--experiment ioi is not part of --preset smoke"),
-    (["--experiment", "fly"], "--experiment fly: unknown part"),
-    (["--steps", "0"], "--steps 0; expected an integer >= 1"),
-    (["--lr", "-1"], "--lr -1.0; expected > 0"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--alpha", "1.5"], "--alpha 1.5; expected a probability in [0, 1]"),
+        (["--experiment", "ioi", "--preset", "smoke"], "--experiment ioi is not part of --preset smoke"),
+        (["--experiment", "fly"], "--experiment fly: unknown part"),
+        (["--steps", "0"], "--steps 0; expected an integer >= 1"),
+        (["--lr", "-1"], "--lr -1.0; expected > 0"),
+    ],
+)
 def test_bad_arguments_fail_before_any_work(tmp_path, capsys, args, message):
     from analyses.noisy_icl import main
 
@@ -195,9 +207,24 @@ def test_help_documents_every_option_and_part(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     text = capsys.readouterr().out
-    for option in ("--preset", "--experiment", "--out", "--data-preset", "--alpha", "--seed", "--steps", "--lr",
-                   "--device", "--threads", "--no-progress", "--fresh", "main", "ff_variants", "theory",
-                   "Chen, Bruna & Bietti"):
+    for option in (
+        "--preset",
+        "--experiment",
+        "--out",
+        "--data-preset",
+        "--alpha",
+        "--seed",
+        "--steps",
+        "--lr",
+        "--device",
+        "--threads",
+        "--no-progress",
+        "--fresh",
+        "main",
+        "ff_variants",
+        "theory",
+        "Chen, Bruna & Bietti",
+    ):
         assert option in text
     assert "spec" not in text.lower() and "``" not in text
 
@@ -221,9 +248,15 @@ def test_micro_main_run_end_to_end_claims_and_resume(tmp_path):
     assert "not comparable" in drop["note"]  # a micro run says so on every claim
     assert claims["noisy_icl.main.p_noise_full"]["ours"] == pytest.approx(final["full.p_noise"])
     assert all(isinstance(c["ours"], (int, float)) and c["verdict"] == judge_row(c) for c in data["claims"])
-    assert set(main["figures"]) == {"fig3_truncation.png", "fig4_attention.png", "fig7_readouts.png",
-                                    "fig8_noise_fraction.png", "fig9_qk_matching.png", "fig10_mlp_mlp.png",
-                                    "attention_layer2.html"}
+    assert set(main["figures"]) == {
+        "fig3_truncation.png",
+        "fig4_attention.png",
+        "fig7_readouts.png",
+        "fig8_noise_fraction.png",
+        "fig9_qk_matching.png",
+        "fig10_mlp_mlp.png",
+        "attention_layer2.html",
+    }
     # a rerun keeps the finished part: nothing is retrained or rewritten
     again = _run("--preset", "micro", "--experiment", "main", "--out", str(out), "--no-progress")
     assert again.returncode == 0 and "main: done earlier, kept" in again.stdout
@@ -263,8 +296,23 @@ def test_micro_other_parts_measure_what_they_claim(tmp_path):
     from analyses.noisy_icl import main
 
     out = tmp_path / "micro_all"
-    assert main(["--preset", "micro", "--experiment", "ff_variants", "finetune", "multi_trigger", "ioi",
-                 "--out", str(out), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "--preset",
+                "micro",
+                "--experiment",
+                "ff_variants",
+                "finetune",
+                "multi_trigger",
+                "ioi",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     data = _results(out)
     part = {name: p["results"] for name, p in data["parts"].items()}
     claims = {c["id"]: c for c in data["claims"]}
@@ -272,7 +320,9 @@ def test_micro_other_parts_measure_what_they_claim(tmp_path):
     sgd = part["ioi"]["sgd_L3"]
     assert claims["noisy_icl.ioi.sgd_L3_accuracy_gain"]["ours"] == pytest.approx(sgd["drop_F3.acc"] - sgd["full.acc"])
     adam = part["ioi"]["adam_L3"]
-    assert claims["noisy_icl.ioi.adam_L3_accuracy_gain"]["ours"] == pytest.approx(adam["F3_rho0.01.acc"] - adam["full.acc"])
+    assert claims["noisy_icl.ioi.adam_L3_accuracy_gain"]["ours"] == pytest.approx(
+        adam["F3_rho0.01.acc"] - adam["full.acc"]
+    )
     sweep = part["ff_variants"]["none"]["ov1_rho_sweep"]
     assert [r["rho"] for r in sweep] == [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
     none_final = part["ff_variants"]["none"]["final"]
@@ -281,7 +331,8 @@ def test_micro_other_parts_measure_what_they_claim(tmp_path):
     assert claims["noisy_icl.ff_variants.no_ff_best_rho"]["ours"] == best
     ml = part["ff_variants"]["mlp_linear"]["final"]
     assert claims["noisy_icl.ff_variants.mlp_linear_drop_F2_helps"]["ours"] == pytest.approx(
-        ml["full.loss"] - ml["drop_F2.loss"])
+        ml["full.loss"] - ml["drop_F2.loss"]
+    )
     # multi-trigger: the claim counts the triggers whose QK diagonal beats the row's off-diagonal maximum
     mt = part["multi_trigger"]
     wins = sum(d > o for d, o in zip(mt["qk_diag_triggers"], mt["qk_max_offdiag_trigger_rows"]))
@@ -290,9 +341,16 @@ def test_micro_other_parts_measure_what_they_claim(tmp_path):
     ft = part["finetune"]
     assert claims["noisy_icl.finetune.p_noise_full"]["ours"] == pytest.approx(ft["phase2_final"]["full.p_noise"])
     assert ft["phase1_final"]["full.p_noise"] < 0.05  # trained on clean data only: no τ
-    assert {"fig19_ioi_sgd.png", "fig20_ioi_adam.png", "fig11_mlp_linear.png", "fig12_linear_mlp.png",
-            "fig13_no_ff.png", "fig8_finetune.png", "fig4_finetune_attention.png",
-            "fig9_multi_trigger.png"} == set(data["figures"])
+    assert {
+        "fig19_ioi_sgd.png",
+        "fig20_ioi_adam.png",
+        "fig11_mlp_linear.png",
+        "fig12_linear_mlp.png",
+        "fig13_no_ff.png",
+        "fig8_finetune.png",
+        "fig4_finetune_attention.png",
+        "fig9_multi_trigger.png",
+    } == set(data["figures"])
 
 
 def test_theory_part_claims_match_the_paper(tmp_path):
@@ -310,10 +368,24 @@ def test_theory_part_claims_match_the_paper(tmp_path):
 def test_truncation_figure_plots_the_history_it_is_given():
     from analyses.papers.distributional.noisy_icl import _fig_truncation
 
-    history = {"eval": [{"step": s, "test.full.p_correct": 0.1 * s, "test.full.p_noise": 0.5, "test.full.loss": 1.0,
-                         "test.drop_F2.p_correct": 0.2 * s, "test.drop_F2.p_noise": 0.0, "test.drop_F2.loss": 0.5,
-                         "test.F2_rho0.1.p_correct": 0.15 * s, "test.F2_rho0.1.p_noise": 0.1,
-                         "test.F2_rho0.1.loss": 0.7, "test.ff_margin": s - 1.0} for s in (1, 2, 3)]}
+    history = {
+        "eval": [
+            {
+                "step": s,
+                "test.full.p_correct": 0.1 * s,
+                "test.full.p_noise": 0.5,
+                "test.full.loss": 1.0,
+                "test.drop_F2.p_correct": 0.2 * s,
+                "test.drop_F2.p_noise": 0.0,
+                "test.drop_F2.loss": 0.5,
+                "test.F2_rho0.1.p_correct": 0.15 * s,
+                "test.F2_rho0.1.p_noise": 0.1,
+                "test.F2_rho0.1.loss": 0.7,
+                "test.ff_margin": s - 1.0,
+            }
+            for s in (1, 2, 3)
+        ]
+    }
     fig = _fig_truncation(history, "F2", "Fig 3: test")
     axes = fig.axes
     assert fig._suptitle.get_text() == "Fig 3: test" and len(axes) == 4
@@ -340,8 +412,16 @@ def test_theory_model_one_sgd_step_with_the_trainer_matches_theorem1_closed_form
     targets = torch.full_like(tokens, -100)
     targets[:, -1] = torch.as_tensor(data["y"])
     model = theory_model(n_tokens=N, d_model=3 * (N + 1), n_ctx=T, seed=1)
-    cfg = TrainConfig(steps=1, optimizer="sgd", lr=eta_v, momentum=0.0, weight_decay=0.0, loss_positions="last",
-                      param_groups=({"params": ("blocks.0.mlp.W_F",), "lr": eta_f},), progress=False)
+    cfg = TrainConfig(
+        steps=1,
+        optimizer="sgd",
+        lr=eta_v,
+        momentum=0.0,
+        weight_decay=0.0,
+        loss_positions="last",
+        param_groups=({"params": ("blocks.0.mlp.W_F",), "lr": eta_f},),
+        progress=False,
+    )
     train(model, lambda step, gen: Batch(tokens, targets), cfg)
     with torch.no_grad():
         _, cache = model.run_with_cache(torch.as_tensor(test["tokens"]))

@@ -1,5 +1,6 @@
 """Theory utilities of Chen, Bruna & Bietti (analyses/noisy_icl_theory.py): Theorem 1, App. B.3, Theorem 3 / Eq. 43,
 Fig. 18 (LAM) and Table 3. Every check compares against a theory prediction or an independent computation."""
+
 import math
 
 import numpy as np
@@ -41,8 +42,9 @@ def test_closed_form_one_step_matches_autograd_eq2(prev_token):
     tr = th.sample_theory_sequences(N, T, 0.5, 64, rng)
     te = th.sample_theory_sequences(N, T, 0.5, 16, rng)
     cf = th.one_step_logits(tr["tokens"], tr["y"], te["tokens"], N, eta_f=1.3, eta_v=2.0, prev_token=prev_token)
-    ag = th.eq2_one_step_autograd(tr["tokens"], tr["y"], te["tokens"], N, eta_f=1.3, eta_v=2.0,
-                                  prev_token=prev_token, seed=3)
+    ag = th.eq2_one_step_autograd(
+        tr["tokens"], tr["y"], te["tokens"], N, eta_f=1.3, eta_v=2.0, prev_token=prev_token, seed=3
+    )
     assert ag["grad_qk_norm"] == 0.0
     for key in ("ff", "attn", "ff_q"):
         assert np.abs(cf[key]).max() > 1e-3  # non-trivial logits
@@ -161,8 +163,7 @@ def test_theorem3_gd_full_predicts_noise_rank1_decays_like_inverse_sqrt_t():
     assert scaled[-1] == pytest.approx(1 / math.sqrt(g["K"]), rel=0.04)  # K = 0.75 (1 - alpha) for GD on W
     assert g["p_correct_rank1"][-1] > 0.98
     # independent implementation: the d-dimensional LAM with orthonormal embeddings and zero init
-    df = th.lam_train(2, 7, alpha, 0.5, 2000, ranks=(1,), init="zero", embeddings="orthonormal", seed=5,
-                      log_every=1000)
+    df = th.lam_train(2, 7, alpha, 0.5, 2000, ranks=(1,), init="zero", embeddings="orthonormal", seed=5, log_every=1000)
     g2 = th.theorem3_gd(alpha, lr=0.5, steps=2000, n_log=20)
     end = df[df["step"] == 2000].set_index("model")["pure_loss"]
     assert end["rank1"] == pytest.approx(-math.log(g2["p_correct_rank1"][-1]), rel=1e-6)

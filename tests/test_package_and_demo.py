@@ -1,4 +1,5 @@
 """The installed package as a new user meets it: imports, the pinned TL, and the main job end to end."""
+
 import json
 import subprocess
 import sys
@@ -57,8 +58,12 @@ def test_induction_demo_runs_end_to_end_and_resumes(tmp_path):
 def test_mechrecall_command_dispatches_to_the_experiments(tmp_path):
     listed = subprocess.run([sys.executable, "-m", "mechrecall", "--help"], capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and "induction_emergence" in listed.stdout and "noisy_icl" in listed.stdout
-    bad = subprocess.run([sys.executable, "-m", "mechrecall", "induction_emergence", "--steps", "0", "--out",
-                          str(tmp_path)], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "mechrecall", "induction_emergence", "--steps", "0", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "--steps 0" in bad.stderr and "Traceback" not in bad.stderr
     unknown = subprocess.run([sys.executable, "-m", "mechrecall", "fly"], capture_output=True, text=True, timeout=60)
     assert unknown.returncode == 2 and "unknown experiment 'fly'" in unknown.stderr

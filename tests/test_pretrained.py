@@ -3,6 +3,7 @@
 Everything runs without network: checkpoints come from ``pretrained.testing.tiny_checkpoint``;
 the hub code path is exercised through a hand-made Hugging Face cache folder.
 """
+
 from __future__ import annotations
 
 import json
@@ -234,8 +235,13 @@ def test_checkpoint_mirror(dirs, hf):
 def test_unsupported_architecture(tmp_path):
     from transformers import LlamaConfig
 
-    LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                architectures=["LlamaForCausalLM"]).save_pretrained(tmp_path)
+    LlamaConfig(
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        architectures=["LlamaForCausalLM"],
+    ).save_pretrained(tmp_path)
     with pytest.raises(ValueError, match="LlamaForCausalLM.*GPTNeoXForCausalLM.*GPT2LMHeadModel"):
         pretrained.load(tmp_path)
 

@@ -1,5 +1,6 @@
 """Tests of ``pretrained.prompts``: the paper-003 prompt sets as data, IOI generation, prompt files, and the
 tiny covering tokenizer / checkpoint of ``pretrained.testing.prompt_vocab``. Offline and CPU-only."""
+
 from __future__ import annotations
 
 import pickle
@@ -218,7 +219,7 @@ def test_load_prompt_file_good(tmp_path):
     f.write_text(
         '{"prompt": "Madrid is located in", "answer": "Spain"}\n'
         "\n"
-        '   \n'
+        "   \n"
         '{"prompt": "The Galápagos Islands belong to", "answer": "Ecuador", "note": "extra keys are ignored"}\n',
         encoding="utf-8",
     )
@@ -260,8 +261,25 @@ def test_load_prompt_file_missing(tmp_path):
 def test_prompt_words_and_vocab():
     words = prompt_words()
     assert len(words) == len(set(words))
-    for w in ["Madrid", "Spain", "Galápagos", "Harbor", "Bennelong", "Children's", "World-renowned", "store,",
-              "the", "a", "them", "southern", "northern", "When", "drink", *IOI_NAMES, *PREPOSITIONS]:
+    for w in [
+        "Madrid",
+        "Spain",
+        "Galápagos",
+        "Harbor",
+        "Bennelong",
+        "Children's",
+        "World-renowned",
+        "store,",
+        "the",
+        "a",
+        "them",
+        "southern",
+        "northern",
+        "When",
+        "drink",
+        *IOI_NAMES,
+        *PREPOSITIONS,
+    ]:
         assert w in words, w
     vocab = prompt_vocab()
     assert vocab[: len(DEFAULT_WORDS)] == list(DEFAULT_WORDS)

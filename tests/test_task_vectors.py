@@ -6,6 +6,7 @@ attention-only model; not ``attn_out`` when an MLP reads it), so adding
 ``coeff * v`` there moves every logit by exactly ``coeff * v @ W_U``. PCA and the silhouette are
 checked against data with known principal axes and a silhouette worked out by hand.
 """
+
 from __future__ import annotations
 
 import math
@@ -214,8 +215,12 @@ def test_coeff_sweep_table(toy):
 def test_same_calls_on_toy_and_pretrained(which, mlp_toy, tiny_models):
     model = mlp_toy if which == "toy" else tiny_models[which]
     if which != "toy":
-        prompts = ["Madrid is in Spain . Paris is in", "Rome is in Italy . Tokyo is in",
-                   "Cairo is in Egypt . Athens is in", "Lisbon is in Portugal . Berlin is in"]
+        prompts = [
+            "Madrid is in Spain . Paris is in",
+            "Rome is in Italy . Tokyo is in",
+            "Cairo is in Egypt . Athens is in",
+            "Lisbon is in Portugal . Berlin is in",
+        ]
         tokens = model.to_tokens(prompts, prepend_bos=False)
         assert tokens.shape == (4, 8)
         targets = model.to_tokens([" France", " Japan", " Greece", " Germany"], prepend_bos=False)[:, 0]
@@ -262,7 +267,10 @@ def test_bad_input_errors(toy, without_shape_checks):
         (dict(layer=True), r"layer=True is out of range"),
         (dict(positions=7), r"positions \[7, .*out of range for prompts of length 7; expected ints in \[-7, 6\]"),
         (dict(positions=-8), r"out of range for prompts of length 7"),
-        (dict(positions=torch.tensor([0, 1])), r"positions=a tensor of shape \(2,\).*expected an int or an int tensor \[batch=6\]"),
+        (
+            dict(positions=torch.tensor([0, 1])),
+            r"positions=a tensor of shape \(2,\).*expected an int or an int tensor \[batch=6\]",
+        ),
         (dict(positions=torch.zeros(6)), r"dtype torch.float32.*expected an int or an int tensor"),
         (dict(positions=torch.tensor([0, 1, 2, 3, 4, 9])), r"positions \[0, 1, 2, 3, 4, 9\] out of range"),
         (dict(positions=[0, 1, 2, 3, 4, 5]), r"positions=\[0, 1, 2, 3, 4, 5\]; expected an int or an int tensor"),

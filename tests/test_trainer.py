@@ -1,9 +1,19 @@
 """The one trainer: resumption, determinism, optimiser groups, loss positions, evals, bad input."""
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from mechrecall import Batch, SetWeight, TrainConfig, TrainableEntries, ZeroBiases, build_toy_model, latest_checkpoint, train
+from mechrecall import (
+    Batch,
+    SetWeight,
+    TrainConfig,
+    TrainableEntries,
+    ZeroBiases,
+    build_toy_model,
+    latest_checkpoint,
+    train,
+)
 from mechrecall.checkpoint import read_checkpoint_meta
 from mechrecall.sequences import induction_batch
 from mechrecall.trainer import lr_factor, select_positions
@@ -12,8 +22,17 @@ V, T = 13, 12
 
 
 def small_model(seed=0, **overrides):
-    cfg = dict(n_layers=2, n_heads=2, d_model=16, d_head=8, d_mlp=32, d_vocab=V, n_ctx=T, act_fn="relu",
-               normalization_type="LN")
+    cfg = dict(
+        n_layers=2,
+        n_heads=2,
+        d_model=16,
+        d_head=8,
+        d_mlp=32,
+        d_vocab=V,
+        n_ctx=T,
+        act_fn="relu",
+        normalization_type="LN",
+    )
     cfg.update(overrides)
     return build_toy_model(cfg, [ZeroBiases(), SetWeight(("embed.W_E",), "normal")], seed=seed)
 
@@ -35,11 +54,31 @@ def assert_same_weights(a, b):
 @pytest.mark.parametrize(
     "cfg",
     [
-        TrainConfig(steps=14, optimizer="sgd", lr=0.05, momentum=0.9, weight_decay=1e-3, loss_positions="mask",
-                    checkpoint_every=4, eval_every=3, progress=False),
-        TrainConfig(steps=14, optimizer="adamw", lr=3e-3, weight_decay=0.01, grad_clip=0.5, schedule="cosine",
-                    warmup_steps=3, loss_positions="mask", checkpoint_every=5, eval_every=3, progress=False,
-                    param_groups=({"params": ("blocks.0.*",), "lr": 1e-2},)),
+        TrainConfig(
+            steps=14,
+            optimizer="sgd",
+            lr=0.05,
+            momentum=0.9,
+            weight_decay=1e-3,
+            loss_positions="mask",
+            checkpoint_every=4,
+            eval_every=3,
+            progress=False,
+        ),
+        TrainConfig(
+            steps=14,
+            optimizer="adamw",
+            lr=3e-3,
+            weight_decay=0.01,
+            grad_clip=0.5,
+            schedule="cosine",
+            warmup_steps=3,
+            loss_positions="mask",
+            checkpoint_every=5,
+            eval_every=3,
+            progress=False,
+            param_groups=({"params": ("blocks.0.*",), "lr": 1e-2},),
+        ),
     ],
     ids=["sgd-momentum", "adamw-groups-clip-cosine"],
 )
@@ -87,8 +126,14 @@ def test_sgd_step_follows_param_group_learning_rates_and_frozen_params_stay():
     probe = small_model()
     rows, labels = select_positions(probe(batch.tokens), batch.targets, "mask", batch.loss_mask)
     F.cross_entropy(rows, labels).backward()
-    cfg = TrainConfig(steps=1, optimizer="sgd", lr=0.1, loss_positions="mask", progress=False,
-                      param_groups=({"params": ("blocks.1.mlp.*",), "lr": 0.5},))
+    cfg = TrainConfig(
+        steps=1,
+        optimizer="sgd",
+        lr=0.1,
+        loss_positions="mask",
+        progress=False,
+        param_groups=({"params": ("blocks.1.mlp.*",), "lr": 0.5},),
+    )
     train(model, lambda step, gen: batch, cfg)
     for name, p in model.named_parameters():
         grad = probe.get_parameter(name).grad
@@ -102,7 +147,11 @@ def test_sgd_step_follows_param_group_learning_rates_and_frozen_params_stay():
 def test_grad_clipping_bounds_the_update():
     model = small_model()
     before = weights(model)
-    train(model, batch_fn, TrainConfig(steps=1, optimizer="sgd", lr=1.0, grad_clip=1e-3, loss_positions="mask", progress=False))
+    train(
+        model,
+        batch_fn,
+        TrainConfig(steps=1, optimizer="sgd", lr=1.0, grad_clip=1e-3, loss_positions="mask", progress=False),
+    )
     update = torch.cat([(p - before[n]).flatten() for n, p in model.named_parameters() if p.requires_grad])
     torch.testing.assert_close(update.norm(), torch.tensor(1e-3), rtol=1e-4, atol=0)
 
@@ -113,7 +162,11 @@ def test_trainable_entries_survive_weight_decay_and_momentum():
         [TrainableEntries("blocks.0.attn.W_K", (None, (0, 4), (0, 4)))],
     )
     w_k = model.blocks[0].attn.W_K.detach().clone()
-    train(model, batch_fn, TrainConfig(steps=5, optimizer="adamw", lr=1e-2, weight_decay=0.5, loss_positions="mask", progress=False))
+    train(
+        model,
+        batch_fn,
+        TrainConfig(steps=5, optimizer="adamw", lr=1e-2, weight_decay=0.5, loss_positions="mask", progress=False),
+    )
     after = model.blocks[0].attn.W_K.detach()
     mask = model.mechrecall_entry_masks["blocks.0.attn.W_K"]
     assert torch.equal(after[~mask], w_k[~mask])
@@ -186,14 +239,25 @@ def test_resume_refuses_a_different_model_or_training_config(tmp_path):
     with pytest.raises(ValueError, match="lr: 0.1 \\(checkpoint\\) vs 0.2"):
         train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6, "lr": 0.2}), out_dir=tmp_path)
     # Extending the run is allowed: it continues from step 4.
-    assert train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6}), out_dir=tmp_path).resumed_from == 4
+    assert (
+        train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6}), out_dir=tmp_path).resumed_from == 4
+    )
 
 
-@pytest.mark.parametrize("damage", ["truncate model", "truncate optimizer", "remove model", "bad json",
-                                    "bad latest.json"])
+@pytest.mark.parametrize(
+    "damage", ["truncate model", "truncate optimizer", "remove model", "bad json", "bad latest.json"]
+)
 def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, damage, caplog):
-    cfg = TrainConfig(steps=6, optimizer="sgd", lr=0.1, momentum=0.9, loss_positions="mask", checkpoint_every=2,
-                      keep_checkpoints=2, progress=False)
+    cfg = TrainConfig(
+        steps=6,
+        optimizer="sgd",
+        lr=0.1,
+        momentum=0.9,
+        loss_positions="mask",
+        checkpoint_every=2,
+        keep_checkpoints=2,
+        progress=False,
+    )
     reference = small_model()
     train(reference, batch_fn, cfg, out_dir=tmp_path / "ref")
     run = tmp_path / "run"
@@ -225,8 +289,9 @@ def test_a_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, da
 def test_no_intact_checkpoint_says_what_to_delete(tmp_path):
     from mechrecall.errors import CheckpointError
 
-    cfg = TrainConfig(steps=2, optimizer="sgd", lr=0.1, loss_positions="mask", checkpoint_every=2,
-                      keep_checkpoints=1, progress=False)
+    cfg = TrainConfig(
+        steps=2, optimizer="sgd", lr=0.1, loss_positions="mask", checkpoint_every=2, keep_checkpoints=1, progress=False
+    )
     train(small_model(), batch_fn, cfg, out_dir=tmp_path)
     (tmp_path / "checkpoints" / "step-00000002" / "model.safetensors").write_bytes(b"\x00" * 10)
     with pytest.raises(CheckpointError, match=r"model.safetensors is unreadable.*delete that folder"):
@@ -235,10 +300,24 @@ def test_no_intact_checkpoint_says_what_to_delete(tmp_path):
 
 def test_evals_recorded_on_schedule_and_checkpoints_pruned(tmp_path):
     calls = []
-    cfg = TrainConfig(steps=7, optimizer="sgd", lr=0.1, loss_positions="mask", eval_every=3, eval_steps=(1,),
-                      checkpoint_every=2, keep_checkpoints=2, progress=False)
-    result = train(small_model(), batch_fn, cfg, evals={"n": lambda m: calls.append(1) or len(calls), "d": lambda m: {"a": 1.0}},
-                   out_dir=tmp_path)
+    cfg = TrainConfig(
+        steps=7,
+        optimizer="sgd",
+        lr=0.1,
+        loss_positions="mask",
+        eval_every=3,
+        eval_steps=(1,),
+        checkpoint_every=2,
+        keep_checkpoints=2,
+        progress=False,
+    )
+    result = train(
+        small_model(),
+        batch_fn,
+        cfg,
+        evals={"n": lambda m: calls.append(1) or len(calls), "d": lambda m: {"a": 1.0}},
+        out_dir=tmp_path,
+    )
     assert [row["step"] for row in result.history["eval"]] == [0, 1, 3, 6, 7]
     assert result.history["eval"][-1] == {"step": 7, "n": 5.0, "d.a": 1.0}
     assert [row["step"] for row in result.history["train"]] == list(range(1, 8))

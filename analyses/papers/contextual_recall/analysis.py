@@ -9,6 +9,7 @@
   construction's ``f_subj`` / ``f_rel`` (also after projecting out the all-attributes direction ``U_all``),
   and sliced OV matrices.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -26,8 +27,15 @@ from .world import World, _pick
 REP_SITES = ((0, "attn_out"), (0, "mlp_out"), (1, "attn_out"), (1, "mlp_out"), (1, "resid_post"))
 
 
-def prefix_subjects(world: World, K: int, max_t: int, gen: torch.Generator, *, demo_subjects: torch.Tensor,
-                    query_subjects: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def prefix_subjects(
+    world: World,
+    K: int,
+    max_t: int,
+    gen: torch.Generator,
+    *,
+    demo_subjects: torch.Tensor,
+    query_subjects: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``K`` base prompts per type: subjects ``[L*K, max_t + 1]`` (``max_t`` demos then the query) and the type
     ``[L*K]``. Prefixes of the same base prompt give every ``t`` (the context is held fixed as ``t`` varies)."""
     query_subjects = demo_subjects if query_subjects is None else query_subjects
@@ -47,8 +55,15 @@ def icl_prefix_tokens(world: World, subj: torch.Tensor, ell: torch.Tensor, t: in
 
 
 @torch.no_grad()
-def clustering_vs_demos(model, world: World, subj: torch.Tensor, ell: torch.Tensor, ts: Sequence[int],
-                        sites: Sequence[tuple[int, str]] = REP_SITES, main: tuple[int, str] = (1, "attn_out")) -> dict:
+def clustering_vs_demos(
+    model,
+    world: World,
+    subj: torch.Tensor,
+    ell: torch.Tensor,
+    ts: Sequence[int],
+    sites: Sequence[tuple[int, str]] = REP_SITES,
+    main: tuple[int, str] = (1, "attn_out"),
+) -> dict:
     """For each ``t``: held-out ICL exact accuracy, the cosine silhouette of each site's representation at
     the query position (labels = attribute type), and C̄^t at ``main`` (Figs. 8, 16, 17)."""
     out = {"t": [], "accuracy": [], "silhouette": {f"L{l + 1}_{s}": [] for l, s in sites}, "similarity": {}}
@@ -67,8 +82,15 @@ def clustering_vs_demos(model, world: World, subj: torch.Tensor, ell: torch.Tens
 
 
 @torch.no_grad()
-def steering_ranks(model, world: World, subj: torch.Tensor, ell: torch.Tensor, betas: Sequence[float],
-                   layer: int = 1, site: str = "attn_out") -> dict:
+def steering_ranks(
+    model,
+    world: World,
+    subj: torch.Tensor,
+    ell: torch.Tensor,
+    betas: Sequence[float],
+    layer: int = 1,
+    site: str = "attn_out",
+) -> dict:
     """Fig. 8 right / Fig. 18: task vectors ``v_ℓ`` = mean layer-2 attention output at the last position of the
     full prompts of type ℓ; for every prompt of type ℓ and every ℓ' ≠ ℓ, replace that output by
     ``(1-β) v_ℓ + β v_ℓ'`` and rank the query subject's type-ℓ (original) and type-ℓ' (target) attributes.
@@ -83,8 +105,13 @@ def steering_ranks(model, world: World, subj: torch.Tensor, ell: torch.Tensor, b
     q = subj[src, -1]
     orig_ids = world.attributes[q, ell[src]]
     tgt_ids = world.attributes[q, tgt]
-    out = {"beta": [float(b) for b in betas], "rank_orig": [], "rank_target": [],
-           "rank_target_by_type": {int(e): [] for e in range(L)}, "rank_orig_by_type": {int(e): [] for e in range(L)}}
+    out = {
+        "beta": [float(b) for b in betas],
+        "rank_orig": [],
+        "rank_target": [],
+        "rank_target_by_type": {int(e): [] for e in range(L)},
+        "rank_orig_by_type": {int(e): [] for e in range(L)},
+    }
     for b in betas:
         vec = (1 - b) * v[ell[src]] + b * v[tgt]
         r = replace_and_rank(model, tokens[src], vec, layer, {"orig": orig_ids, "target": tgt_ids}, site=site)
@@ -128,8 +155,12 @@ def head_role_cosines(model, world: World, batch, mode: str, T_max: int, ft_subj
     for tag, (a, s, r) in {"full": (f, f_subj, f_rel), "minus_U_all": (proj(f), proj(f_subj), proj(f_rel))}.items():
         cs = _cos(a, s[:, None, :]).mean(0)
         cr = _cos(a, r[:, None, :]).mean(0)
-        out[tag] = {"subject": cs.tolist(), "relation": cr.tolist(),
-                    "subject_head": int(cs.argmax()), "relation_head": int(cr.argmax())}
+        out[tag] = {
+            "subject": cs.tolist(),
+            "relation": cr.tolist(),
+            "subject_head": int(cs.argmax()),
+            "relation_head": int(cr.argmax()),
+        }
     return out
 
 
@@ -137,10 +168,12 @@ def ov_slice_ids(world: World, n: int = 8) -> tuple[list[int], list[str], list[i
     """App. C.3.1's slices: the first ``n`` subjects, ``n`` type-1 values, ``n`` type-2 values, 4 grammar tokens +
     ``[sep]``, all relation tokens (ids, group names, group boundaries)."""
     c = world.cfg
-    groups = [("subjects", list(range(min(n, c.n_subjects)))),
-              ("type-1 attrs", world.value_ids(0)[:n].tolist()),
-              ("type-2 attrs", world.value_ids(min(1, c.n_types - 1))[:n].tolist()),
-              ("grammar+sep", list(range(c.grammar_offset, c.grammar_offset + min(4, c.n_grammar))) + [c.sep])]
+    groups = [
+        ("subjects", list(range(min(n, c.n_subjects)))),
+        ("type-1 attrs", world.value_ids(0)[:n].tolist()),
+        ("type-2 attrs", world.value_ids(min(1, c.n_types - 1))[:n].tolist()),
+        ("grammar+sep", list(range(c.grammar_offset, c.grammar_offset + min(4, c.n_grammar))) + [c.sep]),
+    ]
     if c.relation_tokens:
         groups.append(("relations", list(range(c.relation_offset, c.relation_offset + c.n_types))))
     ids, names, bounds = [], [], []

@@ -18,6 +18,7 @@ logits ``f[:V]``; no skip connection, no scaling. Sums: ``σ`` (all subjects), `
 - :func:`gd_cascade` — Theorem 2's finetuning dynamics from the Prop. 1 weights with gradients of the
   population loss over ICL_rel sequences (exact enumeration when small, else Monte Carlo).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -123,9 +124,17 @@ def relation_ov_pt(B: Basis) -> Float[torch.Tensor, "d d"]:
     return sum(_outer(B.u(ell), B.h(B.world.relation(ell))) for ell in range(B.world.cfg.n_types))
 
 
-def construction_weights(world: World, beta: float, mode: str = "pt", *, T_max: int,
-                         ft_subjects: torch.Tensor | None = None, grammar_head: bool = False,
-                         variant: str = "main", window: bool = False) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def construction_weights(
+    world: World,
+    beta: float,
+    mode: str = "pt",
+    *,
+    T_max: int,
+    ft_subjects: torch.Tensor | None = None,
+    grammar_head: bool = False,
+    variant: str = "main",
+    window: bool = False,
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """``{head: (W_KQ, W_OV)}`` of the construction.
 
     ``mode="pt"``: Prop. 1 (relation + subject heads; ``grammar_head=True`` adds Prop. 3's grammar head).
@@ -184,19 +193,23 @@ def grammar_head_weights(B: Basis, beta: float) -> tuple[torch.Tensor, torch.Ten
     return beta * kq, ov
 
 
-def load_construction(model, weights: dict[str, tuple[torch.Tensor, torch.Tensor]],
-                      head_order: Sequence[str] | None = None) -> None:
+def load_construction(
+    model, weights: dict[str, tuple[torch.Tensor, torch.Tensor]], head_order: Sequence[str] | None = None
+) -> None:
     """Write ``weights`` into head ``k = head_order.index(name)`` of layer 0 (Model B built with
     ``d_head = d_model`` and ``attn_scale=False``): ``W_Q = I, W_K = W_KQ, W_V = W_OVᵀ, W_O = I``."""
     head_order = list(head_order or weights)
     attn = model.blocks[0].attn
     d = model.cfg.d_model
     if model.cfg.d_head != d or model.cfg.use_attn_scale:
-        raise WorldConfigError(f"load_construction needs d_head == d_model ({model.cfg.d_head} vs {d}) and "
-                               "use_attn_scale=False (scores must be exactly x_iᵀ W_KQ x_t)")
+        raise WorldConfigError(
+            f"load_construction needs d_head == d_model ({model.cfg.d_head} vs {d}) and "
+            "use_attn_scale=False (scores must be exactly x_iᵀ W_KQ x_t)"
+        )
     if len(head_order) != model.cfg.n_heads:
-        raise WorldConfigError(f"{len(head_order)} construction heads {head_order} for a model with "
-                               f"{model.cfg.n_heads} heads")
+        raise WorldConfigError(
+            f"{len(head_order)} construction heads {head_order} for a model with {model.cfg.n_heads} heads"
+        )
     eye = torch.eye(d)
     with torch.no_grad():
         for k, name in enumerate(head_order):
@@ -212,9 +225,14 @@ def load_construction(model, weights: dict[str, tuple[torch.Tensor, torch.Tensor
 # ----------------------------------------------------------------------------------------------- reference forward
 
 
-def functional_last_logits(tokens: Int[torch.Tensor, "B T"], kqs: Sequence[torch.Tensor],
-                           ovs: Sequence[torch.Tensor], V: int, T_max: int,
-                           pos: int = -1) -> Float[torch.Tensor, "B V"]:
+def functional_last_logits(
+    tokens: Int[torch.Tensor, "B T"],
+    kqs: Sequence[torch.Tensor],
+    ovs: Sequence[torch.Tensor],
+    V: int,
+    T_max: int,
+    pos: int = -1,
+) -> Float[torch.Tensor, "B V"]:
     """Eq. 1 at query position ``pos`` in plain torch (one-hot inputs make every product a gather):
     ``score_i = W_KQ[tok_i, tok_t] + W_KQ[h(p_{i-t}), tok_t]`` for ``i <= t``, ``f = Σ_h Σ_i α_i W_OV[:, tok_i]``."""
     Bn, T = tokens.shape
@@ -232,8 +250,9 @@ def functional_last_logits(tokens: Int[torch.Tensor, "B T"], kqs: Sequence[torch
     return out
 
 
-def theoretical_outputs(world: World, batch: Batch, mode: str, T_max: int,
-                        ft_subjects: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def theoretical_outputs(
+    world: World, batch: Batch, mode: str, T_max: int, ft_subjects: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``(f_subj, f_rel)`` ``[B, d]`` of the construction at the last position (Figs. 10/12):
     ``f_subj = -(U_all - own_{j*})`` (``j*`` the sequence / query subject), ``f_rel = u_ℓ`` (``mode="pt"``, ℓ the
     last subsequence's type) or ``u'_ℓ`` (``mode="icl"``)."""
@@ -277,8 +296,9 @@ def _icl_accuracy(kqs, ovs, batch: Batch, V: int, T_max: int) -> float:
     return (logits.argmax(-1) == batch.extras["target"]).float().mean().item()
 
 
-def population_batches(world: World, ft: torch.Tensor, n_demos: int, max_exact: int, n_mc: int,
-                       gen: torch.Generator) -> tuple[Batch, str]:
+def population_batches(
+    world: World, ft: torch.Tensor, n_demos: int, max_exact: int, n_mc: int, gen: torch.Generator
+) -> tuple[Batch, str]:
     """The finetuning population (all subjects from 𝒮'): every sequence when there are at most ``max_exact``,
     else ``n_mc`` Monte-Carlo draws."""
     n = population_size(n_demos, len(ft), len(ft), world.cfg.n_types)
@@ -287,11 +307,25 @@ def population_batches(world: World, ft: torch.Tensor, n_demos: int, max_exact: 
     return sample_icl_rel(world, n_mc, n_demos, gen, demo_subjects=ft), f"Monte Carlo ({n_mc} of {n} sequences)"
 
 
-def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos: int, T_max: int,
-               beta_grad: float = 8.0, betas_eval: Sequence[float] = (8.0, 50.0, 200.0), eta_kq_subj: float = 2.0,
-               eta_ov_rel: float = 40.0, eta_kq_rel: float = 40.0, alpha2: float | None = None,
-               alpha3: float | None = None, max_exact: int = 20000, n_mc: int = 4096, n_eval: int = 1024,
-               seed: int = 0) -> dict:
+def gd_cascade(
+    world: World,
+    ft: torch.Tensor,
+    heldout: torch.Tensor,
+    *,
+    n_demos: int,
+    T_max: int,
+    beta_grad: float = 8.0,
+    betas_eval: Sequence[float] = (8.0, 50.0, 200.0),
+    eta_kq_subj: float = 2.0,
+    eta_ov_rel: float = 40.0,
+    eta_kq_rel: float = 40.0,
+    alpha2: float | None = None,
+    alpha3: float | None = None,
+    max_exact: int = 20000,
+    n_mc: int = 4096,
+    n_eval: int = 1024,
+    seed: int = 0,
+) -> dict:
     """Theorem 2's two-step cascade from the Prop. 1 weights (2 heads), ``W_KQ^h = β W̃^h``.
 
     Step 1: one GD step on ``W̃_subj`` (``η_KQ^subj``, applied to ``∇_{W̃}/β``) and one *projected* step on
@@ -309,9 +343,9 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
     check_n = 3 * (n_demos + 1) - 1
     U_L, m = max(c.n_values), n_demos + 1
     if alpha2 is not None:
-        eta_ov_rel = alpha2 * c.n_types * check_n * U_L ** 2
+        eta_ov_rel = alpha2 * c.n_types * check_n * U_L**2
     if alpha3 is not None:
-        a2 = eta_ov_rel / (c.n_types * check_n * U_L ** 2)
+        a2 = eta_ov_rel / (c.n_types * check_n * U_L**2)
         eta_kq_rel = alpha3 * check_n / ((m - 1) ** 2 * a2)
     if check_n > T_max:
         raise WorldConfigError(f"ICL_rel length {check_n} is longer than T_max={T_max}")
@@ -326,8 +360,11 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
     }
 
     def accuracies(kr, ks, ovr):
-        return {f"{name}@beta={b:g}": _icl_accuracy([b * kr, b * ks], [ovr, ov_subj], batch, V, T_max)
-                for b in betas_eval for name, batch in evals.items()}
+        return {
+            f"{name}@beta={b:g}": _icl_accuracy([b * kr, b * ks], [ovr, ov_subj], batch, V, T_max)
+            for b in betas_eval
+            for name, batch in evals.items()
+        }
 
     def grads(kr, ks, ovr):
         kr, ks, ovr = (x.clone().requires_grad_(True) for x in (kr, ks, ovr))
@@ -335,10 +372,15 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
         g = torch.autograd.grad(loss, (kr, ks, ovr))
         return loss.item(), g[0] / beta_grad, g[1] / beta_grad, g[2]  # ∇_{W̃}/β for the KQs
 
-    out = {"population": how, "eta": {"kq_subj": eta_kq_subj, "ov_rel": eta_ov_rel, "kq_rel": eta_kq_rel},
-           "alpha2": eta_ov_rel / (c.n_types * check_n * U_L ** 2),
-           "condition_lhs": cascade_condition(world, len(ft), n_demos), "condition_rhs": n_demos,
-           "T_icl": check_n, "S_plus_2": c.grammar_len + 2}
+    out = {
+        "population": how,
+        "eta": {"kq_subj": eta_kq_subj, "ov_rel": eta_ov_rel, "kq_rel": eta_kq_rel},
+        "alpha2": eta_ov_rel / (c.n_types * check_n * U_L**2),
+        "condition_lhs": cascade_condition(world, len(ft), n_demos),
+        "condition_rhs": n_demos,
+        "T_icl": check_n,
+        "S_plus_2": c.grammar_len + 2,
+    }
     out["alpha3"] = eta_kq_rel * (m - 1) ** 2 * out["alpha2"] / check_n
     out["condition_holds"] = out["condition_lhs"] < n_demos
     out["acc_step0"] = accuracies(kt_rel, kt_subj, ov_rel)
@@ -346,8 +388,9 @@ def gd_cascade(world: World, ft: torch.Tensor, heldout: torch.Tensor, *, n_demos
     proj = torch.eye(Bs.d) - _outer(Bs.sep, Bs.sep)
     kt_subj1 = kt_subj - eta_kq_subj * g_subj
     ov_rel1 = ov_rel - eta_ov_rel * g_ov @ proj
-    out.update(loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(),
-               grad_norm_kq_subj_step1=g_subj.norm().item())
+    out.update(
+        loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(), grad_norm_kq_subj_step1=g_subj.norm().item()
+    )
     out["acc_step1"] = accuracies(kt_rel, kt_subj1, ov_rel1)
     loss1, g_rel2, _, _ = grads(kt_rel, kt_subj1, ov_rel1)
     kt_rel2 = kt_rel - eta_kq_rel * g_rel2

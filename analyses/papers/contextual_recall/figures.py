@@ -1,4 +1,5 @@
 """Figures of the contextual-recall paper (each titled with the figure it reproduces), via ``analyses.plotting``."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -93,8 +94,13 @@ def cosine_figure(cos: dict, title: str):
         x = np.arange(H)
         ax.bar(x - 0.2, c["subject"], 0.4, label="cos(f_h, f_subj)")
         ax.bar(x + 0.2, c["relation"], 0.4, label="cos(f_h, f_rel)")
-        ax.set(xticks=x, xlabel="head", ylabel="mean cosine", ylim=(-1, 1),
-               title="full space" if tag == "full" else "U_all projected out")
+        ax.set(
+            xticks=x,
+            xlabel="head",
+            ylabel="mean cosine",
+            ylim=(-1, 1),
+            title="full space" if tag == "full" else "U_all projected out",
+        )
         ax.axhline(0, color="k", lw=0.5)
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
@@ -132,9 +138,13 @@ def cascade_figure(results: dict, title: str):
         for i, split in enumerate(("seen", "heldout_query", "all_heldout")):
             ys = [r[f"acc_step{s}"][f"{split}@beta={beta:g}"] for s in (0, 1, 2)]
             ax.bar(np.arange(3) + 0.27 * (i - 1), ys, 0.27, label=split)
-        ax.set(xticks=range(3), xticklabels=["Prop. 1 init", "after step 1", "after step 2"], ylim=(0, 1.05),
-               ylabel=f"ICL_rel accuracy (β={beta:g})",
-               title=f"{w}\nU_L(U_L+N_ft)/M_ft = {r['condition_lhs']:.2f} vs N_ft = {r['condition_rhs']}")
+        ax.set(
+            xticks=range(3),
+            xticklabels=["Prop. 1 init", "after step 1", "after step 2"],
+            ylim=(0, 1.05),
+            ylabel=f"ICL_rel accuracy (β={beta:g})",
+            title=f"{w}\nU_L(U_L+N_ft)/M_ft = {r['condition_lhs']:.2f} vs N_ft = {r['condition_rhs']}",
+        )
         ax.title.set_fontsize(8)
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)

@@ -1,4 +1,5 @@
 """The four final-token metrics of Fig. 1 / Figs. 2-5: exact, attribute-type, subject and attribute match."""
+
 from __future__ import annotations
 
 import torch

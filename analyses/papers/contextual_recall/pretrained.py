@@ -6,6 +6,7 @@ attention output of a middle layer at the last prompt token is read (``analyses.
 silhouette by relation type and the first-answer-token accuracy are tracked against ``t``. Steering replaces
 that vector by ``(1-β) v_r + β v_r'`` and ranks the original and the target answers.
 """
+
 from __future__ import annotations
 
 import torch
@@ -31,7 +32,7 @@ def build_prompt_set(model, K: int, max_t: int, seed: int):
         for k in range(K):
             perm = torch.randperm(len(pairs), generator=g).tolist()
             q = pairs[perm[0]]
-            demos = [pairs[i] for i in perm[1: max_t + 1]]
+            demos = [pairs[i] for i in perm[1 : max_t + 1]]
             items.append((r, demos, q))
     # answers of every item under every relation (for steering targets): the query's answer in relation r'
     by_subject = {name: dict(RELATIONS[name]) for name in names}
@@ -50,8 +51,9 @@ def _tokens(model, texts):
 
 
 @torch.no_grad()
-def task_geometry(model, K: int = 8, max_t: int = 6, layer: int | None = None, seed: int = 0,
-                  betas=(0.0, 0.25, 0.5, 0.75, 1.0)) -> dict:
+def task_geometry(
+    model, K: int = 8, max_t: int = 6, layer: int | None = None, seed: int = 0, betas=(0.0, 0.25, 0.5, 0.75, 1.0)
+) -> dict:
     """Silhouette / accuracy vs ``t`` and steering ranks at ``t = max_t`` (see the module docstring)."""
     from analyses.task_vectors import class_cosine_matrix, cosine_silhouette_score, replace_and_rank, residual_vectors
 
@@ -81,8 +83,15 @@ def task_geometry(model, K: int = 8, max_t: int = 6, layer: int | None = None, s
     steer = {"beta": list(betas), "rank_orig": [], "rank_target": []}
     for b in betas:
         vec = (1 - b) * v[labels[src_t]] + b * v[torch.tensor(tgt_rel)]
-        r = replace_and_rank(model, tokens[src_t].to(dev), vec, layer, {"orig": orig, "target": target},
-                             site="attn_out", positions=pos[src_t])
+        r = replace_and_rank(
+            model,
+            tokens[src_t].to(dev),
+            vec,
+            layer,
+            {"orig": orig, "target": target},
+            site="attn_out",
+            positions=pos[src_t],
+        )
         steer["rank_orig"].append(r["orig"].mean().item())
         steer["rank_target"].append(r["target"].mean().item())
     out["steering"] = steer
@@ -91,19 +100,36 @@ def task_geometry(model, K: int = 8, max_t: int = 6, layer: int | None = None, s
 
 def _claims(ctx: Context, geo: dict | None, reason: str = "") -> list:
     rows = [
-        ("silhouette_rises_with_demos", "extension: the relation type clusters in a middle layer's attention output "
-         "at the query as demonstrations are added (cosine silhouette, t=max minus t=0)",
-         lambda g: g["silhouette"][-1] - g["silhouette"][0], at_least(0.05, partial=0.0)),
-        ("steering_country_city", "extension: replacing that vector by the other landmark relation's task vector "
-         "(β=1) makes its answer outrank the original (mean rank target / original)",
-         lambda g: g["steering"]["rank_target"][-1] / g["steering"]["rank_orig"][-1], at_most(1.0, partial=2.0)),
+        (
+            "silhouette_rises_with_demos",
+            "extension: the relation type clusters in a middle layer's attention output "
+            "at the query as demonstrations are added (cosine silhouette, t=max minus t=0)",
+            lambda g: g["silhouette"][-1] - g["silhouette"][0],
+            at_least(0.05, partial=0.0),
+        ),
+        (
+            "steering_country_city",
+            "extension: replacing that vector by the other landmark relation's task vector "
+            "(β=1) makes its answer outrank the original (mean rank target / original)",
+            lambda g: g["steering"]["rank_target"][-1] / g["steering"]["rank_orig"][-1],
+            at_most(1.0, partial=2.0),
+        ),
     ]
     out = []
     for name, text, f, rule in rows:
         ours = None if geo is None else f(geo)
-        out.append(ctx.claim(P, name, text, ours, rule, where="§3.4, Fig. 8 (analysis transferred to a real model)",
-                             note="extension, not a reproduction: the paper runs no pretrained checkpoint",
-                             reason=reason))
+        out.append(
+            ctx.claim(
+                P,
+                name,
+                text,
+                ours,
+                rule,
+                where="§3.4, Fig. 8 (analysis transferred to a real model)",
+                note="extension, not a reproduction: the paper runs no pretrained checkpoint",
+                reason=reason,
+            )
+        )
     return out
 
 
@@ -112,8 +138,9 @@ def part_pretrained(ctx: Context) -> PartResult:
 
     name = ctx.options.get("model") or "pythia-160m"
     try:
-        model = pretrained.load(name, checkpoint=ctx.options.get("checkpoint"), processing="raw",
-                                device=ctx.device or "cpu")
+        model = pretrained.load(
+            name, checkpoint=ctx.options.get("checkpoint"), processing="raw", device=ctx.device or "cpu"
+        )
     except pretrained.PretrainedNotAvailableError as exc:
         reason = f"no weights: {str(exc).splitlines()[0]}"
         ctx.say(f"pretrained: not run ({reason})")
@@ -122,8 +149,10 @@ def part_pretrained(ctx: Context) -> PartResult:
     K, max_t = {"micro": (2, 2), "smoke": (10, 8), "paper": (20, 10)}[ctx.preset]
     geo = task_geometry(model, K=K, max_t=max_t, seed=ctx.seed)
     figs = {"pretrained_task_vectors.png": _figure(geo, name)}
-    ctx.say(f"pretrained ({name}): silhouette t=0 {geo['silhouette'][0]:.3f} -> t={max_t} {geo['silhouette'][-1]:.3f}; "
-            f"accuracy {geo['accuracy'][0]:.2f} -> {geo['accuracy'][-1]:.2f}")
+    ctx.say(
+        f"pretrained ({name}): silhouette t=0 {geo['silhouette'][0]:.3f} -> t={max_t} {geo['silhouette'][-1]:.3f}; "
+        f"accuracy {geo['accuracy'][0]:.2f} -> {geo['accuracy'][-1]:.2f}"
+    )
     return PartResult({"model": name, "K": K, **geo}, _claims(ctx, geo), figs)
 
 

@@ -1,7 +1,8 @@
 """Spread of claim numbers over several seeds' ``results.json`` (how the smoke thresholds were set).
 
-    python -m analyses.papers.contextual_recall.seeds runs/s0 runs/s1 runs/s2 runs/s3 runs/s4
+python -m analyses.papers.contextual_recall.seeds runs/s0 runs/s1 runs/s2 runs/s3 runs/s4
 """
+
 from __future__ import annotations
 
 import json

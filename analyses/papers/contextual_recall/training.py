@@ -5,6 +5,7 @@ Every run is resumable (its checkpoints live in the run folder). Metrics over tr
 subsequence forced factual), ICL with query subjects seen in finetuning or held out (demonstrations from the
 same pool as the query), and for World-G ICL+Grm with S_ft = 1 (Fig. 15).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,17 @@ from mechrecall.trainer import TrainConfig, train
 from .configs import RunG, RunR
 from .metrics import recall_metrics
 from .models import build_model_a, build_model_b, world_r_ctx
-from .world import (World, WorldConfigError, build_world, check_task, sample_icl, sample_icl_rel, sample_pt,
-                    sample_pt_rel, split_subjects)
+from .world import (
+    World,
+    WorldConfigError,
+    build_world,
+    check_task,
+    sample_icl,
+    sample_icl_rel,
+    sample_pt,
+    sample_pt_rel,
+    split_subjects,
+)
 
 EVAL_SEED = 10_000
 
@@ -92,28 +102,54 @@ def train_g(run: RunG, seed: int, out: Path, *, device=None, progress=False, fin
         "ICLGrm1_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho, grammar_len=1),
     }
     evals = _metric_evals(world, batches)
-    no_decay = ({"params": ("embed.W_E", "pos_embed.W_pos", "blocks.*.ln*", "ln_final.*", "*.b_*"),
-                 "weight_decay": 0.0},)  # minGPT's decay groups
-    tc = TrainConfig(steps=run.pt_steps, optimizer="adamw", lr=run.pt_lr, betas=(0.9, 0.95),
-                     weight_decay=run.weight_decay, param_groups=no_decay, grad_clip=1.0, loss_positions="mask",
-                     eval_every=run.pt_eval_every, checkpoint_every=run.checkpoint_every, seed=seed, progress=progress)
+    no_decay = (
+        {"params": ("embed.W_E", "pos_embed.W_pos", "blocks.*.ln*", "ln_final.*", "*.b_*"), "weight_decay": 0.0},
+    )  # minGPT's decay groups
+    tc = TrainConfig(
+        steps=run.pt_steps,
+        optimizer="adamw",
+        lr=run.pt_lr,
+        betas=(0.9, 0.95),
+        weight_decay=run.weight_decay,
+        param_groups=no_decay,
+        grad_clip=1.0,
+        loss_positions="mask",
+        eval_every=run.pt_eval_every,
+        checkpoint_every=run.checkpoint_every,
+        seed=seed,
+        progress=progress,
+    )
     res = train(model, lambda step, gen: sample_pt(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
     models_ft, hist_ft = {}, {}
     for kind in finetune:
         m = _copy(model)
         grm = 0 if kind == "ICL" else run.grm_len
-        tcf = TrainConfig(steps=run.ft_steps, optimizer="adamw", lr=run.ft_lr, betas=(0.9, 0.95),
-                          weight_decay=run.weight_decay, param_groups=no_decay, grad_clip=1.0, loss_positions="mask",
-                          eval_every=run.ft_eval_every, checkpoint_every=run.checkpoint_every, seed=seed + 1,
-                          progress=progress)
-        r = train(m, lambda step, gen, grm=grm: sample_icl(world, run.batch, N, gen, demo_subjects=ft, grammar_len=grm),
-                  tcf, evals=evals, out_dir=out / f"ft_{kind}")
+        tcf = TrainConfig(
+            steps=run.ft_steps,
+            optimizer="adamw",
+            lr=run.ft_lr,
+            betas=(0.9, 0.95),
+            weight_decay=run.weight_decay,
+            param_groups=no_decay,
+            grad_clip=1.0,
+            loss_positions="mask",
+            eval_every=run.ft_eval_every,
+            checkpoint_every=run.checkpoint_every,
+            seed=seed + 1,
+            progress=progress,
+        )
+        r = train(
+            m,
+            lambda step, gen, grm=grm: sample_icl(world, run.batch, N, gen, demo_subjects=ft, grammar_len=grm),
+            tcf,
+            evals=evals,
+            out_dir=out / f"ft_{kind}",
+        )
         models_ft[kind], hist_ft[kind] = m, r.history
     return Trained(world, ft, ho, model, models_ft, res.history, hist_ft, batches)
 
 
-def train_r(run: RunR, seed: int, out: Path, *, positions: str = "relative", device=None,
-            progress=False) -> Trained:
+def train_r(run: RunR, seed: int, out: Path, *, positions: str = "relative", device=None, progress=False) -> Trained:
     """Pretrain Model B (or B′) on PT_rel (all positions, cosine lr), then finetune a copy on ICL_rel over the
     finetuning subjects with the last-token loss (constant lr)."""
     world = check_run_r(run)
@@ -130,16 +166,38 @@ def train_r(run: RunR, seed: int, out: Path, *, positions: str = "relative", dev
         "ICL_heldout": sample_icl_rel(world, run.n_eval, N, eg, demo_subjects=ho),
     }
     evals = _metric_evals(world, batches)
-    tc = TrainConfig(steps=run.pt_steps, optimizer="adamw", lr=run.pt_lr, weight_decay=run.weight_decay,
-                     schedule="cosine", loss_positions="mask", eval_every=run.pt_eval_every,
-                     checkpoint_every=run.checkpoint_every, seed=seed, progress=progress)
+    tc = TrainConfig(
+        steps=run.pt_steps,
+        optimizer="adamw",
+        lr=run.pt_lr,
+        weight_decay=run.weight_decay,
+        schedule="cosine",
+        loss_positions="mask",
+        eval_every=run.pt_eval_every,
+        checkpoint_every=run.checkpoint_every,
+        seed=seed,
+        progress=progress,
+    )
     res = train(model, lambda step, gen: sample_pt_rel(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
     m = _copy(model)
-    tcf = TrainConfig(steps=run.ft_steps, optimizer="adamw", lr=run.ft_lr, weight_decay=run.weight_decay,
-                      loss_positions="mask", eval_every=run.ft_eval_every, checkpoint_every=run.checkpoint_every,
-                      seed=seed + 1, progress=progress)
-    r = train(m, lambda step, gen: sample_icl_rel(world, run.batch, N, gen, demo_subjects=ft), tcf, evals=evals,
-              out_dir=out / "ft_ICL")
+    tcf = TrainConfig(
+        steps=run.ft_steps,
+        optimizer="adamw",
+        lr=run.ft_lr,
+        weight_decay=run.weight_decay,
+        loss_positions="mask",
+        eval_every=run.ft_eval_every,
+        checkpoint_every=run.checkpoint_every,
+        seed=seed + 1,
+        progress=progress,
+    )
+    r = train(
+        m,
+        lambda step, gen: sample_icl_rel(world, run.batch, N, gen, demo_subjects=ft),
+        tcf,
+        evals=evals,
+        out_dir=out / "ft_ICL",
+    )
     return Trained(world, ft, ho, model, {"ICL": m}, res.history, {"ICL": r.history}, batches)
 
 

@@ -15,6 +15,7 @@ and returns a :class:`mechrecall.batch.Batch` with next-token ``targets`` (``-10
 ``extras``: ``target [B]`` (the final attribute), ``pred_pos [B]`` (the position whose logits predict it),
 ``subject [B]`` (sequence / query subject), ``attr_type [B]`` (type of the target), ``lengths [B]``.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -98,12 +99,15 @@ class WorldConfig:
             if not isinstance(v, int) or v < 1:
                 raise WorldConfigError(f"{name}={v!r}; expected an integer >= 1")
         if len(self.n_values) != self.n_types:
-            raise WorldConfigError(f"n_values has {len(self.n_values)} entries; expected one per type "
-                                   f"(n_types={self.n_types})")
+            raise WorldConfigError(
+                f"n_values has {len(self.n_values)} entries; expected one per type (n_types={self.n_types})"
+            )
         for ell, m in enumerate(self.n_values):
             if not isinstance(m, int) or not 1 <= m <= self.n_subjects:
-                raise WorldConfigError(f"n_values[{ell}]={m!r}; expected 1 <= M_ℓ <= n_subjects={self.n_subjects} "
-                                       "(every value is held by at least one subject)")
+                raise WorldConfigError(
+                    f"n_values[{ell}]={m!r}; expected 1 <= M_ℓ <= n_subjects={self.n_subjects} "
+                    "(every value is held by at least one subject)"
+                )
         if not 0.0 <= self.p_grammar_only < 1.0:
             raise WorldConfigError(f"p_grammar_only={self.p_grammar_only!r}; expected 0 <= p_G < 1")
         if not self.dirichlet_alpha > 0:
@@ -115,8 +119,10 @@ class WorldConfig:
         if self.target_div is not None:
             top = {"row_mean_l1": 2.0, "entry_l1": 2.0 * self.n_grammar, "induced_l1": 2.0}[self.div_norm]
             if not 0 < self.target_div < top:
-                raise WorldConfigError(f"target_div={self.target_div!r} is unreachable under div_norm="
-                                       f"{self.div_norm!r}; expected 0 < Div < {top:g}")
+                raise WorldConfigError(
+                    f"target_div={self.target_div!r} is unreachable under div_norm="
+                    f"{self.div_norm!r}; expected 0 < Div < {top:g}"
+                )
         if self.relation_tokens and self.grammar_len < 1:
             raise WorldConfigError(f"grammar_len={self.grammar_len}; World-R needs S >= 1 (the relation slot)")
         return self
@@ -125,8 +131,9 @@ class WorldConfig:
 # ----------------------------------------------------------------------------------------------- Div
 
 
-def matrix_distance(a: Float[torch.Tensor, "... G G"], b: Float[torch.Tensor, "... G G"],
-                    norm: str = "row_mean_l1") -> torch.Tensor:
+def matrix_distance(
+    a: Float[torch.Tensor, "... G G"], b: Float[torch.Tensor, "... G G"], norm: str = "row_mean_l1"
+) -> torch.Tensor:
     """``‖A - B‖`` under one of :data:`DIV_NORMS`: entrywise ℓ1 / G (range [0, 2]), entrywise ℓ1, or the
     induced ℓ1 norm (max column sum)."""
     diff = (a - b).abs()
@@ -172,7 +179,8 @@ def _chains(cfg: WorldConfig, gen: torch.Generator) -> Float[torch.Tensor, "L G 
             raise WorldConfigError(
                 f"target_div={cfg.target_div} is unreachable with div_method='interpolate': the drawn chains "
                 f"reach Div={reach:.3f} at most (G={G}, dirichlet_alpha={cfg.dirichlet_alpha}); lower target_div, "
-                "lower dirichlet_alpha, or use target_div=None")
+                "lower dirichlet_alpha, or use target_div=None"
+            )
         lam = cfg.target_div / reach
         return (1 - lam) * base + lam * raw  # every pairwise difference scales by λ: Div = target exactly
     # greedy_pool: the paper's "large pool of transition matrices + greedy selection" (App. B.1)
@@ -184,8 +192,9 @@ def _chains(cfg: WorldConfig, gen: torch.Generator) -> Float[torch.Tensor, "L G 
         dmin = torch.stack([matrix_distance(pool, pool[c], norm) for c in chosen]).amin(0)
         dmin[chosen] = -1.0
         ok = dmin >= cfg.target_div
-        pick = int(torch.where(ok, dmin, torch.full_like(dmin, float("inf"))).argmin()) if ok.any() \
-            else int(dmin.argmax())
+        pick = (
+            int(torch.where(ok, dmin, torch.full_like(dmin, float("inf"))).argmin()) if ok.any() else int(dmin.argmax())
+        )
         chosen.append(pick)
     tms = pool[chosen]
     achieved = markov_div(tms, norm)
@@ -193,7 +202,8 @@ def _chains(cfg: WorldConfig, gen: torch.Generator) -> Float[torch.Tensor, "L G 
         raise WorldConfigError(
             f"target_div={cfg.target_div} is unreachable with div_method='greedy_pool': the pool of {cfg.pool_size} "
             f"matrices (pool_alpha={cfg.pool_alpha or cfg.dirichlet_alpha}) gives Div={achieved:.3f}; change "
-            "pool_alpha (about 100 / 10 / 3 for Div 0.1 / 0.3 / 0.5) or use div_method='interpolate'")
+            "pool_alpha (about 100 / 10 / 3 for Div 0.1 / 0.3 / 0.5) or use div_method='interpolate'"
+        )
     return tms
 
 
@@ -224,7 +234,7 @@ class World:
         """Attribute type of every token id (``-1`` for non-attribute tokens)."""
         out = torch.full((self.V,), -1, dtype=torch.long)
         for ell, off in enumerate(self.cfg.value_offsets):
-            out[off: off + self.cfg.n_values[ell]] = ell
+            out[off : off + self.cfg.n_values[ell]] = ell
         return out
 
     def relation(self, ell: int | Int[torch.Tensor, "..."]) -> int | Int[torch.Tensor, "..."]:
@@ -253,21 +263,31 @@ def split_subjects(world: World, n_finetune: int, seed: int) -> tuple[Int[torch.
     """A seeded split of the subjects: ``(finetuning subset 𝒮', held-out 𝒮∖𝒮')`` (§3.2: 50% by default)."""
     M = world.cfg.n_subjects
     if not isinstance(n_finetune, int) or not 1 <= n_finetune <= M:
-        raise WorldConfigError(f"finetuning subset n_finetune={n_finetune!r} is larger than M={M} subjects "
-                               f"(or < 1); expected 1 <= n_finetune <= {M}")
+        raise WorldConfigError(
+            f"finetuning subset n_finetune={n_finetune!r} is larger than M={M} subjects "
+            f"(or < 1); expected 1 <= n_finetune <= {M}"
+        )
     perm = torch.randperm(M, generator=torch.Generator().manual_seed(seed))
     return perm[:n_finetune].sort().values, perm[n_finetune:].sort().values
 
 
-def check_task(world: World, *, n_demos: int | None = None, pools: Sequence[torch.Tensor] = (),
-               n_ctx: int | None = None, seq_len: int | None = None) -> None:
+def check_task(
+    world: World,
+    *,
+    n_demos: int | None = None,
+    pools: Sequence[torch.Tensor] = (),
+    n_ctx: int | None = None,
+    seq_len: int | None = None,
+) -> None:
     """Consistency of a task with its world, before any training (:class:`WorldConfigError` naming the value)."""
     for pool in pools:
         if len(pool) == 0:
             raise WorldConfigError("an empty subject pool; expected at least one subject")
         if n_demos is not None and n_demos > len(pool):
-            raise WorldConfigError(f"n_demos={n_demos} demonstrations but the subject pool has only {len(pool)} "
-                                   "subjects; use fewer demonstrations or a larger pool")
+            raise WorldConfigError(
+                f"n_demos={n_demos} demonstrations but the subject pool has only {len(pool)} "
+                "subjects; use fewer demonstrations or a larger pool"
+            )
     if n_ctx is not None and seq_len is not None and seq_len > n_ctx:
         raise WorldConfigError(f"sequence length {seq_len} is longer than the model's n_ctx={n_ctx}")
 
@@ -275,8 +295,9 @@ def check_task(world: World, *, n_demos: int | None = None, pools: Sequence[torc
 # ----------------------------------------------------------------------------------------------- sampling
 
 
-def markov_runs(tms: Float[torch.Tensor, "K G G"], which: Int[torch.Tensor, "n"], length: int,
-                gen: torch.Generator) -> Int[torch.Tensor, "n length"]:
+def markov_runs(
+    tms: Float[torch.Tensor, "K G G"], which: Int[torch.Tensor, "n"], length: int, gen: torch.Generator
+) -> Int[torch.Tensor, "n length"]:
     """``n`` grammar runs (indices in ``[0, G)``), run ``i`` from chain ``tms[which[i]]``; first token uniform."""
     n, G = which.shape[0], tms.shape[-1]
     out = torch.empty(n, length, dtype=torch.long)
@@ -293,8 +314,13 @@ def _pick(pool: torch.Tensor, shape: tuple[int, ...], gen: torch.Generator) -> t
     return pool[torch.randint(len(pool), shape, generator=gen)]
 
 
-def _next_token_batch(full: Int[torch.Tensor, "B T1"], lengths: Int[torch.Tensor, "B"], subject, attr_type,
-                      loss: Literal["all", "last"] = "all") -> Batch:
+def _next_token_batch(
+    full: Int[torch.Tensor, "B T1"],
+    lengths: Int[torch.Tensor, "B"],
+    subject,
+    attr_type,
+    loss: Literal["all", "last"] = "all",
+) -> Batch:
     """Inputs ``full[:, :-1]``, targets ``full[:, 1:]`` (``-100`` beyond each sequence); the final token of each
     sequence is ``target`` and is predicted at ``pred_pos = length - 2``."""
     B, T1 = full.shape
@@ -306,12 +332,22 @@ def _next_token_batch(full: Int[torch.Tensor, "B T1"], lengths: Int[torch.Tensor
     pred_pos = lengths - 2
     target = full[torch.arange(B), lengths - 1]
     mask = valid if loss == "all" else (pos == pred_pos[:, None])
-    return Batch(tokens, targets, mask, {"target": target, "pred_pos": pred_pos, "subject": subject,
-                                         "attr_type": attr_type, "lengths": lengths - 1})
+    return Batch(
+        tokens,
+        targets,
+        mask,
+        {"target": target, "pred_pos": pred_pos, "subject": subject, "attr_type": attr_type, "lengths": lengths - 1},
+    )
 
 
-def sample_pt(world: World, batch: int, gen: torch.Generator, *, subjects: torch.Tensor | None = None,
-              force_last_factual: bool = False) -> Batch:
+def sample_pt(
+    world: World,
+    batch: int,
+    gen: torch.Generator,
+    *,
+    subjects: torch.Tensor | None = None,
+    force_last_factual: bool = False,
+) -> Batch:
     """World-G PT sequences (§2): one subject, N_tr subject–grammar–attribute subsequences with i.i.d. types
     joined by ``[sep]``, each replaced by a grammar-only run of length S+2 with probability p_G.
     ``force_last_factual``: the last subsequence is never replaced (evaluation sequences)."""
@@ -336,9 +372,17 @@ def sample_pt(world: World, batch: int, gen: torch.Generator, *, subjects: torch
     return _next_token_batch(full, lengths, subj, types[:, -1])
 
 
-def sample_icl(world: World, batch: int, n_demos: int, gen: torch.Generator, *, demo_subjects: torch.Tensor,
-               query_subjects: torch.Tensor | None = None, grammar_len: int | tuple[int, int] = 0,
-               attr_type: int | None = None) -> Batch:
+def sample_icl(
+    world: World,
+    batch: int,
+    n_demos: int,
+    gen: torch.Generator,
+    *,
+    demo_subjects: torch.Tensor,
+    query_subjects: torch.Tensor | None = None,
+    grammar_len: int | tuple[int, int] = 0,
+    attr_type: int | None = None,
+) -> Batch:
     """World-G ICL (``grammar_len=0``) or ICL+Grm sequences (§2).
 
     ICL: ``[s_1, a_1, [sep], ..., [sep], s_q, a_q]`` — the answer is predicted at the query subject.
@@ -357,8 +401,11 @@ def sample_icl(world: World, batch: int, n_demos: int, gen: torch.Generator, *, 
         raise WorldConfigError(f"grammar_len={grammar_len!r}; expected an int >= 0 or (lo, hi) with 0 <= lo <= hi")
     m = n_demos + 1
     subj = torch.cat([_pick(demo_subjects, (batch, n_demos), gen), _pick(query_subjects, (batch, 1), gen)], 1)
-    ell = (torch.randint(c.n_types, (batch,), generator=gen) if attr_type is None
-           else torch.full((batch,), int(attr_type), dtype=torch.long))
+    ell = (
+        torch.randint(c.n_types, (batch,), generator=gen)
+        if attr_type is None
+        else torch.full((batch,), int(attr_type), dtype=torch.long)
+    )
     s_ft = torch.randint(lo, hi + 1, (batch,), generator=gen)
     gram = markov_runs(world.transitions, ell.repeat_interleave(m), hi, gen).view(batch, m, hi) + c.grammar_offset
     attrs = world.attributes[subj, ell[:, None].expand(batch, m)]  # [B, m]
@@ -411,8 +458,16 @@ def icl_rel_from_subjects(world: World, subj: Int[torch.Tensor, "B m"], ell: Int
     return _next_token_batch(full, lengths, subj[:, -1], ell, loss="last")
 
 
-def sample_icl_rel(world: World, batch: int, n_demos: int, gen: torch.Generator, *, demo_subjects: torch.Tensor,
-                   query_subjects: torch.Tensor | None = None, attr_type: int | None = None) -> Batch:
+def sample_icl_rel(
+    world: World,
+    batch: int,
+    n_demos: int,
+    gen: torch.Generator,
+    *,
+    demo_subjects: torch.Tensor,
+    query_subjects: torch.Tensor | None = None,
+    attr_type: int | None = None,
+) -> Batch:
     """World-R ICL_rel (§4, Eq. 3), length 3(N_ft+1) - 1; the loss is on the last token only (§4)."""
     c = world.cfg
     if not c.relation_tokens:
@@ -420,8 +475,11 @@ def sample_icl_rel(world: World, batch: int, n_demos: int, gen: torch.Generator,
     query_subjects = demo_subjects if query_subjects is None else query_subjects
     check_task(world, n_demos=n_demos, pools=(demo_subjects, query_subjects))
     subj = torch.cat([_pick(demo_subjects, (batch, n_demos), gen), _pick(query_subjects, (batch, 1), gen)], 1)
-    ell = (torch.randint(c.n_types, (batch,), generator=gen) if attr_type is None
-           else torch.full((batch,), int(attr_type), dtype=torch.long))
+    ell = (
+        torch.randint(c.n_types, (batch,), generator=gen)
+        if attr_type is None
+        else torch.full((batch,), int(attr_type), dtype=torch.long)
+    )
     return icl_rel_from_subjects(world, subj, ell)
 
 
@@ -438,7 +496,7 @@ def all_icl_rel(world: World, n_demos: int, pool: torch.Tensor, *, query_pool: t
 
 
 def population_size(n_demos: int, pool: int, query_pool: int, n_types: int) -> int:
-    return pool ** n_demos * query_pool * n_types
+    return pool**n_demos * query_pool * n_types
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("itertools", "field", "replace", "annotations")]

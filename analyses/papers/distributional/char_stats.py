@@ -10,6 +10,7 @@ The counts were computed once by ``python -m analyses.papers.distributional.make
 file ``data/tinyshakespeare/input.txt`` of ``karpathy/char-rnn`` (sha256 recorded in the JSON); the
 text itself is not shipped.
 """
+
 from __future__ import annotations
 
 import functools
@@ -94,9 +95,13 @@ def load_char_stats(path: str | Path | None = None) -> CharStats:
     bi = torch.tensor(d["bigram_counts"], dtype=torch.int64)
     V = len(vocab)
     if uni.shape != (V,) or bi.shape != (V, V):
-        raise ValueError(f"char stats: unigram {tuple(uni.shape)}, bigram {tuple(bi.shape)}; expected ({V},), ({V}, {V})")
+        raise ValueError(
+            f"char stats: unigram {tuple(uni.shape)}, bigram {tuple(bi.shape)}; expected ({V},), ({V}, {V})"
+        )
     if int(uni.sum()) != d["n_chars"] or int(bi.sum()) != d["n_chars"] - 1:
-        raise ValueError(f"char stats: counts sum to {int(uni.sum())} / {int(bi.sum())}; expected n_chars={d['n_chars']} / n_chars-1")
+        raise ValueError(
+            f"char stats: counts sum to {int(uni.sum())} / {int(bi.sum())}; expected n_chars={d['n_chars']} / n_chars-1"
+        )
     if (uni < 0).any() or (bi < 0).any() or "".join(sorted(set(vocab))) != vocab:
         raise ValueError("char stats: negative counts or a vocabulary that is not sorted and unique")
     pi_u = uni.double() / uni.sum()
@@ -104,6 +109,13 @@ def load_char_stats(path: str | Path | None = None) -> CharStats:
     empty = rows.squeeze(1) == 0
     pi_b = torch.where(empty[:, None], pi_u[None, :], bi.double() / rows.clamp(min=1))
     return CharStats(
-        vocab=vocab, unigram_counts=uni, bigram_counts=bi, pi_u=pi_u, pi_b=pi_b, source=d["source"],
-        sha256=d["sha256"], n_chars=int(d["n_chars"]), empty_rows=tuple(torch.nonzero(empty).flatten().tolist()),
+        vocab=vocab,
+        unigram_counts=uni,
+        bigram_counts=bi,
+        pi_u=pi_u,
+        pi_b=pi_b,
+        source=d["source"],
+        sha256=d["sha256"],
+        n_chars=int(d["n_chars"]),
+        empty_rows=tuple(torch.nonzero(empty).flatten().tolist()),
     )

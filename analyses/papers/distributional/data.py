@@ -32,6 +32,7 @@ rounding of the index, < 2^-30 relative). All randomness comes from the ``torch.
 tensors live on its device (CPU or GPU).
 ``sample_noisy_icl_reference`` is a plain per-sequence Python version of the same distribution.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,8 +47,15 @@ from jaxtyping import Float, Int
 from mechrecall.batch import Batch
 
 __all__ = [
-    "NoisyICLConfig", "PRESETS", "MULTI_TRIGGERS", "sample_noisy_icl", "sample_noisy_icl_reference",
-    "sample_synthetic_ioi", "sample_lam", "LAMData", "noisy_icl_batch_fn",
+    "NoisyICLConfig",
+    "PRESETS",
+    "MULTI_TRIGGERS",
+    "sample_noisy_icl",
+    "sample_noisy_icl_reference",
+    "sample_synthetic_ioi",
+    "sample_lam",
+    "LAMData",
+    "noisy_icl_batch_fn",
 ]
 
 IGNORE = -100
@@ -103,8 +111,10 @@ class NoisyICLConfig:
         if self.noise_token_id is not None:
             _check_int("noise_token_id", self.noise_token_id, 0)
             if self.noise_token_id > N:
-                raise ValueError(f"NoisyICLConfig.noise_token_id={self.noise_token_id!r}; expected None (append as id "
-                                 f"n_tokens={N}), {N}, or an ordinary id in [0, {N})")
+                raise ValueError(
+                    f"NoisyICLConfig.noise_token_id={self.noise_token_id!r}; expected None (append as id "
+                    f"n_tokens={N}), {N}, or an ordinary id in [0, {N})"
+                )
         _check_int("seq_len", self.seq_len, MIN_SEQ_LEN, why=" (q, ȳ, q: the answer must fit in the context)")
         _check_alpha(self.alpha, "NoisyICLConfig.alpha")
         if not isinstance(self.triggers, tuple) or not self.triggers:
@@ -113,7 +123,9 @@ class NoisyICLConfig:
             if isinstance(q, bool) or not isinstance(q, int) or not 0 <= q < N:
                 raise ValueError(f"NoisyICLConfig.triggers contains {q!r}; expected ordinary token ids in [0, {N})")
             if q == self.tau:
-                raise ValueError(f"NoisyICLConfig.triggers contains {q!r}, the noise token id; a trigger must differ from τ")
+                raise ValueError(
+                    f"NoisyICLConfig.triggers contains {q!r}, the noise token id; a trigger must differ from τ"
+                )
         if len(set(self.triggers)) != len(self.triggers):
             raise ValueError(f"NoisyICLConfig.triggers={self.triggers!r} has duplicates")
         for name in ("unigram", "bigram"):
@@ -121,8 +133,10 @@ class NoisyICLConfig:
             if value not in _DISTRIBUTIONS:
                 raise ValueError(f"NoisyICLConfig.{name}={value!r}; expected one of {_DISTRIBUTIONS}")
             if value == "tiny_shakespeare" and N != 65:
-                raise ValueError(f"NoisyICLConfig.{name}='tiny_shakespeare' needs n_tokens=65 (the characters), got {N}; "
-                                 "use 'uniform' for other vocabulary sizes")
+                raise ValueError(
+                    f"NoisyICLConfig.{name}='tiny_shakespeare' needs n_tokens=65 (the characters), got {N}; "
+                    "use 'uniform' for other vocabulary sizes"
+                )
         _check_choice("output_pool", self.output_pool, _OUTPUT_POOLS)
         _check_choice("loss_positions", self.loss_positions, _LOSS_POSITIONS)
         _check_choice("after_noise", self.after_noise, _AFTER_NOISE)
@@ -130,7 +144,9 @@ class NoisyICLConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"NoisyICLConfig.{name}={getattr(self, name)!r}; expected a bool")
         if min(len(p) for p in self.output_pools()) < 1:
-            raise ValueError(f"NoisyICLConfig: the output pool {self.output_pool!r} is empty once triggers are excluded")
+            raise ValueError(
+                f"NoisyICLConfig: the output pool {self.output_pool!r} is empty once triggers are excluded"
+            )
 
     # ------------------------------------------------------------------ derived quantities
 
@@ -178,11 +194,17 @@ class NoisyICLConfig:
 
 PRESETS: dict[str, dict] = {
     # Paper §3 text: τ = N + 1 appended (0-indexed id 65), ȳ ~ U([N]), z_T = q, loss on ξ_T only.
-    "paper_text": dict(noise_token_id=None, output_pool="ordinary", force_last_trigger=True, loss_positions="last",
-                       after_noise="unigram"),
+    "paper_text": dict(
+        noise_token_id=None,
+        output_pool="ordinary",
+        force_last_trigger=True,
+        loss_positions="last",
+        after_noise="unigram",
+    ),
     # leichen2018/ATTN_vs_MLP script_k1_noise05.sh: τ = '!' (id 2), ȳ ~ U(all 65 ids), T+1 tokens, loss on outs >= 2.
-    "official_code": dict(noise_token_id=2, output_pool="all_vocab", force_last_trigger=False,
-                          loss_positions="trigger_repeat"),
+    "official_code": dict(
+        noise_token_id=2, output_pool="all_vocab", force_last_trigger=False, loss_positions="trigger_repeat"
+    ),
 }
 
 
@@ -266,8 +288,13 @@ def _lut(unigram: str, bigram: str, n_tokens: int, tau: int, d_vocab: int, devic
     # token ids in the smallest integer type that holds them: the table (2.2 M entries for tiny Shakespeare)
     # then stays in cache, and the chain's state vector is that type too
     lut = torch.cat([rows_lut, seg_lo, seg_hi]).to(_token_dtype(d_vocab))
-    out = dict(lut=lut, row_off=row_off.double(), row_tot=total.double(), seg_lo=(n + 3 * v).double(),
-               seg_hi=(n + 3 * d_vocab + 3 * v).double())
+    out = dict(
+        lut=lut,
+        row_off=row_off.double(),
+        row_tot=total.double(),
+        seg_lo=(n + 3 * v).double(),
+        seg_hi=(n + 3 * d_vocab + 3 * v).double(),
+    )
     return {k: x.to(device) for k, x in out.items()}
 
 
@@ -284,7 +311,11 @@ def _draw_ybar(cfg: NoisyICLConfig, batch: int, generator: torch.Generator) -> t
 
 
 def _run_chain(
-    cfg: NoisyICLConfig, batch: int, generator: torch.Generator, alpha: float, ybar: torch.Tensor,
+    cfg: NoisyICLConfig,
+    batch: int,
+    generator: torch.Generator,
+    alpha: float,
+    ybar: torch.Tensor,
 ) -> torch.Tensor:
     """The Markov chain of §3 item ii for ``T + 1`` tokens: ``seq [B, T+1]``.
 
@@ -302,7 +333,9 @@ def _run_chain(
     last_q = None
     if cfg.force_last_trigger:
         trig = torch.tensor(cfg.triggers, device=device)
-        last_q = trig[torch.randint(0, k, (batch,), generator=generator, device=device)] if k > 1 else trig.expand(batch)
+        last_q = (
+            trig[torch.randint(0, k, (batch,), generator=generator, device=device)] if k > 1 else trig.expand(batch)
+        )
     u = torch.rand((T + 1, batch), generator=generator, dtype=torch.float64, device=device)
     # per-(sequence, token) offsets and totals
     rowmap = torch.arange(V, device=device).clamp(max=N)  # appended τ -> row N (π_u)
@@ -381,7 +414,11 @@ def _finish(cfg: NoisyICLConfig, seq: torch.Tensor, ybar: torch.Tensor, loss_pos
 
 
 def sample_noisy_icl(
-    cfg: NoisyICLConfig, batch: int, generator: torch.Generator, *, alpha: float | None = None,
+    cfg: NoisyICLConfig,
+    batch: int,
+    generator: torch.Generator,
+    *,
+    alpha: float | None = None,
 ) -> Batch:
     """A batch of noisy in-context recall sequences (paper §3 items i-iii; App. B.4 with several triggers).
 
@@ -414,7 +451,11 @@ def sample_noisy_icl(
 
 
 def noisy_icl_batch_fn(
-    cfg: NoisyICLConfig, batch: int, *, alpha: float | None = None, task: str = "recall",
+    cfg: NoisyICLConfig,
+    batch: int,
+    *,
+    alpha: float | None = None,
+    task: str = "recall",
 ) -> Callable[[int, torch.Generator], Batch]:
     """``batch_fn(step, generator) -> Batch`` for ``mechrecall.trainer.train`` (use ``loss_positions="mask"``).
 
@@ -443,7 +484,11 @@ def noisy_icl_batch_fn(
 
 
 def sample_noisy_icl_reference(
-    cfg: NoisyICLConfig, batch: int, rng: random.Random, *, alpha: float | None = None,
+    cfg: NoisyICLConfig,
+    batch: int,
+    rng: random.Random,
+    *,
+    alpha: float | None = None,
 ) -> Batch:
     """The same distribution as ``sample_noisy_icl``, one sequence at a time with Python lists.
 
@@ -524,14 +569,20 @@ def _check_ioi(cfg: NoisyICLConfig) -> None:
     if len(cfg.triggers) != 1:
         raise ValueError(f"synthetic IOI uses one trigger; got triggers={cfg.triggers!r}")
     if cfg.seq_len < IOI_MIN_SEQ_LEN:
-        raise ValueError(f"synthetic IOI needs seq_len >= {IOI_MIN_SEQ_LEN} (three triggers at distance >= 2 "
-                         f"in [T-2]); got {cfg.seq_len}")
+        raise ValueError(
+            f"synthetic IOI needs seq_len >= {IOI_MIN_SEQ_LEN} (three triggers at distance >= 2 "
+            f"in [T-2]); got {cfg.seq_len}"
+        )
     if len(cfg.output_pools()[0]) < 2:
         raise ValueError("synthetic IOI needs an output pool with at least 2 ids (ȳ and a different y^D)")
 
 
 def sample_synthetic_ioi(
-    cfg: NoisyICLConfig, batch: int, generator: torch.Generator, *, alpha: float | None = None,
+    cfg: NoisyICLConfig,
+    batch: int,
+    generator: torch.Generator,
+    *,
+    alpha: float | None = None,
     noise_in_filler: bool = True,
 ) -> Batch:
     """Synthetic IOI with noise (paper App. J items i-v), vectorised over the batch.
@@ -585,8 +636,14 @@ def sample_synthetic_ioi(
     clean[:, -1] = ybar
     target_noise = torch.zeros((B, T), dtype=torch.bool, device=device)
     target_noise[:, -1] = (seq[:, T] == tau) & (ybar != tau)
-    out.extras.update(clean_target=clean, noise=torch.zeros_like(target_noise), target_noise=target_noise,
-                      y_distractor=yd, trigger_positions=pos, ybar_slot=slot)
+    out.extras.update(
+        clean_target=clean,
+        noise=torch.zeros_like(target_noise),
+        target_noise=target_noise,
+        y_distractor=yd,
+        trigger_positions=pos,
+        ybar_slot=slot,
+    )
     return out
 
 

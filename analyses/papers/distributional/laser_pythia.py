@@ -71,16 +71,46 @@ PAPER_LASER = {
     ("ioi", "pythia-410m"): (22, 0.02),
 }
 DEFAULT_MODELS = {
-    "factual": ("pythia-1b",), "factual20": ("pythia-1b", "pythia-1.4b", "pythia-2.8b"),
-    "ioi": ("pythia-410m", "pythia-1b"), "prepositions": ("pythia-160m", "pythia-410m", "pythia-1b"),
-    "gpt2-ioi": ("gpt2",), "sweep": ("pythia-1b",),
+    "factual": ("pythia-1b",),
+    "factual20": ("pythia-1b", "pythia-1.4b", "pythia-2.8b"),
+    "ioi": ("pythia-410m", "pythia-1b"),
+    "prepositions": ("pythia-160m", "pythia-410m", "pythia-1b"),
+    "gpt2-ioi": ("gpt2",),
+    "sweep": ("pythia-1b",),
 }
 #: Spec §6.2's 25 log-spaced training steps (``--checkpoints paper``).
-PAPER_CHECKPOINTS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 2000, 3000, 4000, 6000, 8000, 10000, 14000,
-                     20000, 30000, 50000, 70000, 100000, 143000)
+PAPER_CHECKPOINTS = (
+    0,
+    1,
+    2,
+    4,
+    8,
+    16,
+    32,
+    64,
+    128,
+    256,
+    512,
+    1000,
+    2000,
+    3000,
+    4000,
+    6000,
+    8000,
+    10000,
+    14000,
+    20000,
+    30000,
+    50000,
+    70000,
+    100000,
+    143000,
+)
 GPT2_LAYERS = (9, 10, 11, 12)
 GPT2_RHOS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 SWEEP_RHOS = (0.005, 0.008, 0.01, 0.0125, 0.02, 0.025, 0.04, 0.05, 0.1, 0.2, 0.5)
+
+
 @dataclass(frozen=True)
 class Options:
     """Command-line options shared by the parts."""
@@ -112,13 +142,16 @@ def laser_setting(experiment: str, model, name: str, opts: Options) -> tuple[int
     A model the paper did not use needs ``--layer`` and ``--rho`` (no silent default)."""
     paper = PAPER_LASER.get((experiment, model_key(name)))
     if paper is None and (opts.layer is None or opts.rho is None):
-        raise UsageError(f"the paper gives no LASER layer and ρ for {experiment} on {model_key(name)!r}; pass --layer "
-                         f"(1..{model.cfg.n_layers}, 1-indexed) and --rho")
+        raise UsageError(
+            f"the paper gives no LASER layer and ρ for {experiment} on {model_key(name)!r}; pass --layer "
+            f"(1..{model.cfg.n_layers}, 1-indexed) and --rho"
+        )
     layer = opts.layer if opts.layer is not None else paper[0]
     rho = opts.rho if opts.rho is not None else paper[1]
     if not 1 <= layer <= model.cfg.n_layers:
-        raise UsageError(f"--layer {layer} (1-indexed, as in the paper) is out of range for {name}: "
-                         f"expected 1..{model.cfg.n_layers}")
+        raise UsageError(
+            f"--layer {layer} (1-indexed, as in the paper) is out of range for {name}: expected 1..{model.cfg.n_layers}"
+        )
     return layer, rho
 
 
@@ -131,8 +164,9 @@ def load(ctx: Context, name: str, checkpoint: int | None, opts: Options):
         for old in [k for k in ctx.cache if isinstance(k, tuple) and k[0] == "laser_pythia.model"]:
             del ctx.cache[old]
         try:
-            ctx.cache[key] = pretrained.load(name, checkpoint=checkpoint, processing="raw", dtype=opts.dtype,
-                                             device=opts.device)
+            ctx.cache[key] = pretrained.load(
+                name, checkpoint=checkpoint, processing="raw", dtype=opts.dtype, device=opts.device
+            )
         except pretrained.PretrainedNotAvailableError as exc:
             ctx.cache.setdefault("missing", {})[name] = str(exc).splitlines()[0]
             ctx.say(f"no weights for {name} here: its claims are not run (pass --model DIR with a local copy)")
@@ -154,8 +188,14 @@ def laser(model, layer: int, rho: float, matrix: str):
 
 def _laser_info(model, layer: int, rho: float, matrix: str) -> dict[str, Any]:
     shape = tuple(get_matrix(model, layer - 1, matrix).shape)
-    return {"paper_layer": layer, "tl_block": layer - 1, "matrix": matrix, "rho": rho,
-            "rank_kept": rank_for(rho, shape), "full_rank": min(shape)}
+    return {
+        "paper_layer": layer,
+        "tl_block": layer - 1,
+        "matrix": matrix,
+        "rho": rho,
+        "rank_kept": rank_for(rho, shape),
+        "full_rank": min(shape),
+    }
 
 
 def _tokens(model, texts: Sequence[str], opts: Options) -> list[torch.Tensor]:
@@ -173,8 +213,13 @@ def token_id(model, word: str, prompt: str | None = None) -> tuple[int, str]:
         raise UsageError(f"answer {word!r}" + (f" of the prompt {prompt!r}" if prompt else "") + f": {exc}") from None
     if token.multi_token and (word, prompt) not in _WARNED:
         _WARNED.add((word, prompt))
-        log.warning("answer %r%s is %d tokens; scored by its first piece %r", word,
-                    f" of {prompt!r}" if prompt else "", len(token.ids), token.text)
+        log.warning(
+            "answer %r%s is %d tokens; scored by its first piece %r",
+            word,
+            f" of {prompt!r}" if prompt else "",
+            len(token.ids),
+            token.text,
+        )
     return int(token), token.text
 
 
@@ -218,16 +263,25 @@ def _ckpt(checkpoint: int | None) -> str:
     return "final" if checkpoint is None else str(checkpoint)
 
 
-def _model_claim(ctx: Context, part: str, name: str, model: str, results: dict, value, claim: str, rule: Rule,
-                 **kw) -> Claim:
+def _model_claim(
+    ctx: Context, part: str, name: str, model: str, results: dict, value, claim: str, rule: Rule, **kw
+) -> Claim:
     """A claim about ``model``: ``value(last row)`` when it ran, else ``not run`` with the reason."""
     rows = results.get(model)
     if not rows:
         reason = ctx.cache.get("missing", {}).get(model, "not run")
-        return ctx.claim(part, f"{_slug(model)}.{name}", f"{model_key(model)}: {claim}", None, rule,
-                         reason=f"no weights for {model}: {reason}", **kw)
-    return ctx.claim(part, f"{_slug(model)}.{name}", f"{model_key(model)}: {claim}", value(list(rows.values())[-1]),
-                     rule, **kw)
+        return ctx.claim(
+            part,
+            f"{_slug(model)}.{name}",
+            f"{model_key(model)}: {claim}",
+            None,
+            rule,
+            reason=f"no weights for {model}: {reason}",
+            **kw,
+        )
+    return ctx.claim(
+        part, f"{_slug(model)}.{name}", f"{model_key(model)}: {claim}", value(list(rows.values())[-1]), rule, **kw
+    )
 
 
 # ----------------------------------------------------------------------------------- experiments
@@ -244,8 +298,15 @@ def full_and_laser(model, layer: int, rho: float, matrix: str, measure) -> dict[
 @torch.no_grad()
 def greedy(model, prompt: str, n: int, opts: Options) -> str:
     """The next ``n`` greedy tokens, decoded (``HookedTransformer.generate``, no sampling)."""
-    return model.generate(prompt, max_new_tokens=n, do_sample=False, prepend_bos=opts.prepend_bos, verbose=False,
-                          return_type="str", use_past_kv_cache=False)[len(prompt):]
+    return model.generate(
+        prompt,
+        max_new_tokens=n,
+        do_sample=False,
+        prepend_bos=opts.prepend_bos,
+        verbose=False,
+        return_type="str",
+        use_past_kv_cache=False,
+    )[len(prompt) :]
 
 
 def run_factual(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
@@ -258,31 +319,61 @@ def run_factual(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]
 
         def measure():
             probs = next_token_probs(model, [MADRID.prompt], opts)[0]
-            return {"p_answer": float(probs[answer]), "p_the": float(probs[the]),
-                    "ratio_answer_the": float(probs[answer] / probs[the]), "top5": top_k(model, probs),
-                    "greedy": greedy(model, MADRID.prompt, 4, opts)}
+            return {
+                "p_answer": float(probs[answer]),
+                "p_the": float(probs[the]),
+                "ratio_answer_the": float(probs[answer] / probs[the]),
+                "top5": top_k(model, probs),
+                "greedy": greedy(model, MADRID.prompt, 4, opts),
+            }
 
-        row = {"intervention": _laser_info(model, layer, rho, opts.matrix), "prompt": MADRID.prompt,
-               "answer_token": answer_str, **full_and_laser(model, layer, rho, opts.matrix, measure)}
+        row = {
+            "intervention": _laser_info(model, layer, rho, opts.matrix),
+            "prompt": MADRID.prompt,
+            "answer_token": answer_str,
+            **full_and_laser(model, layer, rho, opts.matrix, measure),
+        }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     full, lasered = TABLE1_PROBS["full"], TABLE1_PROBS["laser"]
     claims = []
     for name in models:
+
         def claim(key, text, value, rule, **kw):
             return _model_claim(ctx, "factual", key, name, results, value, text, rule, **kw)
 
         claims += [
-            claim("ratio_full", "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
-                  lambda r: r["full"]["ratio_answer_the"], at_most(1.0), paper=0.16, where="Table 1, Fig 5 right"),
-            claim("ratio_laser", "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
-                  lambda r: r["laser"]["ratio_answer_the"], at_least(2.0, partial=1.0), paper=11.3,
-                  where="Table 1, Fig 5 right"),
-            claim("p_the_drop", "LASER removes most of P(the) (LASER / full)",
-                  lambda r: r["laser"]["p_the"] / r["full"]["p_the"], at_most(0.2, partial=0.5),
-                  paper=round(lasered["the"] / full["the"], 4), where="Table 1"),
-            claim("p_answer_gain", "LASER raises P(Spain) (LASER / full)",
-                  lambda r: r["laser"]["p_answer"] / r["full"]["p_answer"], at_least(2.0, partial=1.0),
-                  paper=round(lasered["Spain"] / full["Spain"], 3), where="Table 1"),
+            claim(
+                "ratio_full",
+                "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
+                lambda r: r["full"]["ratio_answer_the"],
+                at_most(1.0),
+                paper=0.16,
+                where="Table 1, Fig 5 right",
+            ),
+            claim(
+                "ratio_laser",
+                "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
+                lambda r: r["laser"]["ratio_answer_the"],
+                at_least(2.0, partial=1.0),
+                paper=11.3,
+                where="Table 1, Fig 5 right",
+            ),
+            claim(
+                "p_the_drop",
+                "LASER removes most of P(the) (LASER / full)",
+                lambda r: r["laser"]["p_the"] / r["full"]["p_the"],
+                at_most(0.2, partial=0.5),
+                paper=round(lasered["the"] / full["the"], 4),
+                where="Table 1",
+            ),
+            claim(
+                "p_answer_gain",
+                "LASER raises P(Spain) (LASER / full)",
+                lambda r: r["laser"]["p_answer"] / r["full"]["p_answer"],
+                at_least(2.0, partial=1.0),
+                paper=round(lasered["Spain"] / full["Spain"], 3),
+                where="Table 1",
+            ),
         ]
     return results, claims
 
@@ -292,11 +383,17 @@ def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> di
     answers = [token_id(model, p.answer, p.prompt) for p in prompts]
     ids = torch.tensor([a for a, _ in answers])
     p_answer, p_the = probs[torch.arange(len(ids)), ids], probs[:, the]
-    return {"per_prompt": [{"prompt": p.prompt, "answer": p.answer, "answer_token": s, "p_answer": float(a), "p_the": float(t)}
-                           for p, (_, s), a, t in zip(prompts, answers, p_answer, p_the)],
-            "mean_p_answer": float(p_answer.mean()), "mean_p_the": float(p_the.mean()),
-            "ratio_of_means": float(p_answer.mean() / p_the.mean()), "mean_of_ratios": float((p_answer / p_the).mean()),
-            "frac_answer_above_the": float((p_answer > p_the).float().mean())}
+    return {
+        "per_prompt": [
+            {"prompt": p.prompt, "answer": p.answer, "answer_token": s, "p_answer": float(a), "p_the": float(t)}
+            for p, (_, s), a, t in zip(prompts, answers, p_answer, p_the)
+        ],
+        "mean_p_answer": float(p_answer.mean()),
+        "mean_p_the": float(p_the.mean()),
+        "ratio_of_means": float(p_answer.mean() / p_the.mean()),
+        "mean_of_ratios": float((p_answer / p_the).mean()),
+        "frac_answer_above_the": float((p_answer > p_the).float().mean()),
+    }
 
 
 def run_factual20(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
@@ -305,20 +402,45 @@ def run_factual20(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim
     texts = [p.prompt for p in FACTUAL_20]
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual20"):
         layer, rho = laser_setting("factual20", model, name, opts)
-        row = {"intervention": _laser_info(model, layer, rho, opts.matrix),
-               **full_and_laser(model, layer, rho, opts.matrix,
-                                lambda: _answer_metrics(model, FACTUAL_20, next_token_probs(model, texts, opts)))}
+        row = {
+            "intervention": _laser_info(model, layer, rho, opts.matrix),
+            **full_and_laser(
+                model,
+                layer,
+                rho,
+                opts.matrix,
+                lambda: _answer_metrics(model, FACTUAL_20, next_token_probs(model, texts, opts)),
+            ),
+        }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     claims = []
     for name in models:
-        claims.append(_model_claim(ctx, "factual20", "p_the_drop", name, results,
-                                   lambda r: r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
-                                   "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
-                                   at_most(0.5, partial=0.9), where="Fig 16"))
-        claims.append(_model_claim(ctx, "factual20", "answer_over_the_gain", name, results,
-                                   lambda r: r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
-                                   "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
-                                   at_least(2.0, partial=1.0), where="Fig 16"))
+        claims.append(
+            _model_claim(
+                ctx,
+                "factual20",
+                "p_the_drop",
+                name,
+                results,
+                lambda r: r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
+                "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
+                at_most(0.5, partial=0.9),
+                where="Fig 16",
+            )
+        )
+        claims.append(
+            _model_claim(
+                ctx,
+                "factual20",
+                "answer_over_the_gain",
+                name,
+                results,
+                lambda r: r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
+                "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
+                at_least(2.0, partial=1.0),
+                where="Fig 16",
+            )
+        )
     return results, claims
 
 
@@ -336,26 +458,58 @@ def run_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
         def measure():
             probs = next_token_probs(model, [p.prompt for p in prompts], opts)
             p_io, p_s, p_the = probs[n, io], probs[n, s], probs[:, the]
-            return {"mean_p_io": float(p_io.mean()), "mean_p_s": float(p_s.mean()), "mean_p_the": float(p_the.mean()),
-                    "ratio_io_the": float(p_io.mean() / p_the.mean()), "mean_ratio_io_the": float((p_io / p_the).mean()),
-                    "accuracy_io_over_s": float((p_io > p_s).float().mean()),
-                    "logit_diff_io_s": float((p_io.log() - p_s.log()).mean()),
-                    "p_io": p_io.tolist(), "p_s": p_s.tolist(), "p_the": p_the.tolist()}
+            return {
+                "mean_p_io": float(p_io.mean()),
+                "mean_p_s": float(p_s.mean()),
+                "mean_p_the": float(p_the.mean()),
+                "ratio_io_the": float(p_io.mean() / p_the.mean()),
+                "mean_ratio_io_the": float((p_io / p_the).mean()),
+                "accuracy_io_over_s": float((p_io > p_s).float().mean()),
+                "logit_diff_io_s": float((p_io.log() - p_s.log()).mean()),
+                "p_io": p_io.tolist(),
+                "p_s": p_s.tolist(),
+                "p_the": p_the.tolist(),
+            }
 
-        row = {"intervention": _laser_info(model, layer, rho, opts.matrix), "n_prompts": len(prompts),
-               "prompts": [p.prompt for p in prompts], **full_and_laser(model, layer, rho, opts.matrix, measure)}
+        row = {
+            "intervention": _laser_info(model, layer, rho, opts.matrix),
+            "n_prompts": len(prompts),
+            "prompts": [p.prompt for p in prompts],
+            **full_and_laser(model, layer, rho, opts.matrix, measure),
+        }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     claims = []
     for name in models:
         paper = (2.3, round(12.3 / 2.3, 2)) if model_key(name) == "pythia-1b" else (None, None)
-        claims.append(_model_claim(ctx, "ioi", "ratio_full", name, results, lambda r: r["full"]["ratio_io_the"],
-                                   "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
-                                   at_least(1.0), paper=paper[0], where="Fig 5 left"))
-        claims.append(_model_claim(ctx, "ioi", "ratio_gain", name, results,
-                                   lambda r: r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
-                                   "LASER raises P(IO)/P(the) several-fold (LASER / full)",
-                                   at_least(2.0, partial=1.0), paper=paper[1], where="Fig 5 left",
-                                   note="the paper reads its ratios at '14K steps', probably the final checkpoint"))
+        claims.append(
+            _model_claim(
+                ctx,
+                "ioi",
+                "ratio_full",
+                name,
+                results,
+                lambda r: r["full"]["ratio_io_the"],
+                "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
+                at_least(1.0),
+                paper=paper[0],
+                where="Fig 5 left",
+            )
+        )
+        claims.append(
+            _model_claim(
+                ctx,
+                "ioi",
+                "ratio_gain",
+                name,
+                results,
+                lambda r: r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
+                "LASER raises P(IO)/P(the) several-fold (LASER / full)",
+                at_least(2.0, partial=1.0),
+                paper=paper[1],
+                where="Fig 5 left",
+                note="the paper reads its ratios at '14K steps', probably the final checkpoint",
+            )
+        )
     return results, claims
 
 
@@ -377,10 +531,20 @@ def run_prepositions(ctx: Context, models, opts: Options) -> tuple[dict, list[Cl
         reason = "" if len(by_step) >= 2 else "needs --checkpoints with at least two training steps"
         if not rows:
             reason = f"no weights for {name}: {ctx.cache.get('missing', {}).get(name, 'not run')}"
-        claims.append(ctx.claim("prepositions", f"{_slug(name)}.first_step_the_top5", f"{model_key(name)}: ' the' is "
-                                "among the top predictions after a preposition early in training (first checkpoint "
-                                "with mean rank ≤ 5)", first if not reason else None, at_most(64, partial=512),
-                                paper=10, where="Fig 14", reason=reason))
+        claims.append(
+            ctx.claim(
+                "prepositions",
+                f"{_slug(name)}.first_step_the_top5",
+                f"{model_key(name)}: ' the' is "
+                "among the top predictions after a preposition early in training (first checkpoint "
+                "with mean rank ≤ 5)",
+                first if not reason else None,
+                at_most(64, partial=512),
+                paper=10,
+                where="Fig 14",
+                reason=reason,
+            )
+        )
     return results, claims
 
 
@@ -403,22 +567,49 @@ def run_gpt2_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]
         lower = {}
         for l in layers:
             part = table[(table["paper_layer"] == l) & table["rho"].between(0.1, 0.8)]
-            lower[l] = {w: float((part[part["metric"] == w]["value"] < sweep.baseline[w]).mean()) for w in ("the", "them")}
+            lower[l] = {
+                w: float((part[part["metric"] == w]["value"] < sweep.baseline[w]).mean()) for w in ("the", "them")
+            }
         results.setdefault(name, {})[_ckpt(checkpoint)] = {
-            "prompt": GPT2_IOI.prompt, "full": {"top4": top_k(model, full_probs, 4), **sweep.baseline},
-            "sweep": table.to_dict(orient="records"), "n_svd": sweep.n_svd, "fraction_rho_below_full": lower}
+            "prompt": GPT2_IOI.prompt,
+            "full": {"top4": top_k(model, full_probs, 4), **sweep.baseline},
+            "sweep": table.to_dict(orient="records"),
+            "n_svd": sweep.n_svd,
+            "fraction_rho_below_full": lower,
+        }
     claims = []
     for name in models:
         for l in GPT2_LAYERS[:-1]:
-            claims.append(_model_claim(
-                ctx, "gpt2-ioi", f"layer{l}_the_lower", name, results,
-                lambda r, l=l: r["fraction_rho_below_full"].get(l, r["fraction_rho_below_full"].get(str(l), {})).get("the"),
-                f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
-                at_least(0.8, partial=0.5), paper=1.0, where="Fig 17"))
-        claims.append(_model_claim(ctx, "gpt2-ioi", "top4_match", name, results,
-                                   lambda r: len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS)),
-                                   "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
-                                   at_least(4, partial=3), paper=4, where="Fig 17"))
+            claims.append(
+                _model_claim(
+                    ctx,
+                    "gpt2-ioi",
+                    f"layer{l}_the_lower",
+                    name,
+                    results,
+                    lambda r, l=l: (
+                        r["fraction_rho_below_full"].get(l, r["fraction_rho_below_full"].get(str(l), {})).get("the")
+                    ),
+                    f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
+                    at_least(0.8, partial=0.5),
+                    paper=1.0,
+                    where="Fig 17",
+                )
+            )
+        claims.append(
+            _model_claim(
+                ctx,
+                "gpt2-ioi",
+                "top4_match",
+                name,
+                results,
+                lambda r: len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS)),
+                "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
+                at_least(4, partial=3),
+                paper=4,
+                where="Fig 17",
+            )
+        )
     return results, claims
 
 
@@ -435,30 +626,54 @@ def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
         def metric(m):
             probs = next_token_probs(m, [p.prompt for p in prompts], opts)
             p_answer, p_the = probs[torch.arange(len(prompts)), answers], probs[:, the]
-            return {"ratio": float((p_answer / p_the).mean()), "p_answer": float(p_answer.mean()),
-                    "p_the": float(p_the.mean())}
+            return {
+                "ratio": float((p_answer / p_the).mean()),
+                "p_answer": float(p_answer.mean()),
+                "p_the": float(p_the.mean()),
+            }
 
         n = model.cfg.n_layers
         layers = [opts.layer - 1] if opts.layer else list(range(n // 2, n))
         rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
-        sweep = laser_sweep(model, metric, layers=layers, matrices=["mlp_in", "mlp_out"], rhos=rhos,
-                            progress=ctx.progress)
+        sweep = laser_sweep(
+            model, metric, layers=layers, matrices=["mlp_in", "mlp_out"], rhos=rhos, progress=ctx.progress
+        )
         best = sweep.best("ratio")
         table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
         results.setdefault(name, {})[_ckpt(checkpoint)] = {
-            "n_prompts": len(prompts), "baseline": sweep.baseline, "best": {**best, "paper_layer": best["layer"] + 1},
-            "table": table.to_dict(orient="records"), "n_svd": sweep.n_svd}
+            "n_prompts": len(prompts),
+            "baseline": sweep.baseline,
+            "best": {**best, "paper_layer": best["layer"] + 1},
+            "table": table.to_dict(orient="records"),
+            "n_svd": sweep.n_svd,
+        }
         figures[f"sweep_{_slug(name)}_{_ckpt(checkpoint)}.png"] = sweep.figure("ratio")
-    claims = [_model_claim(ctx, "sweep", "best_gain", name, results,
-                           lambda r: r["best"]["value"] / r["best"]["baseline"],
-                           "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) "
-                           "(best / full)", at_least(2.0, partial=1.0), where="§4, App. C.2") for name in models]
+    claims = [
+        _model_claim(
+            ctx,
+            "sweep",
+            "best_gain",
+            name,
+            results,
+            lambda r: r["best"]["value"] / r["best"]["baseline"],
+            "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) (best / full)",
+            at_least(2.0, partial=1.0),
+            where="§4, App. C.2",
+        )
+        for name in models
+    ]
     ctx.cache["laser_pythia.sweep_figures"] = figures
     return results, claims
 
 
-RUNNERS = {"factual": run_factual, "factual20": run_factual20, "ioi": run_ioi, "prepositions": run_prepositions,
-           "gpt2-ioi": run_gpt2_ioi, "sweep": run_sweep}
+RUNNERS = {
+    "factual": run_factual,
+    "factual20": run_factual20,
+    "ioi": run_ioi,
+    "prepositions": run_prepositions,
+    "gpt2-ioi": run_gpt2_ioi,
+    "sweep": run_sweep,
+}
 
 
 def part(ctx: Context, experiment: str) -> PartResult:
@@ -509,18 +724,30 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
     if not results:
         return figs
     if experiment in ("factual", "ioi"):
-        keys = {"factual": [("p_answer", "P(Spain)"), ("p_the", "P(the)")],
-                "ioi": [("mean_p_io", "P(IO)"), ("mean_p_s", "P(S)"), ("mean_p_the", "P(the)")]}[experiment]
+        keys = {
+            "factual": [("p_answer", "P(Spain)"), ("p_the", "P(the)")],
+            "ioi": [("mean_p_io", "P(IO)"), ("mean_p_s", "P(S)"), ("mean_p_the", "P(the)")],
+        }[experiment]
         for name, rows in results.items():
             steps = _steps(rows)
             if len(steps) >= 2:
                 fig, ax = subplots(figsize=(6, 3.6))
                 for key, label in keys:
                     for variant, style in (("full", "-"), ("laser", "--")):
-                        ax.plot([max(s, 0.5) for s, _ in steps], [r[variant][key] for _, r in steps], style, marker="o",
-                                ms=3, label=f"{label} {variant}")
-                ax.set(xscale="log", xlabel="training step (0 plotted at 0.5)", ylabel="probability",
-                       title=f"{name}: {experiment} across training")
+                        ax.plot(
+                            [max(s, 0.5) for s, _ in steps],
+                            [r[variant][key] for _, r in steps],
+                            style,
+                            marker="o",
+                            ms=3,
+                            label=f"{label} {variant}",
+                        )
+                ax.set(
+                    xscale="log",
+                    xlabel="training step (0 plotted at 0.5)",
+                    ylabel="probability",
+                    title=f"{name}: {experiment} across training",
+                )
                 ax.legend(fontsize=7)
                 fig.tight_layout()
                 figs[f"fig5_{experiment}_{_slug(name)}.png"] = fig
@@ -557,8 +784,13 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
             for name, rows in results.items():
                 steps = _steps(rows)
                 if steps:
-                    ax.plot([max(s, 0.5) for s, _ in steps], [r[label]["mean_rank_the"] for _, r in steps], marker="o", ms=3,
-                            label=name)
+                    ax.plot(
+                        [max(s, 0.5) for s, _ in steps],
+                        [r[label]["mean_rank_the"] for _, r in steps],
+                        marker="o",
+                        ms=3,
+                        label=name,
+                    )
             ax.set(xscale="log", yscale="log", xlabel="training step", ylabel="mean rank of ' the'", title=label)
             ax.legend(fontsize=7)
         fig.tight_layout()
@@ -570,7 +802,11 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
             fig, axes = subplots(1, len(layers), figsize=(3.6 * len(layers), 3.2), squeeze=False)
             for ax, layer in zip(axes[0], layers):
                 for word in GPT2_IOI_TOKENS:
-                    pts = sorted((r["rho"], r["value"]) for r in row["sweep"] if r["paper_layer"] == layer and r["metric"] == word)
+                    pts = sorted(
+                        (r["rho"], r["value"])
+                        for r in row["sweep"]
+                        if r["paper_layer"] == layer and r["metric"] == word
+                    )
                     ax.plot(*zip(*pts), marker="o", ms=3, label=word)
                 ax.set(xlabel="ρ (kept rank fraction)", ylabel="probability", title=f"layer {layer} W_in")
             axes[0][0].legend(fontsize=7)
@@ -595,8 +831,9 @@ def parse_checkpoints(text: str) -> tuple[int | None, ...]:
     try:
         steps = tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
-        raise UsageError(f"--checkpoints {text!r}; expected 'final', 'paper' or comma-separated steps like "
-                         "0,1000,143000") from None
+        raise UsageError(
+            f"--checkpoints {text!r}; expected 'final', 'paper' or comma-separated steps like 0,1000,143000"
+        ) from None
     if not steps or min(steps) < 0:
         raise UsageError(f"--checkpoints {text!r}; expected non-negative training steps")
     return steps
@@ -604,9 +841,19 @@ def parse_checkpoints(text: str) -> tuple[int | None, ...]:
 
 def options(ctx: Context) -> Options:
     o = ctx.options
-    return Options(models=tuple(o["model"] or ()), checkpoints=parse_checkpoints(o["checkpoints"]), layer=o["layer"],
-                   rho=o["rho"], matrix=o["matrix"], n_prompts=o["n_prompts"], seed=ctx.seed,
-                   prepend_bos=o["prepend_bos"], dtype=o["dtype"], device=ctx.device or "cpu", prompts=o["prompts"])
+    return Options(
+        models=tuple(o["model"] or ()),
+        checkpoints=parse_checkpoints(o["checkpoints"]),
+        layer=o["layer"],
+        rho=o["rho"],
+        matrix=o["matrix"],
+        n_prompts=o["n_prompts"],
+        seed=ctx.seed,
+        prepend_bos=o["prepend_bos"],
+        dtype=o["dtype"],
+        device=ctx.device or "cpu",
+        prompts=o["prompts"],
+    )
 
 
 def check(ctx: Context) -> None:
@@ -621,8 +868,9 @@ def check(ctx: Context) -> None:
     if opts.prompts:
         path = Path(opts.prompts)
         if not path.is_file():
-            raise UsageError(f"--prompts {opts.prompts}: " + ("is a folder, not a file" if path.is_dir() else
-                                                              "no such file"))
+            raise UsageError(
+                f"--prompts {opts.prompts}: " + ("is a folder, not a file" if path.is_dir() else "no such file")
+            )
         try:
             load_prompt_file(path)
         except ValueError as exc:

@@ -11,6 +11,7 @@ bigram counts ``[V, V]`` of all consecutive pairs ``(text[i], text[i+1])``, ``i 
 the source file's name, sha256 and length. The text itself is never copied. Deterministic: the same
 input gives a byte-identical file.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,9 @@ def compute_char_stats(text: str) -> dict:
 
 def dumps_stats(stats: dict) -> str:
     """JSON text with one bigram row per line (small, diff-friendly, deterministic)."""
-    fields = [f" {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}" for k, v in stats.items() if k != "bigram_counts"]
+    fields = [
+        f" {json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}" for k, v in stats.items() if k != "bigram_counts"
+    ]
     rows = ",\n".join("  " + json.dumps(row, separators=(",", ":")) for row in stats["bigram_counts"])
     return "{\n" + ",\n".join(fields) + f',\n "bigram_counts": [\n{rows}\n ]\n}}\n'
 
@@ -66,7 +69,7 @@ def make_char_stats(path: str | Path, out: str | Path = DEFAULT_OUT, *, verify: 
     counts = compute_char_stats(text)
     stats = {
         "description": "Character unigram/bigram counts of tiny Shakespeare (ids = index in vocab, sorted by code "
-                       "point); bigram_counts[i][j] = #{k : text[k] = vocab[i], text[k+1] = vocab[j]}.",
+        "point); bigram_counts[i][j] = #{k : text[k] = vocab[i], text[k+1] = vocab[j]}.",
         "source": path.name,
         "origin": ORIGIN if sha == EXPECTED_SHA256 else None,
         "sha256": sha,
@@ -79,7 +82,9 @@ def make_char_stats(path: str | Path, out: str | Path = DEFAULT_OUT, *, verify: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analyses.papers.distributional.make_char_stats", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m analyses.papers.distributional.make_char_stats", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("path", help="the tiny Shakespeare text (karpathy/char-rnn data/tinyshakespeare/input.txt)")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help=f"output JSON (default: {DEFAULT_OUT})")
     parser.add_argument("--no-verify", action="store_true", help="accept a file whose sha256 differs")
@@ -90,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     size = Path(args.out).stat().st_size
-    print(f"wrote {args.out} ({size:,} bytes): {len(stats['vocab'])} characters, {stats['n_chars']:,} chars, "
-          f"sha256 {stats['sha256']}")
+    print(
+        f"wrote {args.out} ({size:,} bytes): {len(stats['vocab'])} characters, {stats['n_chars']:,} chars, "
+        f"sha256 {stats['sha256']}"
+    )
     return 0
 
 

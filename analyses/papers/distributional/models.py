@@ -18,6 +18,7 @@ code; ``"unit"``: all ``N(0, 1/d)``, for Adam). ``ff`` picks each block's feed-f
 ``ξ = W_U φ + W_U W_F x_T`` with ``W_QK = W_Kᵀ`` (``W_Q = I``), ``W_V`` (``W_O = I``) and ``W_F`` learned from
 zero, ``W_E, W̃_E, W_U`` mutually orthonormal and frozen, no positions, attention and FF in parallel.
 """
+
 from __future__ import annotations
 
 from typing import Literal, Sequence
@@ -35,8 +36,12 @@ from mechrecall.surgeries import (
 FF_KINDS = ("mlp", "linear", "none")
 EMBED_INITS = ("torch_default", "unit")
 #: The FF variants of Figs 3/10 (mlp/mlp), 11 (mlp/linear), 12 (linear/mlp) and 13 (none/none).
-FF_VARIANTS = {"mlp_mlp": ("mlp", "mlp"), "mlp_linear": ("mlp", "linear"), "linear_mlp": ("linear", "mlp"),
-               "none": ("none", "none")}
+FF_VARIANTS = {
+    "mlp_mlp": ("mlp", "mlp"),
+    "mlp_linear": ("mlp", "linear"),
+    "linear_mlp": ("linear", "mlp"),
+    "none": ("none", "none"),
+}
 
 
 def two_layer_model(
@@ -62,22 +67,40 @@ def two_layer_model(
         raise ValueError(f"embed_init={embed_init!r}; expected one of {EMBED_INITS}")
     d_mlp = 4 * d_model if d_mlp is None else d_mlp
     attn_only = all(k == "none" for k in ff)
-    cfg = dict(n_layers=len(ff), n_heads=1, d_model=d_model, d_head=d_model, d_mlp=None if attn_only else d_mlp,
-               d_vocab=d_vocab, n_ctx=n_ctx, act_fn="relu", normalization_type=None, attn_only=attn_only,
-               use_attn_scale=use_attn_scale, positional_embedding_type="standard", device="cpu")
+    cfg = dict(
+        n_layers=len(ff),
+        n_heads=1,
+        d_model=d_model,
+        d_head=d_model,
+        d_mlp=None if attn_only else d_mlp,
+        d_vocab=d_vocab,
+        n_ctx=n_ctx,
+        act_fn="relu",
+        normalization_type=None,
+        attn_only=attn_only,
+        use_attn_scale=use_attn_scale,
+        positional_embedding_type="standard",
+        device="cpu",
+    )
     scale = 1.0 if embed_init == "torch_default" else d_model**-0.5
     surgeries = [
         ZeroBiases(),
         SetWeight(("embed.W_E", "pos_embed.W_pos"), "normal", scale=scale),
-        SetWeight(("unembed.W_U",), "torch_linear") if embed_init == "torch_default"
+        SetWeight(("unembed.W_U",), "torch_linear")
+        if embed_init == "torch_default"
         else SetWeight(("unembed.W_U",), "normal", scale=scale),
         SetWeight(("blocks.*.attn.W_Q",), "identity"),
         SetWeight(("blocks.*.attn.W_K", "blocks.*.attn.W_V", "blocks.*.attn.W_O"), "torch_linear", freeze=False),
     ]
     mlp_blocks = [l for l, k in enumerate(ff) if k == "mlp"]
     if mlp_blocks:
-        surgeries.append(SetWeight(tuple(f"blocks.{l}.mlp.{w}" for l in mlp_blocks for w in ("W_in", "W_out")),
-                                   "torch_linear", freeze=False))
+        surgeries.append(
+            SetWeight(
+                tuple(f"blocks.{l}.mlp.{w}" for l in mlp_blocks for w in ("W_in", "W_out")),
+                "torch_linear",
+                freeze=False,
+            )
+        )
     linear = tuple(l for l, k in enumerate(ff) if k == "linear")
     if linear:
         surgeries.append(LinearFeedForward(linear))
@@ -96,9 +119,21 @@ def theory_model(*, n_tokens: int, d_model: int, n_ctx: int, seed: int = 0) -> H
     d_vocab = n_tokens + 1
     if d_model < 3 * d_vocab:
         raise ValueError(f"d_model={d_model}; the theory model needs d_model >= 3 (N + 1) = {3 * d_vocab}")
-    cfg = dict(n_layers=1, n_heads=1, d_model=d_model, d_head=d_model, d_vocab=d_vocab, n_ctx=n_ctx, d_mlp=d_model,
-               act_fn="relu", normalization_type=None, use_attn_scale=False, parallel_attn_mlp=True,
-               positional_embedding_type="standard", device="cpu")
+    cfg = dict(
+        n_layers=1,
+        n_heads=1,
+        d_model=d_model,
+        d_head=d_model,
+        d_vocab=d_vocab,
+        n_ctx=n_ctx,
+        d_mlp=d_model,
+        act_fn="relu",
+        normalization_type=None,
+        use_attn_scale=False,
+        parallel_attn_mlp=True,
+        positional_embedding_type="standard",
+        device="cpu",
+    )
     surgeries = [
         ZeroBiases(),
         PreviousTokenEmbedding(),

@@ -53,7 +53,6 @@ from mechrecall.experiment import Context, PartResult
 from mechrecall.trainer import TrainConfig, train
 
 
-
 @dataclass(frozen=True)
 class Preset:
     """Sizes of one preset. The paper's are d = T = 256, batch 512, d_mlp = 1024, 2,000 steps."""
@@ -70,11 +69,29 @@ class Preset:
 
 
 PRESETS = {
-    "micro": Preset(d_model=32, seq_len=32, batch=32, d_mlp=128, steps=25, n_test=256, finetune_steps=10,
-                    ioi_layers=(3,), adam_layers=(3,)),  # IOI here only exercises the pipeline
+    "micro": Preset(
+        d_model=32,
+        seq_len=32,
+        batch=32,
+        d_mlp=128,
+        steps=25,
+        n_test=256,
+        finetune_steps=10,
+        ioi_layers=(3,),
+        adam_layers=(3,),
+    ),  # IOI here only exercises the pipeline
     "smoke": Preset(d_model=64, seq_len=64, batch=64, d_mlp=256, steps=600, n_test=512, finetune_steps=300),
-    "paper": Preset(d_model=256, seq_len=256, batch=512, d_mlp=1024, steps=2000, n_test=1024,
-                    ioi_layers=(3, 4, 5, 6, 7), adam_layers=(3, 4, 5), finetune_steps=2000),
+    "paper": Preset(
+        d_model=256,
+        seq_len=256,
+        batch=512,
+        d_mlp=1024,
+        steps=2000,
+        n_test=1024,
+        ioi_layers=(3, 4, 5, 6, 7),
+        adam_layers=(3, 4, 5),
+        finetune_steps=2000,
+    ),
 }
 
 
@@ -132,15 +149,29 @@ def _evaluator(model, data: NoisyICLConfig, rc: RunConfig, sampler=sample_noisy_
 
 
 def train_run(
-    run_dir: Path, rc: RunConfig, *, ff: Sequence[str] = ("mlp", "mlp"), data: NoisyICLConfig | None = None,
-    sampler=sample_noisy_icl, steps: int | None = None, init_from=None, rhos: Sequence[float] = (0.1, 0.2),
+    run_dir: Path,
+    rc: RunConfig,
+    *,
+    ff: Sequence[str] = ("mlp", "mlp"),
+    data: NoisyICLConfig | None = None,
+    sampler=sample_noisy_icl,
+    steps: int | None = None,
+    init_from=None,
+    rhos: Sequence[float] = (0.1, 0.2),
     progress: bool = True,
 ) -> dict[str, Any]:
     """Train one model (resuming from ``run_dir``) and return its model, history and test batches."""
     scale = rc.scale()
     data = data or _data_config(rc)
-    model = two_layer_model(d_vocab=data.d_vocab, n_ctx=scale.seq_len, d_model=scale.d_model, d_mlp=scale.d_mlp,
-                            ff=ff, embed_init="torch_default" if rc.optimizer == "sgd" else "unit", seed=rc.seed)
+    model = two_layer_model(
+        d_vocab=data.d_vocab,
+        n_ctx=scale.seq_len,
+        d_model=scale.d_model,
+        d_mlp=scale.d_mlp,
+        ff=ff,
+        embed_init="torch_default" if rc.optimizer == "sgd" else "unit",
+        seed=rc.seed,
+    )
     if rc.device:
         model.to(rc.device)
     if init_from is not None:
@@ -148,17 +179,35 @@ def train_run(
     steps = steps or rc.steps or scale.steps
     evaluate, clean, noisy = _evaluator(model, data, rc, sampler, rhos)
     tc = TrainConfig(
-        steps=steps, optimizer=rc.optimizer, lr=rc.lr if rc.optimizer == "sgd" else 3e-3,
-        momentum=rc.momentum, weight_decay=rc.weight_decay, betas=(0.9, 0.99), loss_positions="mask",
-        eval_steps=eval_steps(steps), checkpoint_every=max(1, steps // 4), keep_checkpoints=1, seed=rc.seed,
+        steps=steps,
+        optimizer=rc.optimizer,
+        lr=rc.lr if rc.optimizer == "sgd" else 3e-3,
+        momentum=rc.momentum,
+        weight_decay=rc.weight_decay,
+        betas=(0.9, 0.99),
+        loss_positions="mask",
+        eval_steps=eval_steps(steps),
+        checkpoint_every=max(1, steps // 4),
+        keep_checkpoints=1,
+        seed=rc.seed,
         progress=progress,
     )
-    batch_fn = noisy_icl_batch_fn(data, scale.batch) if sampler is sample_noisy_icl else \
-        (lambda step, gen: sampler(data, scale.batch, gen))
+    batch_fn = (
+        noisy_icl_batch_fn(data, scale.batch)
+        if sampler is sample_noisy_icl
+        else (lambda step, gen: sampler(data, scale.batch, gen))
+    )
     started = time.perf_counter()
     result = train(model, batch_fn, tc, evals={"test": evaluate}, out_dir=run_dir)
-    return {"model": model, "history": result.history, "clean": clean, "noisy": noisy, "data": data,
-            "seconds": time.perf_counter() - started, "resumed_from": result.resumed_from}
+    return {
+        "model": model,
+        "history": result.history,
+        "clean": clean,
+        "noisy": noisy,
+        "data": data,
+        "seconds": time.perf_counter() - started,
+        "resumed_from": result.resumed_from,
+    }
 
 
 def _series(history: dict, key: str) -> tuple[list[int], list[float]]:
@@ -181,14 +230,23 @@ def _first_step(history: dict, key: str, predicate) -> int | None:
 def run_config(ctx: Context) -> RunConfig:
     """The training configuration of this invocation (preset, seed, device and the experiment's options)."""
     o = ctx.options
-    return RunConfig(preset=ctx.preset, data_preset=o["data_preset"], alpha=o["alpha"], seed=ctx.seed, lr=o["lr"],
-                     steps=o["steps"], device=ctx.device)
+    return RunConfig(
+        preset=ctx.preset,
+        data_preset=o["data_preset"],
+        alpha=o["alpha"],
+        seed=ctx.seed,
+        lr=o["lr"],
+        steps=o["steps"],
+        device=ctx.device,
+    )
 
 
 def _footer(rc: RunConfig) -> str:
     scale = rc.scale()
-    return (f"{rc.steps or scale.steps} steps, d = T = {scale.d_model}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
-            f"α = {rc.alpha}, {rc.data_preset} data")
+    return (
+        f"{rc.steps or scale.steps} steps, d = T = {scale.d_model}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
+        f"α = {rc.alpha}, {rc.data_preset} data"
+    )
 
 
 def check(ctx: Context) -> None:
@@ -223,9 +281,15 @@ def part_main(ctx: Context) -> PartResult:
     readouts["qk_trigger_diag_minus_row_max"] = (qk[q, q] - torch.cat([qk[q, :q], qk[q, q + 1 :]]).max()).item()
     margin_step = _first_step(history, "ff_margin", lambda v: v > 0)
     early = [v for s, v in zip(*_series(history, "noisy.p_noise")) if 0 < s <= 10]
-    results = {"final": final, "readouts": readouts, "first_step_ff_margin_positive": margin_step,
-               "max_p_noise_first_10_steps": max(early) if early else None, "seconds": run["seconds"],
-               "resumed_from": run["resumed_from"], "config": dataclasses.asdict(rc)}
+    results = {
+        "final": final,
+        "readouts": readouts,
+        "first_step_ff_margin_positive": margin_step,
+        "max_p_noise_first_10_steps": max(early) if early else None,
+        "seconds": run["seconds"],
+        "resumed_from": run["resumed_from"],
+        "config": dataclasses.asdict(rc),
+    }
     attention_ratio = final["attn_last.on_correct"] / max(final["attn_last.on_noise"], 1e-9)
     alpha = rc.alpha
 
@@ -233,26 +297,74 @@ def part_main(ctx: Context) -> PartResult:
         return ctx.claim("main", name, text, ours, rule, **kw)
 
     claims = [
-        claim("p_noise_full", "the full model predicts the noise token τ with probability ≈ α on clean test data",
-              final["full.p_noise"], between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2)),
-              paper=alpha, where="Fig 3", note="the paper states ≈ α"),
-        claim("p_correct_drop_F2", "dropping F₂ (ρ = 0) makes the model predict the in-context token ȳ",
-              final["drop_F2.p_correct"], at_least(0.9, partial=0.6), paper=0.98, where="Fig 3, §3"),
-        claim("p_noise_drop_F2", "dropping F₂ removes the noise token", final["drop_F2.p_noise"],
-              at_most(0.05, partial=0.1), paper=0.0, where="Fig 3"),
-        claim("p_correct_gain_drop_F2", "dropping F₂ raises p(ȳ) over the full model",
-              final["drop_F2.p_correct"] - final["full.p_correct"], at_least(0.3, partial=0.1), where="Fig 3"),
-        claim("p_noise_drop_F1", "dropping F₁ instead does not remove the noise (p(τ | drop F₁) ≥ α/2)",
-              final["drop_F1.p_noise"], at_least(alpha / 2), where="Fig 10"),
-        claim("ff_margin_first_step", "F₂ learns the trigger → τ association within the first steps (first step "
-              "with a positive FF-2 margin)", margin_step, at_most(10, partial=50), where="Fig 3 right, Theorem 1"),
-        claim("attention_correct_over_noise", "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] "
-              "(ratio of attention masses)", attention_ratio, at_least(3.0, partial=1.5), where="Fig 4"),
-        claim("early_p_noise_noisy", "early in training the model predicts τ almost always on noisy data (max p(τ) "
-              "in steps 1-10)", results["max_p_noise_first_10_steps"], at_least(0.8, partial=0.6), paper=1.0,
-              where="Fig 8 left"),
-        claim("previous_token_L1", "layer 1 is a previous-token head (attention on the previous token)",
-              readouts["previous_token_score_L1"], at_least(0.5, partial=0.3), where="Fig 7 left"),
+        claim(
+            "p_noise_full",
+            "the full model predicts the noise token τ with probability ≈ α on clean test data",
+            final["full.p_noise"],
+            between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2)),
+            paper=alpha,
+            where="Fig 3",
+            note="the paper states ≈ α",
+        ),
+        claim(
+            "p_correct_drop_F2",
+            "dropping F₂ (ρ = 0) makes the model predict the in-context token ȳ",
+            final["drop_F2.p_correct"],
+            at_least(0.9, partial=0.6),
+            paper=0.98,
+            where="Fig 3, §3",
+        ),
+        claim(
+            "p_noise_drop_F2",
+            "dropping F₂ removes the noise token",
+            final["drop_F2.p_noise"],
+            at_most(0.05, partial=0.1),
+            paper=0.0,
+            where="Fig 3",
+        ),
+        claim(
+            "p_correct_gain_drop_F2",
+            "dropping F₂ raises p(ȳ) over the full model",
+            final["drop_F2.p_correct"] - final["full.p_correct"],
+            at_least(0.3, partial=0.1),
+            where="Fig 3",
+        ),
+        claim(
+            "p_noise_drop_F1",
+            "dropping F₁ instead does not remove the noise (p(τ | drop F₁) ≥ α/2)",
+            final["drop_F1.p_noise"],
+            at_least(alpha / 2),
+            where="Fig 10",
+        ),
+        claim(
+            "ff_margin_first_step",
+            "F₂ learns the trigger → τ association within the first steps (first step with a positive FF-2 margin)",
+            margin_step,
+            at_most(10, partial=50),
+            where="Fig 3 right, Theorem 1",
+        ),
+        claim(
+            "attention_correct_over_noise",
+            "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] (ratio of attention masses)",
+            attention_ratio,
+            at_least(3.0, partial=1.5),
+            where="Fig 4",
+        ),
+        claim(
+            "early_p_noise_noisy",
+            "early in training the model predicts τ almost always on noisy data (max p(τ) in steps 1-10)",
+            results["max_p_noise_first_10_steps"],
+            at_least(0.8, partial=0.6),
+            paper=1.0,
+            where="Fig 8 left",
+        ),
+        claim(
+            "previous_token_L1",
+            "layer 1 is a previous-token head (attention on the previous token)",
+            readouts["previous_token_score_L1"],
+            at_least(0.5, partial=0.3),
+            where="Fig 7 left",
+        ),
     ]
     figures = {
         "fig3_truncation.png": _fig_truncation(history, "F2", "Fig 3: truncating F₂'s input matrix"),
@@ -260,8 +372,9 @@ def part_main(ctx: Context) -> PartResult:
         "fig4_attention.png": _fig_attention(model, noisy, data, "Fig 4 (left)"),
         "fig7_readouts.png": _fig_readouts(model, noisy, data),
         "fig8_noise_fraction.png": _fig_noise_fraction(history, "Fig 8 (left): training on noisy data"),
-        "fig9_qk_matching.png": _fig_matrix(qk, "Fig 9 (left): ⟨W¹_V W_E(i), W²_QK W_E(j)⟩ (one trigger)",
-                                            "query token j", "previous token i"),
+        "fig9_qk_matching.png": _fig_matrix(
+            qk, "Fig 9 (left): ⟨W¹_V W_E(i), W²_QK W_E(j)⟩ (one trigger)", "query token j", "previous token i"
+        ),
     }
     from analyses.attention_html import attention_pattern_html
 
@@ -278,8 +391,13 @@ def part_ff_variants(ctx: Context) -> PartResult:
     rc = run_config(ctx)
     results, claims, figures = {}, [], {}
     for variant, fig in FF_VARIANT_FIGURES.items():
-        run = train_run(ctx.run_dir(variant), rc, ff=FF_VARIANTS[variant], progress=ctx.progress,
-                        rhos=(0.01, 0.05) if variant == "none" else (0.1, 0.2))
+        run = train_run(
+            ctx.run_dir(variant),
+            rc,
+            ff=FF_VARIANTS[variant],
+            progress=ctx.progress,
+            rhos=(0.01, 0.05) if variant == "none" else (0.1, 0.2),
+        )
         final = _final(run["history"])
         results[variant] = {"final": final, "seconds": run["seconds"]}
         if variant == "none":
@@ -287,29 +405,76 @@ def part_ff_variants(ctx: Context) -> PartResult:
             results[variant]["ov1_rho_sweep"] = run_rhos
             best = max(run_rhos, key=lambda r: r["p_correct"])
             by_rho = {r["rho"]: r for r in run_rhos}
-            claims.append(ctx.claim("ff_variants", "no_ff_best_rho", "no-FF model: a small-rank truncation of W¹_V W¹_O "
-                                    "helps (the ρ with the highest p(ȳ))", best["rho"], between(0.02, 0.1),
-                                    paper=0.05, where=fig))
-            claims.append(ctx.claim("ff_variants", "no_ff_rho0.01_hurts", "no-FF model: ρ = 0.01 destroys performance "
-                                    "(p(ȳ) at ρ = 0.01 minus the full model's)",
-                                    by_rho[0.01]["p_correct"] - by_rho[1.0]["p_correct"], at_most(0.0), where=fig))
+            claims.append(
+                ctx.claim(
+                    "ff_variants",
+                    "no_ff_best_rho",
+                    "no-FF model: a small-rank truncation of W¹_V W¹_O helps (the ρ with the highest p(ȳ))",
+                    best["rho"],
+                    between(0.02, 0.1),
+                    paper=0.05,
+                    where=fig,
+                )
+            )
+            claims.append(
+                ctx.claim(
+                    "ff_variants",
+                    "no_ff_rho0.01_hurts",
+                    "no-FF model: ρ = 0.01 destroys performance (p(ȳ) at ρ = 0.01 minus the full model's)",
+                    by_rho[0.01]["p_correct"] - by_rho[1.0]["p_correct"],
+                    at_most(0.0),
+                    where=fig,
+                )
+            )
             figures["fig13_no_ff.png"] = _fig_truncation(run["history"], "OV1", "Fig 13: no FF, truncating W¹_V W¹_O")
             continue
         gain_f2 = final["full.loss"] - final["drop_F2.loss"]
         if variant == "mlp_linear":
-            claims.append(ctx.claim("ff_variants", "mlp_linear_drop_F2_helps", "MLP/linear: dropping F₂ lowers the "
-                                    "clean loss (full minus dropped)", gain_f2, at_least(0.0), where=fig))
-            claims.append(ctx.claim("ff_variants", "mlp_linear_drop_F1_better", "MLP/linear: dropping F₁ gives a lower "
-                                    "clean loss than dropping F₂ (loss drop F₂ minus loss drop F₁)",
-                                    final["drop_F2.loss"] - final["drop_F1.loss"], at_least(0.0), where=fig))
+            claims.append(
+                ctx.claim(
+                    "ff_variants",
+                    "mlp_linear_drop_F2_helps",
+                    "MLP/linear: dropping F₂ lowers the clean loss (full minus dropped)",
+                    gain_f2,
+                    at_least(0.0),
+                    where=fig,
+                )
+            )
+            claims.append(
+                ctx.claim(
+                    "ff_variants",
+                    "mlp_linear_drop_F1_better",
+                    "MLP/linear: dropping F₁ gives a lower "
+                    "clean loss than dropping F₂ (loss drop F₂ minus loss drop F₁)",
+                    final["drop_F2.loss"] - final["drop_F1.loss"],
+                    at_least(0.0),
+                    where=fig,
+                )
+            )
         else:
-            claims.append(ctx.claim("ff_variants", "linear_mlp_drop_F2_helps", "linear/MLP: dropping F₂ lowers the "
-                                    "clean loss (full minus dropped)", gain_f2, at_least(0.0), where=fig))
-            claims.append(ctx.claim("ff_variants", "linear_mlp_drop_F1_more_noise", "linear/MLP: dropping F₁ gives "
-                                    "more noise (p(τ | drop F₁) minus p(τ | full))",
-                                    final["drop_F1.p_noise"] - final["full.p_noise"], at_least(0.0), where=fig))
+            claims.append(
+                ctx.claim(
+                    "ff_variants",
+                    "linear_mlp_drop_F2_helps",
+                    "linear/MLP: dropping F₂ lowers the clean loss (full minus dropped)",
+                    gain_f2,
+                    at_least(0.0),
+                    where=fig,
+                )
+            )
+            claims.append(
+                ctx.claim(
+                    "ff_variants",
+                    "linear_mlp_drop_F1_more_noise",
+                    "linear/MLP: dropping F₁ gives more noise (p(τ | drop F₁) minus p(τ | full))",
+                    final["drop_F1.p_noise"] - final["full.p_noise"],
+                    at_least(0.0),
+                    where=fig,
+                )
+            )
         figures[f"{fig.lower().replace(' ', '')}_{variant}.png"] = _fig_drops(
-            run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})")
+            run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})"
+        )
     return PartResult(results, claims, figures, footer=_footer(rc))
 
 
@@ -317,8 +482,14 @@ def _rho_sweep(model, clean, data, kind: str, rhos=(0.0, 0.01, 0.02, 0.05, 0.1, 
     """``recall_metrics`` with layer 1's ``kind`` truncated to each ρ (``analyses.laser_sweep``: one SVD)."""
     from analyses.lowrank import laser_sweep
 
-    sweep = laser_sweep(model, lambda m: recall_metrics(m, clean, data.tau), layers=[0], matrices=[kind], rhos=rhos,
-                        heads=[0] if kind == "attn_ov" else None)
+    sweep = laser_sweep(
+        model,
+        lambda m: recall_metrics(m, clean, data.tau),
+        layers=[0],
+        matrices=[kind],
+        rhos=rhos,
+        heads=[0] if kind == "attn_ov" else None,
+    )
     wide = sweep.table.pivot_table(index="rho", columns="metric", values="value")
     return [{"rho": float(rho), **{k: float(v) for k, v in row.items()}} for rho, row in wide.iterrows()]
 
@@ -327,28 +498,54 @@ def part_finetune(ctx: Context) -> PartResult:
     """Figs 4 (right), 8 (right): clean pre-training, then fine-tuning every weight on noisy data."""
     rc = run_config(ctx)
     scale = rc.scale()
-    pre = train_run(ctx.run_dir("finetune_phase1_clean"), dataclasses.replace(rc, alpha=0.0),
-                    steps=scale.finetune_steps, progress=ctx.progress)
-    fine = train_run(ctx.run_dir("finetune_phase2_noisy"), rc, data=_data_config(rc),
-                     steps=scale.finetune_steps, init_from=pre["model"], progress=ctx.progress)
+    pre = train_run(
+        ctx.run_dir("finetune_phase1_clean"),
+        dataclasses.replace(rc, alpha=0.0),
+        steps=scale.finetune_steps,
+        progress=ctx.progress,
+    )
+    fine = train_run(
+        ctx.run_dir("finetune_phase2_noisy"),
+        rc,
+        data=_data_config(rc),
+        steps=scale.finetune_steps,
+        init_from=pre["model"],
+        progress=ctx.progress,
+    )
     history = fine["history"]
     step1 = next(r for r in history["eval"] if r["step"] == 1)
     final = _final(history)
-    results = {"phase1_final": _final(pre["history"]), "phase2_final": final,
-               "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")}}
+    results = {
+        "phase1_final": _final(pre["history"]),
+        "phase2_final": final,
+        "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")},
+    }
     alpha = rc.alpha
     claims = [
-        ctx.claim("finetune", "p_noise_full", "after noisy fine-tuning the full model predicts τ with probability ≈ α",
-                  final["full.p_noise"], between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2)),
-                  paper=alpha, where="Fig 8 right"),
-        ctx.claim("finetune", "attention_correct_over_noise", "after fine-tuning, layer-2 attention still prefers [q, ȳ] "
-                  "over [q, τ] (ratio of attention masses)",
-                  final["attn_last.on_correct"] / max(final["attn_last.on_noise"], 1e-9), at_least(3.0, partial=1.5),
-                  where="Fig 4 right"),
+        ctx.claim(
+            "finetune",
+            "p_noise_full",
+            "after noisy fine-tuning the full model predicts τ with probability ≈ α",
+            final["full.p_noise"],
+            between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2)),
+            paper=alpha,
+            where="Fig 8 right",
+        ),
+        ctx.claim(
+            "finetune",
+            "attention_correct_over_noise",
+            "after fine-tuning, layer-2 attention still prefers [q, ȳ] over [q, τ] (ratio of attention masses)",
+            final["attn_last.on_correct"] / max(final["attn_last.on_noise"], 1e-9),
+            at_least(3.0, partial=1.5),
+            where="Fig 4 right",
+        ),
     ]
-    figures = {"fig8_finetune.png": _fig_noise_fraction(history, "Fig 8 (right): fine-tuning on noisy data after clean "
-                                                                 "pre-training"),
-               "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)")}
+    figures = {
+        "fig8_finetune.png": _fig_noise_fraction(
+            history, "Fig 8 (right): fine-tuning on noisy data after clean pre-training"
+        ),
+        "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)"),
+    }
     return PartResult(results, claims, figures, footer=_footer(rc))
 
 
@@ -363,13 +560,25 @@ def part_multi_trigger(ctx: Context) -> PartResult:
     for q in MULTI_TRIGGERS:
         off[q, q] = float("-inf")
     trigger_rows_max_off = off[list(MULTI_TRIGGERS)].max(-1).values
-    results = {"final": _final(run["history"]), "qk_diag_triggers": diag.tolist(),
-               "qk_max_offdiag_trigger_rows": trigger_rows_max_off.tolist()}
-    claims = [ctx.claim("multi_trigger", "qk_diagonal_triggers", "with five triggers, each trigger's QK matching row "
-                        "peaks on the diagonal (number of the 5 triggers)", int((diag > trigger_rows_max_off).sum()),
-                        at_least(5, partial=3), paper=5, where="Fig 9 right")]
-    figures = {"fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 (right): five triggers", "query token j",
-                                                     "previous token i")}
+    results = {
+        "final": _final(run["history"]),
+        "qk_diag_triggers": diag.tolist(),
+        "qk_max_offdiag_trigger_rows": trigger_rows_max_off.tolist(),
+    }
+    claims = [
+        ctx.claim(
+            "multi_trigger",
+            "qk_diagonal_triggers",
+            "with five triggers, each trigger's QK matching row peaks on the diagonal (number of the 5 triggers)",
+            int((diag > trigger_rows_max_off).sum()),
+            at_least(5, partial=3),
+            paper=5,
+            where="Fig 9 right",
+        )
+    ]
+    figures = {
+        "fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 (right): five triggers", "query token j", "previous token i")
+    }
     return PartResult(results, claims, figures, footer=_footer(rc))
 
 
@@ -383,17 +592,30 @@ def part_ioi(ctx: Context) -> PartResult:
         fig = "Fig 19" if optimizer == "sgd" else "Fig 20"
         for n_layers in layers:
             name = f"ioi_{optimizer}_L{n_layers}"
-            run = train_run(ctx.run_dir(name), dataclasses.replace(rc, optimizer=optimizer),
-                            ff=("mlp",) * n_layers, sampler=sample_synthetic_ioi, rhos=(0.01,), progress=ctx.progress)
+            run = train_run(
+                ctx.run_dir(name),
+                dataclasses.replace(rc, optimizer=optimizer),
+                ff=("mlp",) * n_layers,
+                sampler=sample_synthetic_ioi,
+                rhos=(0.01,),
+                progress=ctx.progress,
+            )
             final = _final(run["history"])
             histories[n_layers] = run["history"]
             key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
             results[f"{optimizer}_L{n_layers}"] = final
             edit = "dropping" if optimizer == "sgd" else "truncating (ρ = 0.01)"
-            claims.append(ctx.claim("ioi", f"{optimizer}_L{n_layers}_accuracy_gain", f"IOI, {optimizer}, L = {n_layers}: "
-                                    f"{edit} the last MLP raises accuracy (edited minus full)",
-                                    final[f"{key}.acc"] - final["full.acc"], at_least(0.0), where=fig,
-                                    note=f"full {final['full.acc']:.3f}, edited {final[f'{key}.acc']:.3f}"))
+            claims.append(
+                ctx.claim(
+                    "ioi",
+                    f"{optimizer}_L{n_layers}_accuracy_gain",
+                    f"IOI, {optimizer}, L = {n_layers}: {edit} the last MLP raises accuracy (edited minus full)",
+                    final[f"{key}.acc"] - final["full.acc"],
+                    at_least(0.0),
+                    where=fig,
+                    note=f"full {final['full.acc']:.3f}, edited {final[f'{key}.acc']:.3f}",
+                )
+            )
         if histories:
             figures[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = _fig_ioi(histories, optimizer)
     return PartResult(results, claims, figures, footer=_footer(rc))
@@ -403,8 +625,9 @@ def part_theory(ctx: Context) -> PartResult:
     """Theorem 1, App. B.3, Theorem 3 and Fig 18 (``theory.py``)."""
     from analyses.papers.distributional import theory
 
-    results, claims, figures = theory.run_checks(lambda name, *a, **kw: ctx.claim("theory", name, *a, **kw),
-                                                 quick=ctx.preset != "paper")
+    results, claims, figures = theory.run_checks(
+        lambda name, *a, **kw: ctx.claim("theory", name, *a, **kw), quick=ctx.preset != "paper"
+    )
     return PartResult(results, claims, figures)
 
 
@@ -462,8 +685,11 @@ def _fig_drops(history: dict, title: str):
         for key in ("full", "drop_F1", "drop_F2"):
             steps, values = _series(history, f"{key}.{metric}")
             ax.plot(steps, values, label=_curve_label(key))
-        ax.set(xlabel="step", ylabel={"p_correct": "p(ȳ)", "p_noise": "p(τ)", "loss": "clean test loss"}[metric],
-               xscale="symlog")
+        ax.set(
+            xlabel="step",
+            ylabel={"p_correct": "p(ȳ)", "p_noise": "p(τ)", "loss": "clean test loss"}[metric],
+            xscale="symlog",
+        )
     axes[0].legend(fontsize=7)
     fig.suptitle(title)
     fig.tight_layout()
@@ -497,9 +723,15 @@ def _fig_attention(model, noisy, data, figure_name: str):
     ax.bar(positions[succ & ~noise], pattern[succ & ~noise], color="tab:green", width=1.0, label="[q, ȳ]")
     ax.bar(positions[succ & noise], pattern[succ & noise], color="tab:red", width=1.0, label="[q, τ]")
     # mark where each kind of key sits, whatever attention it got
-    ax.scatter(positions[succ & ~noise], torch.full(((succ & ~noise).sum(),), -0.03), marker="^", color="tab:green", s=14)
+    ax.scatter(
+        positions[succ & ~noise], torch.full(((succ & ~noise).sum(),), -0.03), marker="^", color="tab:green", s=14
+    )
     ax.scatter(positions[succ & noise], torch.full(((succ & noise).sum(),), -0.03), marker="x", color="tab:red", s=14)
-    ax.set(xlabel="key position", ylabel="attention", title=f"{figure_name}: layer-2 attention of the trigger query at position {query}")
+    ax.set(
+        xlabel="key position",
+        ylabel="attention",
+        title=f"{figure_name}: layer-2 attention of the trigger query at position {query}",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -540,9 +772,13 @@ def _fig_ioi(histories: dict, optimizer: str):
     for n_layers, history in histories.items():
         key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
         for ax, metric in zip(axes, ("loss", "acc")):
-            line, = ax.plot(*_series(history, f"full.{metric}"), label=f"L = {n_layers}, full model")
-            ax.plot(*_series(history, f"{key}.{metric}"), ls="--", color=line.get_color(),
-                    label=f"L = {n_layers}, {_curve_label(key)}")
+            (line,) = ax.plot(*_series(history, f"full.{metric}"), label=f"L = {n_layers}, full model")
+            ax.plot(
+                *_series(history, f"{key}.{metric}"),
+                ls="--",
+                color=line.get_color(),
+                label=f"L = {n_layers}, {_curve_label(key)}",
+            )
     for ax, metric in zip(axes, ("clean test loss", "accuracy")):
         ax.set(xlabel="step", ylabel=metric, xscale="symlog")
     axes[1].legend(fontsize=6)

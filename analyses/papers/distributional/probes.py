@@ -5,6 +5,7 @@ interventions (``interventions``: drop / rank-truncate F₁, F₂ or the first-l
 ``hooks`` and are undone after each measurement. Weight-space read-outs (Figs 3 right, 7, 9) are the raw
 bilinear forms the model computes: no softmax, and ``1/√d_head`` only where the model uses it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -89,7 +90,9 @@ def metrics_under_interventions(
 
 
 @torch.no_grad()
-def trigger_successor_attention(model: HookedTransformer, batch: Batch, layer: int = 1, head: int = 0) -> dict[str, float]:
+def trigger_successor_attention(
+    model: HookedTransformer, batch: Batch, layer: int = 1, head: int = 0
+) -> dict[str, float]:
     """Fig 4's aggregate: attention of layer ``layer`` (0-indexed; the paper's "layer 2" is 1), from the
     ``loss_mask`` queries, on the tokens right after a trigger that are the correct output (``[q, ȳ]``)
     and on those that are the noise token (``[q, τ]``). Use a batch generated with α > 0."""
@@ -105,7 +108,9 @@ def trigger_successor_attention(model: HookedTransformer, batch: Batch, layer: i
 
 
 @torch.no_grad()
-def ff_logits(model: HookedTransformer, layer: int, tokens: Sequence[int] | None = None) -> Float[torch.Tensor, "n d_vocab"]:
+def ff_logits(
+    model: HookedTransformer, layer: int, tokens: Sequence[int] | None = None
+) -> Float[torch.Tensor, "n d_vocab"]:
     """``W_U F_l(W_E(i))`` for input tokens ``i`` (default all): the FF layer's direct logits on a raw
     token embedding (no position, no attention), ``+ b_U``. Fig 7 middle is this matrix."""
     if not has_ff(model, layer):
@@ -115,7 +120,9 @@ def ff_logits(model: HookedTransformer, layer: int, tokens: Sequence[int] | None
     return (model.blocks[layer].mlp(x)[0] @ model.W_U + model.b_U).float()
 
 
-def ff_noise_margin(model: HookedTransformer, noise_token: int, triggers: Sequence[int] = (1,), layer: int | None = None) -> float:
+def ff_noise_margin(
+    model: HookedTransformer, noise_token: int, triggers: Sequence[int] = (1,), layer: int | None = None
+) -> float:
     """Fig 3 right: ``[W_U F(W_E(q))]_τ − max_{k ≠ τ} [W_U F(W_E(q))]_k`` of the last FF layer (default),
     the minimum over ``triggers``. Positive: the trigger → noise association is stored in that FF layer."""
     layer = max(l for l in range(model.cfg.n_layers) if has_ff(model, l)) if layer is None else layer

@@ -14,6 +14,7 @@ Verbatim from the paper:
 :func:`prompt_words` lists every word used here, for building a covering word-level tokenizer
 (``pretrained.testing.tiny_tokenizer(prompt_vocab())``).
 """
+
 from __future__ import annotations
 
 import random
@@ -24,9 +25,21 @@ from pretrained.prompts import AnswerToken, Prompt, answer_token, is_single_toke
 from pretrained.prompts import _check_text
 
 __all__ = [
-    "IOIPrompt", "MADRID", "MADRID_TOKENS", "TABLE1_PROBS", "FACTUAL_20", "PREPOSITIONS", "PREPOSITION_SENTENCES",
-    "IOI_NAMES", "IOI_TEMPLATE", "GPT2_IOI", "GPT2_IOI_TOKENS", "single_token_names", "ioi_prompts",
-    "prompt_words", "prompt_vocab",
+    "IOIPrompt",
+    "MADRID",
+    "MADRID_TOKENS",
+    "TABLE1_PROBS",
+    "FACTUAL_20",
+    "PREPOSITIONS",
+    "PREPOSITION_SENTENCES",
+    "IOI_NAMES",
+    "IOI_TEMPLATE",
+    "GPT2_IOI",
+    "GPT2_IOI_TOKENS",
+    "single_token_names",
+    "ioi_prompts",
+    "prompt_words",
+    "prompt_vocab",
 ]
 
 
@@ -69,7 +82,6 @@ class IOIPrompt:
 
     def s_token(self, tokenizer_or_model: Any) -> AnswerToken:
         return answer_token(tokenizer_or_model, self.s)
-
 
 
 # --------------------------------------------------------------------------- factual recall
@@ -238,8 +250,6 @@ def ioi_prompts(
     return out
 
 
-
-
 def prompt_words() -> list[str]:
     """Every whitespace-separated word of the datasets here, deduplicated in order of first appearance.
 
@@ -255,7 +265,6 @@ def prompt_words() -> list[str]:
     texts += [w for w in IOI_TEMPLATE.split() if "{" not in w]
     texts += [*IOI_NAMES, GPT2_IOI.prompt, GPT2_IOI.answer, *GPT2_IOI_TOKENS, "the", "a", "them"]
     return list(dict.fromkeys(w for t in texts for w in t.split()))
-
 
 
 def prompt_vocab() -> list[str]:

@@ -26,6 +26,7 @@ Where the paper's statements and its derivations differ (checked in the tests):
   ``P_rank1(noise) ~ (K t)^{-1/2}``; ``K = 3.6 (1 - alpha)`` for Eq. 43 (the paper's Lemma H.3 constant
   ``(1 - alpha)(4 - 2 alpha)`` drops the O(e^a) correction of ``b``) and ``K = 0.75 (1 - alpha)`` for GD on ``W``.
 """
+
 from __future__ import annotations
 
 import math
@@ -82,8 +83,11 @@ def sample_theory_sequences(
             z[t, after_q] = np.where(noise[t, after_q], tau, ybar[after_q])
     z[T - 1] = q
     y = np.where(rng.random(m) < alpha, N, ybar.astype(np.int64))
-    return {"tokens": np.ascontiguousarray(z.T).astype(np.int64), "y": y.astype(np.int64),
-            "ybar": ybar.astype(np.int64)}
+    return {
+        "tokens": np.ascontiguousarray(z.T).astype(np.int64),
+        "y": y.astype(np.int64),
+        "ybar": ybar.astype(np.int64),
+    }
 
 
 def _counts(tokens: np.ndarray, V: int) -> np.ndarray:
@@ -113,8 +117,9 @@ def _one_step_stats(tokens: np.ndarray, y: np.ndarray, N: int) -> dict[str, np.n
     return {"h": A.mean(0), "H": A.T @ prev_last / m, "G": A.T @ C / (m * T), "Gt": A.T @ Ct / (m * T)}
 
 
-def _logits_from_stats(stats: dict, test_tokens: np.ndarray, N: int, eta_f: float, eta_v: float,
-                       prev_token: bool) -> dict[str, np.ndarray]:
+def _logits_from_stats(
+    stats: dict, test_tokens: np.ndarray, N: int, eta_f: float, eta_v: float, prev_token: bool
+) -> dict[str, np.ndarray]:
     """Logits of Eq. 2 after one GD step from zero init, for ``test_tokens [n, T]`` (orthonormal embeddings).
 
     ``xi_ff = eta_f * W_U W_F x_T`` with ``x_{i,T}^T x_T = 1 + 1{z_{i,T-1} = z_{T-1}}`` (second term only with
@@ -136,8 +141,13 @@ def _logits_from_stats(stats: dict, test_tokens: np.ndarray, N: int, eta_f: floa
 
 
 def one_step_logits(
-    train_tokens: np.ndarray, train_y: np.ndarray, test_tokens: np.ndarray, N: int,
-    eta_f: float = 1.0, eta_v: float = 1.0, prev_token: bool = True,
+    train_tokens: np.ndarray,
+    train_y: np.ndarray,
+    test_tokens: np.ndarray,
+    N: int,
+    eta_f: float = 1.0,
+    eta_v: float = 1.0,
+    prev_token: bool = True,
 ) -> dict[str, np.ndarray]:
     """Theorem 1, closed form: logits of Eq. 2 after one full-batch GD step from ``W_QK = W_V = W_F = 0``.
 
@@ -151,8 +161,15 @@ def one_step_logits(
 
 
 def eq2_one_step_autograd(
-    train_tokens, train_y, test_tokens, N: int, eta_f: float = 1.0, eta_v: float = 1.0,
-    prev_token: bool = True, d: int | None = None, seed: int = 0,
+    train_tokens,
+    train_y,
+    test_tokens,
+    N: int,
+    eta_f: float = 1.0,
+    eta_v: float = 1.0,
+    prev_token: bool = True,
+    d: int | None = None,
+    seed: int = 0,
 ) -> dict[str, np.ndarray]:
     """Independent check of ``one_step_logits``: the model of Eq. 2 written out in torch (float64).
 
@@ -168,7 +185,7 @@ def eq2_one_step_autograd(
         raise ValueError(f"need d >= 3(N+1) = {3 * V} for orthonormal embeddings, got {d}")
     g = torch.Generator().manual_seed(seed)
     Q, _ = torch.linalg.qr(torch.randn(d, 3 * V, generator=g, dtype=torch.float64))
-    WE, WEt, WU = Q[:, :V].T, Q[:, V:2 * V].T, Q[:, 2 * V:].T  # rows are embeddings, [V, d]
+    WE, WEt, WU = Q[:, :V].T, Q[:, V : 2 * V].T, Q[:, 2 * V :].T  # rows are embeddings, [V, d]
 
     def embed(tokens: torch.Tensor) -> torch.Tensor:
         x = WE[tokens]
@@ -204,8 +221,17 @@ def noise_margin(xi: np.ndarray) -> np.ndarray:
 
 
 def one_step_margins(
-    N: int, T: int, alpha: float, m: int, eta_f: float = 1.0, eta_v: float = 1.0, n_trials: int = 100,
-    n_test: int = 256, prev_token: bool = True, seed: int = 0, q: int = 0,
+    N: int,
+    T: int,
+    alpha: float,
+    m: int,
+    eta_f: float = 1.0,
+    eta_v: float = 1.0,
+    n_trials: int = 100,
+    n_test: int = 256,
+    prev_token: bool = True,
+    seed: int = 0,
+    q: int = 0,
 ) -> dict:
     """Theorem 1: noise margins of the FF and attention logits after one GD step on ``m`` sequences.
 
@@ -244,18 +270,37 @@ def one_step_margins(
             ffq_m[trial] = noise_margin(lg["ff_q"])
             trial += 1
     q_hat = (test == N).mean(1)
-    alpha_hat = alpha ** 2 * q_hat + alpha * (1 - q_hat)
+    alpha_hat = alpha**2 * q_hat + alpha * (1 - q_hat)
     attn_pred = eta_v * alpha_hat.mean() / N
     n_tau_prev = (test[:, :-1] == N).sum(1)
-    alpha_hat_prev = (alpha ** 2 * n_tau_prev + alpha * (T - 1 - n_tau_prev)) / T
+    alpha_hat_prev = (alpha**2 * n_tau_prev + alpha * (T - 1 - n_tau_prev)) / T
     attn_pred_eq2 = attn_pred + (eta_v * alpha_hat_prev.mean() / N if prev_token else 0.0)
     return {
-        "ff_margin": ff_m, "ff_margin_q": ffq_m, "attn_margin": at_m, "ff_margin_min": ff_min,
+        "ff_margin": ff_m,
+        "ff_margin_q": ffq_m,
+        "attn_margin": at_m,
+        "ff_margin_min": ff_min,
         "attn_margin_min": at_min,
-        "ff_pred": eta_f * alpha, "attn_pred": attn_pred, "attn_pred_eq2": attn_pred_eq2,
-        "alpha_hat": alpha_hat, "q_hat": q_hat, "ratio": ff_m.mean() / at_m.mean(),
-        "config": dict(N=N, T=T, alpha=alpha, m=m, eta_f=eta_f, eta_v=eta_v, n_trials=n_trials,
-                       n_test=n_test, prev_token=prev_token, seed=seed, q=q, V=V),
+        "ff_pred": eta_f * alpha,
+        "attn_pred": attn_pred,
+        "attn_pred_eq2": attn_pred_eq2,
+        "alpha_hat": alpha_hat,
+        "q_hat": q_hat,
+        "ratio": ff_m.mean() / at_m.mean(),
+        "config": dict(
+            N=N,
+            T=T,
+            alpha=alpha,
+            m=m,
+            eta_f=eta_f,
+            eta_v=eta_v,
+            n_trials=n_trials,
+            n_test=n_test,
+            prev_token=prev_token,
+            seed=seed,
+            q=q,
+            V=V,
+        ),
     }
 
 
@@ -343,7 +388,9 @@ def theorem3_ode(alpha: float, t_max: float, dt: float = 0.01, dt_max: float = 0
         log_t = np.log(t_out)
     beta1 = -a_out / 2
     return {
-        "t": t_out, "a": a_out, "b": b_out,
+        "t": t_out,
+        "a": a_out,
+        "b": b_out,
         "a_paper": -log_t - math.log((1 - alpha) * (4 - 2 * alpha)),
         "a_corrected": -log_t - math.log(theorem3_rank1_constant(alpha, "eq43")),
         "b_limit": math.log(alpha / (1 - alpha)),
@@ -376,8 +423,10 @@ def theorem3_gd(alpha: float, lr: float = 0.5, steps: int = 200_000, n_log: int 
     Y[c - 1] = alpha
     W = np.zeros((c, n))
     log_steps = np.unique(np.concatenate([[0], np.geomspace(1, steps, n_log).round().astype(int)]))
-    rec = {key: np.empty(len(log_steps)) for key in
-           ("p_noise_full", "p_correct_full", "p_noise_rank1", "p_correct_rank1", "beta1", "beta2")}
+    rec = {
+        key: np.empty(len(log_steps))
+        for key in ("p_noise_full", "p_correct_full", "p_noise_rank1", "p_correct_rank1", "beta1", "beta2")
+    }
     eye = np.arange(n)
     k = 0
     for s in range(steps + 1):
@@ -395,8 +444,14 @@ def theorem3_gd(alpha: float, lr: float = 0.5, steps: int = 200_000, n_log: int 
             if k == len(log_steps):
                 break
         W -= lr * (P - Y) / n
-    return {"step": log_steps, "t": lr * log_steps, **rec, "K": theorem3_rank1_constant(alpha, "W"),
-            "alpha": alpha, "lr": lr}
+    return {
+        "step": log_steps,
+        "t": lr * log_steps,
+        **rec,
+        "K": theorem3_rank1_constant(alpha, "W"),
+        "alpha": alpha,
+        "lr": lr,
+    }
 
 
 # ====================================================================== Fig. 18: LAM with random embeddings
@@ -412,9 +467,16 @@ def _lam_losses(W: np.ndarray, E: np.ndarray, U: np.ndarray, Y: np.ndarray) -> t
 
 
 def lam_train(
-    n: int, d: int, alpha: float, lr: float, steps: int, ranks: Sequence[int] = (1, 2, 3, 4),
-    init: Literal["gaussian", "zero"] = "gaussian", embeddings: Literal["sphere", "orthonormal"] = "sphere",
-    seed: int = 0, log_every: int = 10,
+    n: int,
+    d: int,
+    alpha: float,
+    lr: float,
+    steps: int,
+    ranks: Sequence[int] = (1, 2, 3, 4),
+    init: Literal["gaussian", "zero"] = "gaussian",
+    embeddings: Literal["sphere", "orthonormal"] = "sphere",
+    seed: int = 0,
+    log_every: int = 10,
 ) -> pd.DataFrame:
     """Fig. 18 / App. G.1: linear associative memory with common noise, full-batch GD on the population loss.
 
@@ -476,8 +538,14 @@ def lam_train(
 
 
 def lam_fig18(
-    ds: Sequence[int] = (12, 8), seeds: Sequence[int] = range(20), n: int = 3, alpha: float = 0.03,
-    lr: float = 1.0, steps: int = 3000, ranks: Sequence[int] = (1, 2, 3, 4), log_every: int = 10,
+    ds: Sequence[int] = (12, 8),
+    seeds: Sequence[int] = range(20),
+    n: int = 3,
+    alpha: float = 0.03,
+    lr: float = 1.0,
+    steps: int = 3000,
+    ranks: Sequence[int] = (1, 2, 3, 4),
+    log_every: int = 10,
 ) -> pd.DataFrame:
     """Fig. 18 runs: ``lam_train`` (sphere embeddings, Gaussian init) for every ``d`` x seed, concatenated."""
     return pd.concat(
@@ -494,8 +562,11 @@ def lam_figure(df: pd.DataFrame, value: str = "pure_loss", models: Sequence[str]
     from analyses.plotting import subplots
 
     ds = sorted(df["d"].unique(), reverse=True)
-    models = list(models) if models is not None else sorted(
-        df["model"].unique(), key=lambda s: (s == "full", int(s[4:]) if s.startswith("rank") else 0))
+    models = (
+        list(models)
+        if models is not None
+        else sorted(df["model"].unique(), key=lambda s: (s == "full", int(s[4:]) if s.startswith("rank") else 0))
+    )
     fig, axes = subplots(1, len(ds), figsize=(5.5 * len(ds), 4), squeeze=False)
     for ax, d in zip(axes[0], ds):
         sub = df[(df["d"] == d) & (df["step"] > 0)]
@@ -506,8 +577,13 @@ def lam_figure(df: pd.DataFrame, value: str = "pure_loss", models: Sequence[str]
             ax.fill_between(med.index, lo.values, hi.values, color=line.get_color(), alpha=0.2)
         n_seeds = sub["seed"].nunique()
         alpha = sub["alpha"].iloc[0] if len(sub) else float("nan")
-        ax.set(xscale="log", yscale="log", xlabel="GD step", ylabel=value.replace("_", "-"),
-               title=f"n={sub['n'].iloc[0] if len(sub) else '?'}, alpha={alpha}, d={d} ({n_seeds} seeds)")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="GD step",
+            ylabel=value.replace("_", "-"),
+            title=f"n={sub['n'].iloc[0] if len(sub) else '?'}, alpha={alpha}, d={d} ({n_seeds} seeds)",
+        )
         ax.axhline(-math.log(1 - alpha), color="grey", lw=0.8, ls=":")
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -516,8 +592,7 @@ def lam_figure(df: pd.DataFrame, value: str = "pure_loss", models: Sequence[str]
 
 # ====================================================================== Table 3 (Lemma D.2) Monte Carlo
 
-_TABLE3_CASES = ["(N+1,N+1)", "(N+1,q)", "(N+1,k)", "(q,N+1)", "(q,q)", "(q,k)", "(j,N+1)", "(j,q)", "(j,j)",
-                 "(j,k)"]
+_TABLE3_CASES = ["(N+1,N+1)", "(N+1,q)", "(N+1,k)", "(q,N+1)", "(q,q)", "(q,k)", "(j,N+1)", "(j,q)", "(j,j)", "(j,k)"]
 
 
 def table3_formulas(N: int, T: int, alpha: float, printed: bool = False) -> pd.DataFrame:
@@ -527,21 +602,36 @@ def table3_formulas(N: int, T: int, alpha: float, printed: bool = False) -> pd.D
     derivation of Case 9, ``(-a^2 + 3a - 1)/N^2`` (sign typo in the table).
     """
     a = alpha
-    mu = [-a * a / N, -a / N, -a / N, (2 * a - 1) / N ** 2, (2 * a - 1) / (a * N ** 2), a / N ** 2,
-          a * a / N ** 2, a / N ** 2, (-(a * a + 3 * a - 1) if printed else (-a * a + 3 * a - 1)) / N ** 2,
-          a / N ** 2]
-    s2 = [a * a / (T * N) + (a ** 3 - a ** 4) / N ** 2, a / (T * N) + (a - a * a) / N ** 2,
-          a / (T * N) + (a - a * a) / N ** 2, 1 / (T * N ** 2) + (a * a - a + 1) / N ** 3,
-          (a ** 3 - a * a - a + 2) / (a ** 3 * T * N ** 2) + (a * a - a + 1) / (a * a * N ** 3),
-          (2 - a) * (1 / (T * N ** 2) + 1 / N ** 3), (2 - a) * (a / (T * N ** 2) + a * a / N ** 3),
-          (2 - a) * (1 / (T * N ** 2) + 1 / N ** 3),
-          (1 + (1 - a) * (2 - a)) / (T * N ** 2) + (1 + (1 - a) * (2 - a) ** 2) / N ** 3,
-          (2 - a) * (1 / (T * N ** 2) + 1 / N ** 3)]
+    mu = [
+        -a * a / N,
+        -a / N,
+        -a / N,
+        (2 * a - 1) / N**2,
+        (2 * a - 1) / (a * N**2),
+        a / N**2,
+        a * a / N**2,
+        a / N**2,
+        (-(a * a + 3 * a - 1) if printed else (-a * a + 3 * a - 1)) / N**2,
+        a / N**2,
+    ]
+    s2 = [
+        a * a / (T * N) + (a**3 - a**4) / N**2,
+        a / (T * N) + (a - a * a) / N**2,
+        a / (T * N) + (a - a * a) / N**2,
+        1 / (T * N**2) + (a * a - a + 1) / N**3,
+        (a**3 - a * a - a + 2) / (a**3 * T * N**2) + (a * a - a + 1) / (a * a * N**3),
+        (2 - a) * (1 / (T * N**2) + 1 / N**3),
+        (2 - a) * (a / (T * N**2) + a * a / N**3),
+        (2 - a) * (1 / (T * N**2) + 1 / N**3),
+        (1 + (1 - a) * (2 - a)) / (T * N**2) + (1 + (1 - a) * (2 - a) ** 2) / N**3,
+        (2 - a) * (1 / (T * N**2) + 1 / N**3),
+    ]
     return pd.DataFrame({"case": _TABLE3_CASES, "mu_table": mu, "sigma2_table": s2})
 
 
-def lemma_d2_moments_mc(N: int, T: int, alpha: float, m: int, seed: int = 0, q: int = 0,
-                        chunk: int = 8192) -> pd.DataFrame:
+def lemma_d2_moments_mc(
+    N: int, T: int, alpha: float, m: int, seed: int = 0, q: int = 0, chunk: int = 8192
+) -> pd.DataFrame:
     """Monte Carlo of Lemma D.2 / Table 3: ``Gamma_i(j, k) = (1/(N+1) - 1{y_i = j}) * (1/T) sum_t 1{z_{i,t} = k}``.
 
     Estimates ``E[Gamma]`` and ``E[Gamma^2]`` for every ``(j, k)`` from ``m`` sequences, then averages within each
@@ -564,22 +654,31 @@ def lemma_d2_moments_mc(N: int, T: int, alpha: float, m: int, seed: int = 0, q: 
         S2 += (B * B).T @ (C * C)
         done += r
     mu, m2 = S1 / m, S2 / m
-    var = m2 - mu ** 2
+    var = m2 - mu**2
     tau = N
     others = np.array([k for k in range(N) if k != q])
     off = ~np.eye(len(others), dtype=bool)
 
     def pool(M):
-        return [M[tau, tau], M[tau, q], M[tau, others].mean(), M[q, tau], M[q, q], M[q, others].mean(),
-                M[others, tau].mean(), M[others, q].mean(), M[others, others].mean(),
-                M[np.ix_(others, others)][off].mean()]
+        return [
+            M[tau, tau],
+            M[tau, q],
+            M[tau, others].mean(),
+            M[q, tau],
+            M[q, q],
+            M[q, others].mean(),
+            M[others, tau].mean(),
+            M[others, q].mean(),
+            M[others, others].mean(),
+            M[np.ix_(others, others)][off].mean(),
+        ]
 
     df = table3_formulas(N, T, alpha)
     df["mu_printed"] = table3_formulas(N, T, alpha, printed=True)["mu_table"]
     df["mu_mc"] = pool(mu)
     df["sigma2_mc"] = pool(var)
-    df["N2_mu_mc"] = N ** 2 * df["mu_mc"]
-    df["N2_mu_table"] = N ** 2 * df["mu_table"]
+    df["N2_mu_mc"] = N**2 * df["mu_mc"]
+    df["N2_mu_table"] = N**2 * df["mu_table"]
     return df[["case", "mu_mc", "mu_table", "mu_printed", "N2_mu_mc", "N2_mu_table", "sigma2_mc", "sigma2_table"]]
 
 
@@ -606,52 +705,124 @@ def run_checks(claim, quick: bool = True) -> tuple[dict, list, dict]:
     median = last.groupby(["d", "model"])["pure_loss"].median()
 
     results = {
-        "theorem1": {str(m): {"ff_margin": float(r["ff_margin_q"].mean()), "attn_margin": float(r["attn_margin"].mean()),
-                              "ff_pred": r["ff_pred"], "attn_pred_eq2": float(r["attn_pred_eq2"]), "ratio": float(r["ratio"])}
-                     for m, r in margins.items()},
-        "theorem1_no_prev_token_m8192": {"attn_margin": float(no_prev["attn_margin"].mean()),
-                                         "attn_pred": float(no_prev["attn_pred"])},
-        "b3_recursion": {"final": float(recursion[-1]), "fixed_point": ff_noise_fixed_point(N, 0.3),
-                         "overshoot": bool(recursion.max() > ff_noise_fixed_point(N, 0.3) + 1e-9)},
-        "theorem3_gd": {str(a): {"t": float(r["t"][-1]), "p_noise_full": float(r["p_noise_full"][-1]),
-                                 "sqrt_t_p_noise_rank1": float(math.sqrt(r["t"][-1]) * r["p_noise_rank1"][-1]),
-                                 "predicted": float(r["K"] ** -0.5), "p_correct_rank1": float(r["p_correct_rank1"][-1])}
-                        for a, r in gd.items()},
+        "theorem1": {
+            str(m): {
+                "ff_margin": float(r["ff_margin_q"].mean()),
+                "attn_margin": float(r["attn_margin"].mean()),
+                "ff_pred": r["ff_pred"],
+                "attn_pred_eq2": float(r["attn_pred_eq2"]),
+                "ratio": float(r["ratio"]),
+            }
+            for m, r in margins.items()
+        },
+        "theorem1_no_prev_token_m8192": {
+            "attn_margin": float(no_prev["attn_margin"].mean()),
+            "attn_pred": float(no_prev["attn_pred"]),
+        },
+        "b3_recursion": {
+            "final": float(recursion[-1]),
+            "fixed_point": ff_noise_fixed_point(N, 0.3),
+            "overshoot": bool(recursion.max() > ff_noise_fixed_point(N, 0.3) + 1e-9),
+        },
+        "theorem3_gd": {
+            str(a): {
+                "t": float(r["t"][-1]),
+                "p_noise_full": float(r["p_noise_full"][-1]),
+                "sqrt_t_p_noise_rank1": float(math.sqrt(r["t"][-1]) * r["p_noise_rank1"][-1]),
+                "predicted": float(r["K"] ** -0.5),
+                "p_correct_rank1": float(r["p_correct_rank1"][-1]),
+            }
+            for a, r in gd.items()
+        },
         "fig18_median_pure_loss_final": {f"d{d}.{model}": float(v) for (d, model), v in median.items()},
     }
     m8192 = results["theorem1"]["8192"]
     no_prev_row = results["theorem1_no_prev_token_m8192"]
     b3 = results["b3_recursion"]
     claims = [
-        claim("thm1_ff_margin", "Theorem 1: FF noise margin after one step is η_f α − O(1/N) (m = 8192, N = 64, T = 256, "
-              "α = 0.5)", m8192["ff_margin"], near(0.5, 0.05, partial_tol=0.1), paper=0.5, where="Theorem 1"),
-        claim("thm1_attn_margin", "Theorem 1: attention margin after one step (Eq. 2 with W̃_E, which doubles the proof's "
-              "constant), relative to the closed form", m8192["attn_margin"] / m8192["attn_pred_eq2"],
-              near(1.0, 0.1, partial_tol=0.25), where="Theorem 1", note=f"closed form {m8192['attn_pred_eq2']:.4g}"),
-        claim("thm1_attn_margin_no_prev", "Theorem 1: attention margin η_v α̂ / N without W̃_E, relative to the "
-              "closed form", no_prev_row["attn_margin"] / no_prev_row["attn_pred"], near(1.0, 0.1, partial_tol=0.25),
-              where="Theorem 1"),
-        claim("thm1_ratio", "Theorem 1: the FF margin is order N larger than the attention margin (ratio / (N/2))",
-              m8192["ratio"] / (N / 2), near(1.0, 0.15, partial_tol=0.5), where="Theorem 1"),
-        claim("b3_fixed_point", "App. B.3: the noise logit converges to log N + log(α/(1−α)) (η = 1, α = 0.3, 300 steps; "
-              "ours minus the fixed point)", b3["final"] - b3["fixed_point"], near(0.0, 0.05, partial_tol=0.2),
-              where="App. B.3", note="no overshoot" if not b3["overshoot"] else "overshoots the fixed point"),
+        claim(
+            "thm1_ff_margin",
+            "Theorem 1: FF noise margin after one step is η_f α − O(1/N) (m = 8192, N = 64, T = 256, α = 0.5)",
+            m8192["ff_margin"],
+            near(0.5, 0.05, partial_tol=0.1),
+            paper=0.5,
+            where="Theorem 1",
+        ),
+        claim(
+            "thm1_attn_margin",
+            "Theorem 1: attention margin after one step (Eq. 2 with W̃_E, which doubles the proof's "
+            "constant), relative to the closed form",
+            m8192["attn_margin"] / m8192["attn_pred_eq2"],
+            near(1.0, 0.1, partial_tol=0.25),
+            where="Theorem 1",
+            note=f"closed form {m8192['attn_pred_eq2']:.4g}",
+        ),
+        claim(
+            "thm1_attn_margin_no_prev",
+            "Theorem 1: attention margin η_v α̂ / N without W̃_E, relative to the closed form",
+            no_prev_row["attn_margin"] / no_prev_row["attn_pred"],
+            near(1.0, 0.1, partial_tol=0.25),
+            where="Theorem 1",
+        ),
+        claim(
+            "thm1_ratio",
+            "Theorem 1: the FF margin is order N larger than the attention margin (ratio / (N/2))",
+            m8192["ratio"] / (N / 2),
+            near(1.0, 0.15, partial_tol=0.5),
+            where="Theorem 1",
+        ),
+        claim(
+            "b3_fixed_point",
+            "App. B.3: the noise logit converges to log N + log(α/(1−α)) (η = 1, α = 0.3, 300 steps; "
+            "ours minus the fixed point)",
+            b3["final"] - b3["fixed_point"],
+            near(0.0, 0.05, partial_tol=0.2),
+            where="App. B.3",
+            note="no overshoot" if not b3["overshoot"] else "overshoots the fixed point",
+        ),
     ]
     for a, r in results["theorem3_gd"].items():
-        claims.append(claim(f"thm3_full_p_noise_alpha{a}", f"Theorem 3 (α = {a}): the full model predicts the noise "
-                            "with probability α", r["p_noise_full"], near(float(a), 0.02, partial_tol=0.05),
-                            paper=float(a), where="Theorem 3"))
-        claims.append(claim(f"thm3_rank1_rate_alpha{a}", f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays "
-                            f"as t^-1/2 (√t · P at t = {r['t']:.0f}, relative to the predicted constant)",
-                            r["sqrt_t_p_noise_rank1"] / r["predicted"], near(1.0, 0.1, partial_tol=0.3),
-                            where="Theorem 3"))
+        claims.append(
+            claim(
+                f"thm3_full_p_noise_alpha{a}",
+                f"Theorem 3 (α = {a}): the full model predicts the noise with probability α",
+                r["p_noise_full"],
+                near(float(a), 0.02, partial_tol=0.05),
+                paper=float(a),
+                where="Theorem 3",
+            )
+        )
+        claims.append(
+            claim(
+                f"thm3_rank1_rate_alpha{a}",
+                f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays "
+                f"as t^-1/2 (√t · P at t = {r['t']:.0f}, relative to the predicted constant)",
+                r["sqrt_t_p_noise_rank1"] / r["predicted"],
+                near(1.0, 0.1, partial_tol=0.3),
+                where="Theorem 3",
+            )
+        )
     for d in (12, 8):
         full = results["fig18_median_pure_loss_final"][f"d{d}.full"]
         rank2 = results["fig18_median_pure_loss_final"][f"d{d}.rank2"]
-        claims.append(claim(f"fig18_full_d{d}", f"Fig 18 (d = {d}): the full linear associative memory's pure-label "
-                            "loss is ≈ −log(1 − α) (α = 0.03)", full, near(-math.log(0.97), 0.01, partial_tol=0.03),
-                            paper=-math.log(0.97), where="Fig 18"))
-        claims.append(claim(f"fig18_rank2_below_full_d{d}", f"Fig 18 (d = {d}): the rank-2 truncation's pure-label loss "
-                            "is clearly below the full model's (ratio rank-2 / full)", rank2 / full,
-                            at_most(0.5, partial=0.9), where="Fig 18"))
+        claims.append(
+            claim(
+                f"fig18_full_d{d}",
+                f"Fig 18 (d = {d}): the full linear associative memory's pure-label loss is ≈ −log(1 − α) (α = 0.03)",
+                full,
+                near(-math.log(0.97), 0.01, partial_tol=0.03),
+                paper=-math.log(0.97),
+                where="Fig 18",
+            )
+        )
+        claims.append(
+            claim(
+                f"fig18_rank2_below_full_d{d}",
+                f"Fig 18 (d = {d}): the rank-2 truncation's pure-label loss "
+                "is clearly below the full model's (ratio rank-2 / full)",
+                rank2 / full,
+                at_most(0.5, partial=0.9),
+                where="Fig 18",
+            )
+        )
     return results, claims, {"fig18_lam.png": lam_figure(lam)}

@@ -6,6 +6,7 @@ over rounds of (TL time / plain time) within a round. The TL embedding does more
 equations need: its residual is 8D wide in both layers and the identity ``W_K`` / ``W_V`` / ``W_O`` are
 real matmuls, so the ratio grows with D.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -17,8 +18,9 @@ from analyses.papers.induction_heads.data import make_continuous_icl_batch
 from analyses.papers.induction_heads.models import DisentangledReference, build_disentangled, mse
 
 
-def compare_train_steps(dim: int = 16, n_pairs: int = 8, batch: int = 512, rounds: int = 5, steps: int = 5,
-                        seed: int = 0) -> dict:
+def compare_train_steps(
+    dim: int = 16, n_pairs: int = 8, batch: int = 512, rounds: int = 5, steps: int = 5, seed: int = 0
+) -> dict:
     """``{"tl_ms", "plain_ms", "ratio", "ratios", "max_weight_gap"}`` (ms per training step, medians)."""
     X, y, _ = make_continuous_icl_batch(batch, n_pairs, dim, generator=torch.Generator().manual_seed(seed))
     dtl = build_disentangled(dim, n_pairs, init_std=0.01, seed=seed)
@@ -51,6 +53,13 @@ def compare_train_steps(dim: int = 16, n_pairs: int = 8, batch: int = 512, round
         tl.append(timed(step_tl))
         plain.append(timed(step_ref))
     gap = max(float((a - b.detach()).abs().max()) for a, b in zip(dtl.weights(), ref.parameters()))
-    return {"tl_ms": statistics.median(tl), "plain_ms": statistics.median(plain),
-            "ratio": statistics.median(a / b for a, b in zip(tl, plain)), "ratios": [a / b for a, b in zip(tl, plain)],
-            "max_weight_gap": gap, "dim": dim, "n_pairs": n_pairs, "batch": batch}
+    return {
+        "tl_ms": statistics.median(tl),
+        "plain_ms": statistics.median(plain),
+        "ratio": statistics.median(a / b for a, b in zip(tl, plain)),
+        "ratios": [a / b for a, b in zip(tl, plain)],
+        "max_weight_gap": gap,
+        "dim": dim,
+        "n_pairs": n_pairs,
+        "batch": batch,
+    }

@@ -9,6 +9,7 @@
 - **Task C** (:func:`orthonormal_icl_batch`, Assumptions 7–8, App. B): items and labels orthonormal,
   positions ``{p_i, p_i M}`` orthonormal, query = the last pair (``q = N``). Needs ``N <= D/2``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,8 +61,7 @@ class TokenICLBatch:
 
     def as_batch(self) -> Batch:
         """The trainer's :class:`~mechrecall.batch.Batch` (loss on the last position, offsets in extras)."""
-        return Batch(self.tokens, self.target, extras={"pos_offset": self.pos_offset,
-                                                       "query_index": self.query_index})
+        return Batch(self.tokens, self.target, extras={"pos_offset": self.pos_offset, "query_index": self.query_index})
 
 
 def make_token_icl_batch(
@@ -82,8 +82,9 @@ def make_token_icl_batch(
     if 2 * n_pairs > vocab_size:
         raise ValueError(f"n_pairs={n_pairs}: 2N = {2 * n_pairs} distinct tokens do not fit in vocab_size={vocab_size}")
     if seq > block_size:
-        raise ValueError(f"n_pairs={n_pairs}: the sequence 2N+1 = {seq} is longer than block_size (n_ctx) = "
-                         f"{block_size}")
+        raise ValueError(
+            f"n_pairs={n_pairs}: the sequence 2N+1 = {seq} is longer than block_size (n_ctx) = {block_size}"
+        )
     g = generator
     # Distinct tokens per row: the first 2P entries of a random permutation (argsort of uniforms).
     perm = torch.rand(batch_size, vocab_size, generator=g).argsort(-1)[:, : 2 * n_pairs]
@@ -149,8 +150,9 @@ def make_continuous_icl_batch(
     if dist == "gaussian":
         if not variance > 0:
             raise ValueError(f"variance={variance!r}; expected > 0")
-        a, b, p = (variance ** 0.5 * torch.randn(batch_size, n_pairs, dim, generator=g, dtype=torch.float64)
-                   for _ in range(3))
+        a, b, p = (
+            variance**0.5 * torch.randn(batch_size, n_pairs, dim, generator=g, dtype=torch.float64) for _ in range(3)
+        )
     else:
         a, b, p = _orthonormal_codes(batch_size, n_pairs, dim, g)
     X, y = assemble_sequences(a, b, p, q)
@@ -177,10 +179,14 @@ def _orthonormal_codes(batch: int, n_pairs: int, dim: int, g: torch.Generator | 
 
 
 def orthonormal_icl_batch(
-    batch_size: int, n_pairs: int, dim: int, generator: torch.Generator | None = None,
+    batch_size: int,
+    n_pairs: int,
+    dim: int,
+    generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"]]:
     """Task C (Assumptions 7–8): orthonormal items/labels and positions, query = the last pair. ``(X, y)``."""
-    X, y, _ = make_continuous_icl_batch(batch_size, n_pairs, dim, query="last", dist="orthonormal",
-                                        generator=generator, dtype=dtype)
+    X, y, _ = make_continuous_icl_batch(
+        batch_size, n_pairs, dim, query="last", dist="orthonormal", generator=generator, dtype=dtype
+    )
     return X, y

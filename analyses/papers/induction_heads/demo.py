@@ -5,6 +5,7 @@ that repeat with a random period; an induction circuit forms (the emergence stud
 previous token, layer 1 attends to the tokens that *followed* earlier occurrences of the current one.
 The run trains with checkpoints (re-running resumes); ``analyses.head_roles`` then finds the circuit.
 """
+
 from __future__ import annotations
 
 import time
@@ -41,8 +42,14 @@ PRESET_STEPS = {"micro": 150, "smoke": 1000, "paper": 3000}
 
 def model_config(c: DemoConfig) -> dict:
     return dict(
-        n_layers=2, n_heads=1, d_model=c.d_model, d_head=c.d_model, d_vocab=c.d_vocab, n_ctx=c.seq_len,
-        attn_only=True, normalization_type=None,
+        n_layers=2,
+        n_heads=1,
+        d_model=c.d_model,
+        d_head=c.d_model,
+        d_vocab=c.d_vocab,
+        n_ctx=c.seq_len,
+        attn_only=True,
+        normalization_type=None,
     )
 
 
@@ -77,10 +84,18 @@ def part_demo(ctx: Context) -> PartResult:
     model = build_toy_model(model_config(c), [ZeroBiases()], seed=c.seed)
     if ctx.device:
         model.to(ctx.device)
-    test = induction_batch(512, c.seq_len, c.d_vocab, torch.Generator().manual_seed(10_000 + c.seed)).to(model.cfg.device)
+    test = induction_batch(512, c.seq_len, c.d_vocab, torch.Generator().manual_seed(10_000 + c.seed)).to(
+        model.cfg.device
+    )
     tc = TrainConfig(
-        steps=c.steps, optimizer="adamw", lr=c.lr, loss_positions="mask", eval_every=c.eval_every,
-        checkpoint_every=c.checkpoint_every, seed=c.seed, progress=ctx.progress,
+        steps=c.steps,
+        optimizer="adamw",
+        lr=c.lr,
+        loss_positions="mask",
+        eval_every=c.eval_every,
+        checkpoint_every=c.checkpoint_every,
+        seed=c.seed,
+        progress=ctx.progress,
     )
     started = time.perf_counter()
     result = train(
@@ -113,23 +128,41 @@ def part_demo(ctx: Context) -> PartResult:
         "history": result.history,
     }
     claims = [
-        ctx.claim("demo", "induction_accuracy", "a 2-layer attention-only model learns in-context copying "
-                  "(induction accuracy on repeated random tokens)", final["accuracy"], at_least(0.6, partial=0.2),
-                  where="§2 (the induction task)", note=f"chance is {1 / c.d_vocab:.3f}"),
-        ctx.claim("demo", "previous_token_head_in_layer0", "the previous-token head is in layer 0 (head-role score "
-                  "L0 minus L1)", score[(0, 0, "previous_token")] - score[(1, 0, "previous_token")], at_least(0.0),
-                  where="§2 (the induction circuit)"),
-        ctx.claim("demo", "induction_head_in_layer1", "the induction head is in layer 1 (head-role score L1 minus L0)",
-                  score[(1, 0, "induction")] - score[(0, 0, "induction")], at_least(0.0),
-                  where="§2 (the induction circuit)"),
+        ctx.claim(
+            "demo",
+            "induction_accuracy",
+            "a 2-layer attention-only model learns in-context copying (induction accuracy on repeated random tokens)",
+            final["accuracy"],
+            at_least(0.6, partial=0.2),
+            where="§2 (the induction task)",
+            note=f"chance is {1 / c.d_vocab:.3f}",
+        ),
+        ctx.claim(
+            "demo",
+            "previous_token_head_in_layer0",
+            "the previous-token head is in layer 0 (head-role score L0 minus L1)",
+            score[(0, 0, "previous_token")] - score[(1, 0, "previous_token")],
+            at_least(0.0),
+            where="§2 (the induction circuit)",
+        ),
+        ctx.claim(
+            "demo",
+            "induction_head_in_layer1",
+            "the induction head is in layer 1 (head-role score L1 minus L0)",
+            score[(1, 0, "induction")] - score[(0, 0, "induction")],
+            at_least(0.0),
+            where="§2 (the induction circuit)",
+        ),
     ]
     figures = {
         "demo_training.png": _figure(result.history),
         "demo_head_roles.png": head_roles_figure(roles, title="head roles after training"),
         "demo_attention_L1.html": attention_pattern_html(model, test.tokens[:1].cpu(), layer=1),
     }
-    ctx.say(f"induction accuracy {final['accuracy']:.3f} (chance {1 / c.d_vocab:.3f}); L0 previous-token attention "
-            f"{final['attention.L0_previous_token']:.2f}, L1 induction attention {final['attention.L1_induction']:.2f}")
+    ctx.say(
+        f"induction accuracy {final['accuracy']:.3f} (chance {1 / c.d_vocab:.3f}); L0 previous-token attention "
+        f"{final['attention.L0_previous_token']:.2f}, L1 induction attention {final['attention.L1_induction']:.2f}"
+    )
     return PartResult(results, claims, figures, footer=f"{c.steps} steps, d_model {c.d_model}, vocabulary {c.d_vocab}")
 
 
@@ -142,7 +175,9 @@ def _figure(history: dict):
     steps = [r["step"] for r in history["eval"]]
     ax_eval.plot(steps, [r["accuracy"] for r in history["eval"]], label="induction accuracy")
     ax_eval.plot(steps, [r["attention.L0_previous_token"] for r in history["eval"]], label="L0 attn on previous token")
-    ax_eval.plot(steps, [r["attention.L1_induction"] for r in history["eval"]], label="L1 attn after earlier occurrences")
+    ax_eval.plot(
+        steps, [r["attention.L1_induction"] for r in history["eval"]], label="L1 attn after earlier occurrences"
+    )
     ax_eval.set(xlabel="step", ylim=(0, 1.02), title="emergence of the induction circuit")
     ax_eval.legend(fontsize=7)
     fig.tight_layout()

@@ -8,6 +8,7 @@ crossing time is linearly interpolated (``interpolate=False``: the first measure
 
 Thresholds must lie in (0, 1): the paper uses ½ (Definition 1) and 0.1 for α₃ and β₂ (App. F).
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,9 @@ def _interp(t: np.ndarray, x: np.ndarray, k: int, threshold: float, interpolate:
     return float(t[k - 1] + frac * (t[k] - t[k - 1]))
 
 
-def crossing_time(times: Sequence[float], values: Sequence[float], threshold: float, *,
-                  interpolate: bool = True) -> float | None:
+def crossing_time(
+    times: Sequence[float], values: Sequence[float], threshold: float, *, interpolate: bool = True
+) -> float | None:
     """First time the series reaches ``threshold`` (``None`` if it never does)."""
     t, x = _arrays(times, values)
     hit = np.flatnonzero(x >= threshold)
@@ -63,8 +65,11 @@ def crossing_time(times: Sequence[float], values: Sequence[float], threshold: fl
 
 
 def emergence_times(
-    times: Sequence[float], series: Mapping[str, Sequence[float]], thresholds: Mapping[str, float] = DEFINITION_1,
-    *, interpolate: bool = True,
+    times: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    thresholds: Mapping[str, float] = DEFINITION_1,
+    *,
+    interpolate: bool = True,
 ) -> dict[str, float | None]:
     """``{name: T_name}`` for every name in ``thresholds`` (``None``: not reached within the series)."""
     thresholds = check_thresholds(thresholds)
@@ -75,8 +80,11 @@ def emergence_times(
 
 
 def joint_emergence_time(
-    times: Sequence[float], series: Mapping[str, Sequence[float]], thresholds: Mapping[str, float] = DEFINITION_1,
-    *, interpolate: bool = True,
+    times: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    thresholds: Mapping[str, float] = DEFINITION_1,
+    *,
+    interpolate: bool = True,
 ) -> float | None:
     """Definition 3: ``t_ICL = inf{t : every series ≥ its threshold}`` (``None`` if never)."""
     thresholds = check_thresholds(thresholds)
@@ -90,12 +98,15 @@ def joint_emergence_time(
     if k == 0:
         return float(t[0])
     # The last series to cross decides; series already past their threshold at k - 1 do not.
-    return max(_interp(t, x, k, thresholds[n], interpolate) if x[k - 1] < thresholds[n] else float(t[k - 1])
-               for n, (_, x) in arrays.items())
+    return max(
+        _interp(t, x, k, thresholds[n], interpolate) if x[k - 1] < thresholds[n] else float(t[k - 1])
+        for n, (_, x) in arrays.items()
+    )
 
 
-def series_from_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], time_key: str = "step"
-                     ) -> tuple[list[float], dict[str, list[float]]]:
+def series_from_rows(
+    rows: Sequence[Mapping[str, Any]], keys: Sequence[str], time_key: str = "step"
+) -> tuple[list[float], dict[str, list[float]]]:
     """``(times, {key: values})`` from rows such as a trainer's ``history["eval"]`` or one row per checkpoint."""
     rows = sorted((r for r in rows if all(k in r for k in keys)), key=lambda r: r[time_key])
     return [float(r[time_key]) for r in rows], {k: [float(r[k]) for r in rows] for k in keys}

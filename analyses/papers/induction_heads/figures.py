@@ -1,4 +1,5 @@
 """The paper's figures (PNG through ``analyses.plotting.subplots``; each titled with the figure it reproduces)."""
+
 from __future__ import annotations
 
 from typing import Mapping, Sequence
@@ -17,8 +18,9 @@ def _grid(ax, sizes: Sequence[int], axis: str) -> None:
         (ax.axhline if axis == "y" else ax.axvline)(at - 0.5, color="k", lw=0.5)
 
 
-def interpretable_qk_figure(mats: Mapping[str, dict], title: str = "Fig 2: the trained §2 transformer",
-                            center_rows: bool = True):
+def interpretable_qk_figure(
+    mats: Mapping[str, dict], title: str = "Fig 2: the trained §2 transformer", center_rows: bool = True
+):
     """Fig 2: layer-0 and layer-1 QK matrices and the output matrix in the [E, P, OV·E, OV·P, ...] basis.
 
     ``center_rows``: QK panels show each row minus its mean within each key block (softmax-invariant per block).
@@ -67,8 +69,13 @@ def _trajectory_panels(ax_pp, ax_loss, history: Sequence[Mapping], label: str) -
     steps = [r["step"] for r in history]
     for name in PSEUDO_PARAMS:
         bold = name in INDUCTION_PARAMS
-        ax_pp.plot(steps, [r[name] for r in history], lw=2.0 if bold else 0.7, alpha=1.0 if bold else 0.6,
-                   label=greek(name) if bold else None)
+        ax_pp.plot(
+            steps,
+            [r[name] for r in history],
+            lw=2.0 if bold else 0.7,
+            alpha=1.0 if bold else 0.6,
+            label=greek(name) if bold else None,
+        )
     ax_pp.set(xlabel="SGD step", ylabel="pseudo-parameter c_k", title=f"{label}: 19 pseudo-parameters")
     ax_pp.legend(fontsize=7)
     rows = [r for r in history if r.get("loss") is not None]
@@ -86,19 +93,29 @@ def trajectories_figure(full: Sequence[Mapping], three: Sequence[Mapping], title
     return fig
 
 
-def scaling_figure(ns: Sequence[int], times: Mapping[str, Sequence[float]], t_icl: Sequence[float],
-                   asymptote: float | None, title: str = "Fig 5: emergence time vs N"):
+def scaling_figure(
+    ns: Sequence[int],
+    times: Mapping[str, Sequence[float]],
+    t_icl: Sequence[float],
+    asymptote: float | None,
+    title: str = "Fig 5: emergence time vs N",
+):
     """Fig 5. Left: T_α₃, T_β₂, T_γ₃ vs N (log-log). Right: t_ICL vs N and ``c N²``."""
     fig, (ax_l, ax_r) = subplots(1, 2, figsize=(10, 4))
     for name in ("gamma3", "beta2", "alpha3"):
         ax_l.plot(ns, times[name], marker="o", label=f"T_{greek(name)}")
-    ax_l.set(xscale="log", yscale="log", xlabel="N (pairs in context)", ylabel="emergence time (gradient-flow t)",
-             title="per parameter")
+    ax_l.set(
+        xscale="log",
+        yscale="log",
+        xlabel="N (pairs in context)",
+        ylabel="emergence time (gradient-flow t)",
+        title="per parameter",
+    )
     ax_l.legend()
     ax_r.plot(ns, t_icl, marker="o", label="t_ICL")
     if asymptote is not None:
         grid = np.geomspace(min(ns), max(ns), 50)
-        ax_r.plot(grid, asymptote * grid ** 2, "--", label=f"{asymptote:.3g} N²")
+        ax_r.plot(grid, asymptote * grid**2, "--", label=f"{asymptote:.3g} N²")
     ax_r.set(xscale="log", yscale="log", xlabel="N", ylabel="t_ICL", title="time to in-context learning")
     ax_r.legend()
     for ax in (ax_l, ax_r):
@@ -126,8 +143,9 @@ def loss_figure(history: Mapping, title: str = "Fig 17: training loss of the §2
     return fig
 
 
-def checkpoint_scores_figure(steps: Sequence[int], series: Mapping[str, Sequence[float]], emergence: Mapping,
-                             title: str):
+def checkpoint_scores_figure(
+    steps: Sequence[int], series: Mapping[str, Sequence[float]], emergence: Mapping, title: str
+):
     """Extension: head-role scores of the top heads vs training step (log x; step 0 drawn at 0.5)."""
     fig, ax = subplots(1, 1, figsize=(7, 4))
     x = [max(s, 0.5) for s in steps]
@@ -136,8 +154,7 @@ def checkpoint_scores_figure(steps: Sequence[int], series: Mapping[str, Sequence
         t = emergence.get(name)
         if t is not None:
             ax.axvline(max(t, 0.5), ls=":", lw=0.8)
-    ax.set(xscale="log", xlabel="training step (checkpoint)", ylabel="attention score", ylim=(-0.02, 1.02),
-           title=title)
+    ax.set(xscale="log", xlabel="training step (checkpoint)", ylabel="attention score", ylim=(-0.02, 1.02), title=title)
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig

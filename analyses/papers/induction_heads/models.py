@@ -14,6 +14,7 @@
 - :func:`disentangled_forward` / :class:`DisentangledReference`: the same equations in plain torch,
   the oracle of the tests and the baseline of the benchmark.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -35,9 +36,20 @@ def standard_config(d_model: int = 2048, n_ctx: int = 32, d_vocab: int = 32) -> 
 
     The 1/sqrt(d_head) attention scale (Vaswani et al.'s recipe, which the paper says it follows) is kept.
     """
-    return dict(n_layers=2, n_heads=1, d_model=d_model, d_head=d_model, d_vocab=d_vocab, d_vocab_out=d_vocab,
-                n_ctx=n_ctx, attn_only=True, normalization_type=None, positional_embedding_type="standard",
-                default_prepend_bos=False, act_fn="relu")
+    return dict(
+        n_layers=2,
+        n_heads=1,
+        d_model=d_model,
+        d_head=d_model,
+        d_vocab=d_vocab,
+        d_vocab_out=d_vocab,
+        n_ctx=n_ctx,
+        attn_only=True,
+        normalization_type=None,
+        positional_embedding_type="standard",
+        default_prepend_bos=False,
+        act_fn="relu",
+    )
 
 
 def standard_model(d_model: int = 2048, n_ctx: int = 32, d_vocab: int = 32, seed: int = 0) -> HookedTransformer:
@@ -65,8 +77,9 @@ def standard_forward(model: HookedTransformer, tokens: Tensor, pos_offset: Tenso
     if pos_offset is None:
         return model(tokens)
     if int(pos_offset.max()) + tokens.shape[1] > model.cfg.n_ctx:
-        raise ValueError(f"pos_offset up to {int(pos_offset.max())} + length {tokens.shape[1]} exceeds "
-                         f"n_ctx={model.cfg.n_ctx}")
+        raise ValueError(
+            f"pos_offset up to {int(pos_offset.max())} + length {tokens.shape[1]} exceeds n_ctx={model.cfg.n_ctx}"
+        )
     return model.run_with_hooks(tokens, fwd_hooks=[offset_pos_hook(model, pos_offset)])
 
 
@@ -81,10 +94,23 @@ def standard_loss(model: HookedTransformer, batch) -> Tensor:
 
 def disentangled_config(dim: int, n_pairs: int, dtype: str = "float32") -> dict:
     """The TL config of the embedding: residual 8D, ``d_head`` 4D, no attention scale, ``n_ctx = 2N+1``."""
-    return dict(n_layers=2, n_heads=1, d_model=8 * dim, d_head=4 * dim, n_ctx=2 * n_pairs + 1, d_vocab=1,
-                d_vocab_out=dim, attn_only=True, normalization_type=None, use_attn_scale=False,
-                positional_embedding_type="standard", default_prepend_bos=False, init_weights=False,
-                act_fn="relu", dtype=dtype)
+    return dict(
+        n_layers=2,
+        n_heads=1,
+        d_model=8 * dim,
+        d_head=4 * dim,
+        n_ctx=2 * n_pairs + 1,
+        d_vocab=1,
+        d_vocab_out=dim,
+        attn_only=True,
+        normalization_type=None,
+        use_attn_scale=False,
+        positional_embedding_type="standard",
+        default_prepend_bos=False,
+        init_weights=False,
+        act_fn="relu",
+        dtype=dtype,
+    )
 
 
 def disentangled_surgeries(dim: int, exclude_self: bool = True, init_std: float = 0.0) -> list:
@@ -94,8 +120,18 @@ def disentangled_surgeries(dim: int, exclude_self: bool = True, init_std: float 
     s = [
         ZeroBiases(),
         Freeze(("embed.W_E", "pos_embed.W_pos")),
-        SetWeight(("blocks.*.attn.W_K", "blocks.*.attn.W_V", "blocks.*.attn.W_O", "blocks.*.attn.W_Q",
-                   "unembed.W_U", "embed.W_E", "pos_embed.W_pos"), "zeros"),
+        SetWeight(
+            (
+                "blocks.*.attn.W_K",
+                "blocks.*.attn.W_V",
+                "blocks.*.attn.W_O",
+                "blocks.*.attn.W_Q",
+                "unembed.W_U",
+                "embed.W_E",
+                "pos_embed.W_pos",
+            ),
+            "zeros",
+        ),
         SetWeight(("blocks.0.attn.W_K", "blocks.0.attn.W_V"), "identity", region=(head, (0, 2 * D), (0, 2 * D))),
         SetWeight(("blocks.0.attn.W_O",), "identity", region=(head, (0, 2 * D), (2 * D, 4 * D))),
         SetWeight(("blocks.1.attn.W_K", "blocks.1.attn.W_V"), "identity", region=(head, (0, 4 * D), (0, 4 * D))),
@@ -164,7 +200,12 @@ class DisentangledTL:
 
 
 def build_disentangled(
-    dim: int, n_pairs: int, *, exclude_self: bool = True, init_std: float = 0.0, seed: int = 0,
+    dim: int,
+    n_pairs: int,
+    *,
+    exclude_self: bool = True,
+    init_std: float = 0.0,
+    seed: int = 0,
     dtype: str = "float32",
 ) -> DisentangledTL:
     """The disentangled transformer of §3.1 for ``D = dim`` and ``N = n_pairs`` (28 D² trainable numbers)."""
@@ -172,8 +213,9 @@ def build_disentangled(
         raise ValueError(f"dim={dim!r}; expected an even integer >= 2")
     if not isinstance(n_pairs, int) or n_pairs < 1:
         raise ValueError(f"n_pairs={n_pairs!r}; expected an integer >= 1")
-    model = build_toy_model(disentangled_config(dim, n_pairs, dtype),
-                            disentangled_surgeries(dim, exclude_self, init_std), seed=seed)
+    model = build_toy_model(
+        disentangled_config(dim, n_pairs, dtype), disentangled_surgeries(dim, exclude_self, init_std), seed=seed
+    )
     return DisentangledTL(model, dim, n_pairs)
 
 

@@ -10,6 +10,7 @@ they formed. Without weights here (no hub, no local mirror) the part reports ``n
 The weight-based analyses (Fig 2's [E, P, OV·E, OV·P] matrices) do not apply to Pythia: it has rotary
 positions (no ``W_pos``), LayerNorm and MLPs, so only the activation-based scores are used here.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,16 +45,19 @@ def checkpoints_of(ctx: Context) -> list[int]:
         try:
             steps = sorted({int(s) for s in str(text).split(",") if s.strip()})
         except ValueError:
-            raise UsageError(f"--checkpoints {text!r}; expected comma-separated training steps like "
-                             "0,1000,143000") from None
+            raise UsageError(
+                f"--checkpoints {text!r}; expected comma-separated training steps like 0,1000,143000"
+            ) from None
         if steps and min(steps) < 0:
             raise UsageError(f"--checkpoints {text!r}; expected non-negative training steps")
     else:
         local = local_steps(model)
         steps = local if local is not None else list(DEFAULT_CHECKPOINTS)
     if len(steps) < 2:
-        raise UsageError(f"--checkpoints {text or ','.join(map(str, steps)) or '(none)'} for --model {model}: an "
-                         f"emergence time needs a series of at least 2 checkpoints, got {len(steps)}")
+        raise UsageError(
+            f"--checkpoints {text or ','.join(map(str, steps)) or '(none)'} for --model {model}: an "
+            f"emergence time needs a series of at least 2 checkpoints, got {len(steps)}"
+        )
     local = local_steps(model)
     if local is not None:
         missing = [s for s in steps if s not in local]
@@ -86,10 +90,18 @@ def part_pythia(ctx: Context) -> PartResult:
     threshold = threshold_of(ctx)
     where = "extension (not in the paper): Olsson et al. 2022's phase change, on Pythia checkpoints"
     claim_specs = [
-        ("induction_head_forms", "an induction head forms during training: its score is below the threshold at the "
-         "first checkpoint and above it at the last", is_true()),
-        ("previous_token_before_induction", "the top previous-token head reaches the threshold no later than the top "
-         "induction head (K-composition needs it)", is_true()),
+        (
+            "induction_head_forms",
+            "an induction head forms during training: its score is below the threshold at the "
+            "first checkpoint and above it at the last",
+            is_true(),
+        ),
+        (
+            "previous_token_before_induction",
+            "the top previous-token head reaches the threshold no later than the top "
+            "induction head (K-composition needs it)",
+            is_true(),
+        ),
         ("final_induction_score", "induction score of the top head at the last checkpoint", at_least(threshold)),
     ]
     grids: dict[int, dict[str, list[list[float]]]] = {}
@@ -113,8 +125,9 @@ def part_pythia(ctx: Context) -> PartResult:
     except pretrained.PretrainedNotAvailableError as exc:
         reason = f"no weights: {exc}".splitlines()[0]
         ctx.say(f"pythia: not run ({reason})")
-        claims = [ctx.claim("pythia", name, text, None, rule, where=where, reason=reason)
-                  for name, text, rule in claim_specs]
+        claims = [
+            ctx.claim("pythia", name, text, None, rule, where=where, reason=reason) for name, text, rule in claim_specs
+        ]
         return PartResult({"model": model_name, "checkpoints": steps, "not_run": reason}, claims, {})
 
     last = grids[steps[-1]]
@@ -124,28 +137,47 @@ def part_pythia(ctx: Context) -> PartResult:
         tops[role] = [(l, h) for _, l, h in sorted(flat, reverse=True)[:TOP_K]]
     series = {f"{role} L{l}H{h}": [grids[s][role][l][h] for s in steps] for role in ROLES for l, h in tops[role]}
     best = {role: [max(max(row) for row in grids[s][role]) for s in steps] for role in ROLES}
-    times = em.emergence_times(steps, {**series, **{f"max {r}": v for r, v in best.items()}},
-                               {k: threshold for k in list(series) + [f"max {r}" for r in ROLES]})
+    times = em.emergence_times(
+        steps,
+        {**series, **{f"max {r}": v for r, v in best.items()}},
+        {k: threshold for k in list(series) + [f"max {r}" for r in ROLES]},
+    )
     top_ind = f"induction L{tops['induction'][0][0]}H{tops['induction'][0][1]}"
     top_prev = f"previous_token L{tops['previous_token'][0][0]}H{tops['previous_token'][0][1]}"
     t_ind, t_prev = times[top_ind], times[top_prev]
     forms = series[top_ind][0] < threshold <= series[top_ind][-1]
     order = t_ind is not None and t_prev is not None and t_prev <= t_ind
-    results = {"model": model_name, "checkpoints": steps, "threshold": threshold, "weight_based_fig2": weight_based,
-               "scores": grids, "top_heads": tops,
-               "series": series, "max_over_heads": best, "emergence_step": times}
-    values = {"induction_head_forms": forms, "previous_token_before_induction": order,
-              "final_induction_score": series[top_ind][-1]}
-    notes = {"induction_head_forms": f"{top_ind}: {series[top_ind][0]:.3f} at step {steps[0]}, "
-                                     f"{series[top_ind][-1]:.3f} at step {steps[-1]}; emerges at step {t_ind}",
-             "previous_token_before_induction": f"{top_prev} at step {t_prev}, {top_ind} at step {t_ind}",
-             "final_induction_score": f"threshold {threshold}"}
-    claims = [ctx.claim("pythia", name, text, values[name], rule, where=where, note=notes[name])
-              for name, text, rule in claim_specs]
+    results = {
+        "model": model_name,
+        "checkpoints": steps,
+        "threshold": threshold,
+        "weight_based_fig2": weight_based,
+        "scores": grids,
+        "top_heads": tops,
+        "series": series,
+        "max_over_heads": best,
+        "emergence_step": times,
+    }
+    values = {
+        "induction_head_forms": forms,
+        "previous_token_before_induction": order,
+        "final_induction_score": series[top_ind][-1],
+    }
+    notes = {
+        "induction_head_forms": f"{top_ind}: {series[top_ind][0]:.3f} at step {steps[0]}, "
+        f"{series[top_ind][-1]:.3f} at step {steps[-1]}; emerges at step {t_ind}",
+        "previous_token_before_induction": f"{top_prev} at step {t_prev}, {top_ind} at step {t_ind}",
+        "final_induction_score": f"threshold {threshold}",
+    }
+    claims = [
+        ctx.claim("pythia", name, text, values[name], rule, where=where, note=notes[name])
+        for name, text, rule in claim_specs
+    ]
     from analyses.papers.induction_heads.figures import checkpoint_scores_figure
 
-    fig = checkpoint_scores_figure(steps, series, times, f"head-role scores of the top heads across training "
-                                                         f"({Path(model_name).name})")
+    fig = checkpoint_scores_figure(
+        steps, series, times, f"head-role scores of the top heads across training ({Path(model_name).name})"
+    )
     ctx.say(f"{top_ind} emerges at step {t_ind}, {top_prev} at step {t_prev} (threshold {threshold})")
     return PartResult(results, claims, {"pythia_head_roles_vs_step.png": fig})
 

@@ -19,6 +19,7 @@ mutually Frobenius-orthogonal with ``‖B_k‖² = D``, so the coefficient of ``
   group (signed permutations E of the content coordinates) x (``diag(E', E')`` or ``[[0, E'], [E', 0]]``
   on the positions) makes the gradient lie in the subspace exactly, up to float64 rounding.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -31,11 +32,25 @@ from analyses.papers.induction_heads.data import assemble_sequences, block_swap_
 
 #: (matrix 1|2|3, block row, block column, "I"|"M"), blocks of size D; rows = query side, columns = key side.
 LAYOUT: dict[str, tuple[int, int, int, str]] = {
-    "alpha1": (1, 0, 0, "I"), "alpha2": (1, 1, 1, "I"), "alpha3": (1, 1, 1, "M"),
-    "beta1": (2, 0, 0, "I"), "beta2": (2, 0, 2, "I"), "beta3": (2, 1, 1, "I"), "beta4": (2, 1, 1, "M"),
-    "beta5": (2, 1, 3, "I"), "beta6": (2, 1, 3, "M"), "beta7": (2, 2, 0, "I"), "beta8": (2, 2, 2, "I"),
-    "beta9": (2, 3, 1, "I"), "beta10": (2, 3, 1, "M"), "beta11": (2, 3, 3, "I"), "beta12": (2, 3, 3, "M"),
-    "gamma1": (3, 0, 0, "I"), "gamma2": (3, 2, 0, "I"), "gamma3": (3, 4, 0, "I"), "gamma4": (3, 6, 0, "I"),
+    "alpha1": (1, 0, 0, "I"),
+    "alpha2": (1, 1, 1, "I"),
+    "alpha3": (1, 1, 1, "M"),
+    "beta1": (2, 0, 0, "I"),
+    "beta2": (2, 0, 2, "I"),
+    "beta3": (2, 1, 1, "I"),
+    "beta4": (2, 1, 1, "M"),
+    "beta5": (2, 1, 3, "I"),
+    "beta6": (2, 1, 3, "M"),
+    "beta7": (2, 2, 0, "I"),
+    "beta8": (2, 2, 2, "I"),
+    "beta9": (2, 3, 1, "I"),
+    "beta10": (2, 3, 1, "M"),
+    "beta11": (2, 3, 3, "I"),
+    "beta12": (2, 3, 3, "M"),
+    "gamma1": (3, 0, 0, "I"),
+    "gamma2": (3, 2, 0, "I"),
+    "gamma3": (3, 4, 0, "I"),
+    "gamma4": (3, 6, 0, "I"),
 }
 PSEUDO_PARAMS: tuple[str, ...] = tuple(LAYOUT)
 #: The three that carry the induction head (Fig. 1, §5): previous-token, K-composition, copy.
@@ -59,17 +74,17 @@ def greek(name: str) -> str:
     sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
     for word, letter in (("alpha", "α"), ("beta", "β"), ("gamma", "γ")):
         if name.startswith(word):
-            return letter + name[len(word):].translate(sub)
+            return letter + name[len(word) :].translate(sub)
     return name
 
 
 def basis_matrix(name: str, dim: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """``B_k`` for one pseudo-parameter, full size (``[2D, 2D]``, ``[4D, 4D]`` or ``[8D, D]``)."""
-    (matrix, r, c, kind), = [LAYOUT[n] for n in check_names([name])]
+    ((matrix, r, c, kind),) = [LAYOUT[n] for n in check_names([name])]
     rows, cols = SHAPES[matrix]
     out = torch.zeros(rows * dim, cols * dim, dtype=dtype)
     block = torch.eye(dim, dtype=dtype) if kind == "I" else block_swap_matrix(dim, dtype)
-    out[r * dim:(r + 1) * dim, c * dim:(c + 1) * dim] = block
+    out[r * dim : (r + 1) * dim, c * dim : (c + 1) * dim] = block
     return out
 
 
@@ -79,7 +94,7 @@ def pseudo_parameter_basis(dim: int, dtype: torch.dtype = torch.float32) -> dict
 
 
 def _block(W: Tensor, dim: int, r: int, c: int) -> Tensor:
-    return W[..., r * dim:(r + 1) * dim, c * dim:(c + 1) * dim]
+    return W[..., r * dim : (r + 1) * dim, c * dim : (c + 1) * dim]
 
 
 def coefficient(W: Tensor, name: str, dim: int) -> Tensor:
@@ -89,8 +104,10 @@ def coefficient(W: Tensor, name: str, dim: int) -> Tensor:
     if kind == "I":
         return torch.diagonal(block, dim1=-2, dim2=-1).sum(-1) / dim
     h = dim // 2  # ⟨A, M⟩ = sum of the two off-diagonal half-blocks' diagonals
-    return (torch.diagonal(block[..., :h, h:], dim1=-2, dim2=-1).sum(-1)
-            + torch.diagonal(block[..., h:, :h], dim1=-2, dim2=-1).sum(-1)) / dim
+    return (
+        torch.diagonal(block[..., :h, h:], dim1=-2, dim2=-1).sum(-1)
+        + torch.diagonal(block[..., h:, :h], dim1=-2, dim2=-1).sum(-1)
+    ) / dim
 
 
 def pseudo_parameters(W1: Tensor, W2: Tensor, W3: Tensor) -> dict[str, float]:
@@ -145,9 +162,11 @@ def project_gradients_to_span(model, keep: Sequence[str]) -> list:
     keep = check_names(keep)
     dim = model.dim
     tl = model.model
-    params = {1: (tl.blocks[0].attn.W_Q, (0, slice(0, 2 * dim), slice(0, 2 * dim))),
-              2: (tl.blocks[1].attn.W_Q, (0, slice(0, 4 * dim), slice(0, 4 * dim))),
-              3: (tl.unembed.W_U, (slice(None), slice(None)))}
+    params = {
+        1: (tl.blocks[0].attn.W_Q, (0, slice(0, 2 * dim), slice(0, 2 * dim))),
+        2: (tl.blocks[1].attn.W_Q, (0, slice(0, 4 * dim), slice(0, 4 * dim))),
+        3: (tl.unembed.W_U, (slice(None), slice(None))),
+    }
     handles = []
     for m, (param, index) in params.items():
         names = [n for n in keep if LAYOUT[n][0] == m]
@@ -230,5 +249,8 @@ def orbit_residual(
     Ws = [w.clone().requires_grad_(True) for w in W]
     (disentangled_forward(X, *Ws, exclude_self=exclude_self) - y).pow(2).sum(-1).mean().backward()
     n_seq = n_base * signed_permutations(dim).shape[0] * position_group(dim).shape[0]
-    return {"symmetrized": subspace_residual(*sym), "plain": subspace_residual(*(w.grad for w in Ws)),
-            "orbit_sequences": n_seq}
+    return {
+        "symmetrized": subspace_residual(*sym),
+        "plain": subspace_residual(*(w.grad for w in Ws)),
+        "orbit_sequences": n_seq,
+    }

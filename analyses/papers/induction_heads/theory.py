@@ -12,6 +12,7 @@ Gradient flow from zero (Assumptions 5–6) gives Theorem 2: ``T_γ < T_β < T_�
 Note: App. B.1's summary labels the first phase ``T_α = T₁``; the main text (Theorem 2) and the
 proofs of B.6–B.8 give ``T_γ = T₁``, ``T_β = T₁ + T₂``, ``T_α = T₁ + T₂ + T₃``, which is what the ODE shows.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,7 @@ def closed_form_loss(alpha, beta, gamma, n_pairs: int):
     F = 2 * n_pairs - 1
     s = np.exp(beta * np.exp(alpha) / G)
     r = s + F
-    return gamma ** 2 * (s ** 2 + F) / r ** 2 - 2 * gamma * s / r + 1
+    return gamma**2 * (s**2 + F) / r**2 - 2 * gamma * s / r + 1
 
 
 def closed_form_grad(alpha, beta, gamma, n_pairs: int):
@@ -41,10 +42,10 @@ def closed_form_grad(alpha, beta, gamma, n_pairs: int):
     F = 2 * n_pairs - 1
     s = np.exp(beta * ea / G)
     r = s + F
-    common = gamma ** 2 * (s - 1) / r ** 3 - gamma / r ** 2
-    d_alpha = 4 * beta * (n_pairs - 1) * F * s * ea / G ** 2 * common
+    common = gamma**2 * (s - 1) / r**3 - gamma / r**2
+    d_alpha = 4 * beta * (n_pairs - 1) * F * s * ea / G**2 * common
     d_beta = 2 * F * s * ea / G * common
-    d_gamma = 2 * gamma * (s ** 2 + F) / r ** 2 - 2 * s / r
+    d_gamma = 2 * gamma * (s**2 + F) / r**2 - 2 * s / r
     return d_alpha, d_beta, d_gamma
 
 
@@ -65,7 +66,11 @@ class Trajectory:
 
 
 def integrate_three_param(
-    n_pairs: int, t_max: float | None = None, *, method: str = "rk4", dt: float | None = None,
+    n_pairs: int,
+    t_max: float | None = None,
+    *,
+    method: str = "rk4",
+    dt: float | None = None,
     stop_at: float | None = 0.5,
 ) -> Trajectory:
     """Integrate ``dθ/dt = −∇L(θ)`` from ``α = β = γ = 0`` (App. B.5).
@@ -76,7 +81,7 @@ def integrate_three_param(
     (default ``8 N² + 10``) or, with ``stop_at``, once α, β and γ are all ``>= stop_at`` (plus 5 % of the time).
     """
     _check_n(n_pairs)
-    t_max = float(t_max if t_max is not None else 8 * n_pairs ** 2 + 10)
+    t_max = float(t_max if t_max is not None else 8 * n_pairs**2 + 10)
     if method not in ("rk4", "euler"):
         raise ValueError(f"method={method!r}; expected 'rk4' or 'euler'")
     if dt is None:
@@ -120,6 +125,8 @@ def asymptotic_emergence_times(n_pairs: int, thresholds: dict[str, float] | None
     """
     th = {"alpha3": 0.5, "beta2": 0.5, "gamma3": 0.5, **(thresholds or {})}
     n = float(n_pairs)
-    return {"gamma3": -n * math.log(1 - th["gamma3"]),
-            "beta2": math.sqrt(2 * math.pi) * n * n * math.erf(th["beta2"] / math.sqrt(2)),
-            "alpha3": math.sqrt(2 * math.pi) * n * n * math.erf(math.sqrt(th["alpha3"]))}
+    return {
+        "gamma3": -n * math.log(1 - th["gamma3"]),
+        "beta2": math.sqrt(2 * math.pi) * n * n * math.erf(th["beta2"] / math.sqrt(2)),
+        "alpha3": math.sqrt(2 * math.pi) * n * n * math.erf(math.sqrt(th["alpha3"])),
+    }

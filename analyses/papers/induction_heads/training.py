@@ -6,6 +6,7 @@
   and the off-subspace residual every ``log_every`` steps.
 - :func:`train_standard`: AdamW on the §2 model, Task A (App. E), with evaluation callbacks.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -18,10 +19,17 @@ from mechrecall.batch import Batch
 from mechrecall.trainer import TrainConfig, TrainResult, train
 from analyses.papers.induction_heads.data import make_continuous_icl_batch, make_token_icl_batch
 from analyses.papers.induction_heads.models import (
-    build_disentangled, mse, standard_loss, standard_model, wrap_disentangled,
+    build_disentangled,
+    mse,
+    standard_loss,
+    standard_model,
+    wrap_disentangled,
 )
 from analyses.papers.induction_heads.subspace import (
-    check_names, project_gradients_to_span, pseudo_parameters, subspace_residual,
+    check_names,
+    project_gradients_to_span,
+    pseudo_parameters,
+    subspace_residual,
 )
 
 
@@ -34,10 +42,10 @@ class DisentangledRun:
     batch_size: int = 512
     lr: float = 1.0
     steps: int = 100
-    data: str = "gaussian"            # "gaussian" (eq. 5) | "orthonormal" (Assumption 7)
-    query: str = "uniform"            # "uniform" (eq. 5) | "last" (Assumption 8)
-    loss: str = "mean"                # "mean": F.mse_loss | "sum": ‖y − z‖² per sequence
-    variance: float = 1.0             # of the Gaussian coordinates
+    data: str = "gaussian"  # "gaussian" (eq. 5) | "orthonormal" (Assumption 7)
+    query: str = "uniform"  # "uniform" (eq. 5) | "last" (Assumption 8)
+    loss: str = "mean"  # "mean": F.mse_loss | "sum": ‖y − z‖² per sequence
+    variance: float = 1.0  # of the Gaussian coordinates
     trainable: tuple[str, ...] | None = None  # None: every weight; else only these pseudo-parameters
     exclude_self: bool = True
     init_std: float = 0.0
@@ -66,19 +74,20 @@ class DisentangledResult:
 
 def disentangled_batch_fn(run: DisentangledRun) -> Callable[[int, torch.Generator], Batch]:
     def batch_fn(step: int, gen: torch.Generator) -> Batch:
-        X, y, q = make_continuous_icl_batch(run.batch_size, run.n_pairs, run.dim, query=run.query, dist=run.data,
-                                            variance=run.variance, generator=gen)
+        X, y, q = make_continuous_icl_batch(
+            run.batch_size, run.n_pairs, run.dim, query=run.query, dist=run.data, variance=run.variance, generator=gen
+        )
         return Batch(X, y, extras={"query_index": q})
 
     return batch_fn
 
 
-def train_disentangled(run: DisentangledRun, *, out_dir: str | Path | None = None, progress: bool = False,
-                       device: str | None = None) -> DisentangledResult:
+def train_disentangled(
+    run: DisentangledRun, *, out_dir: str | Path | None = None, progress: bool = False, device: str | None = None
+) -> DisentangledResult:
     """SGD (no momentum, no weight decay) from zero init; see :class:`DisentangledRun`."""
     run.validate()
-    dtl = build_disentangled(run.dim, run.n_pairs, exclude_self=run.exclude_self, init_std=run.init_std,
-                             seed=run.seed)
+    dtl = build_disentangled(run.dim, run.n_pairs, exclude_self=run.exclude_self, init_std=run.init_std, seed=run.seed)
     if device:
         dtl.model.to(device)
     handles = project_gradients_to_span(dtl, run.trainable) if run.trainable is not None else []
@@ -92,21 +101,31 @@ def train_disentangled(run: DisentangledRun, *, out_dir: str | Path | None = Non
         row["residual"] = subspace_residual(*W)
         return row
 
-    tc = TrainConfig(steps=run.steps, optimizer="sgd", lr=run.lr, momentum=0.0, weight_decay=0.0,
-                     eval_every=run.log_every, eval_steps=tuple(run.snapshot_steps), seed=run.seed,
-                     progress=progress, checkpoint_every=max(run.steps // 4, 1) if out_dir else 0)
+    tc = TrainConfig(
+        steps=run.steps,
+        optimizer="sgd",
+        lr=run.lr,
+        momentum=0.0,
+        weight_decay=0.0,
+        eval_every=run.log_every,
+        eval_steps=tuple(run.snapshot_steps),
+        seed=run.seed,
+        progress=progress,
+        checkpoint_every=max(run.steps // 4, 1) if out_dir else 0,
+    )
 
     def loss_fn(model, batch: Batch) -> torch.Tensor:
         return mse(dtl.forward(batch.tokens), batch.targets, run.loss)
 
     try:
-        result: TrainResult = train(dtl.model, disentangled_batch_fn(run), tc, loss_fn=loss_fn, evals={"pp": probe},
-                                    out_dir=out_dir)
+        result: TrainResult = train(
+            dtl.model, disentangled_batch_fn(run), tc, loss_fn=loss_fn, evals={"pp": probe}, out_dir=out_dir
+        )
     finally:
         for h in handles:
             h.remove()
     # The probe ran once per eval row of this invocation (the last rows, after a resume).
-    logged = result.history["eval"][len(result.history["eval"]) - len(weights_log):]
+    logged = result.history["eval"][len(result.history["eval"]) - len(weights_log) :]
     snapshots = {r["step"]: W for r, W in zip(logged, weights_log) if r["step"] in run.snapshot_steps}
     rows = []
     train_loss = {r["step"]: r["loss"] for r in result.history["train"]}
@@ -137,15 +156,24 @@ class StandardRun:
 
     def validate(self) -> None:
         if 2 * self.n_pairs + 1 > self.block:
-            raise ValueError(f"n_pairs={self.n_pairs}: the sequence 2N+1 = {2 * self.n_pairs + 1} is longer than "
-                             f"n_ctx = {self.block}")
+            raise ValueError(
+                f"n_pairs={self.n_pairs}: the sequence 2N+1 = {2 * self.n_pairs + 1} is longer than "
+                f"n_ctx = {self.block}"
+            )
         if 2 * self.n_pairs > self.vocab:
-            raise ValueError(f"n_pairs={self.n_pairs}: 2N = {2 * self.n_pairs} distinct tokens exceed "
-                             f"vocab={self.vocab}")
+            raise ValueError(
+                f"n_pairs={self.n_pairs}: 2N = {2 * self.n_pairs} distinct tokens exceed vocab={self.vocab}"
+            )
 
 
-def train_standard(run: StandardRun, *, evals: Mapping[str, Callable] | None = None, out_dir: str | Path | None = None,
-                   progress: bool = False, device: str | None = None) -> TrainResult:
+def train_standard(
+    run: StandardRun,
+    *,
+    evals: Mapping[str, Callable] | None = None,
+    out_dir: str | Path | None = None,
+    progress: bool = False,
+    device: str | None = None,
+) -> TrainResult:
     """Train the §2 model on Task A with random position offsets; loss on the query position only."""
     run.validate()
     model = standard_model(run.d_model, run.block, run.vocab, seed=run.seed)
@@ -155,7 +183,14 @@ def train_standard(run: StandardRun, *, evals: Mapping[str, Callable] | None = N
     def batch_fn(step: int, gen: torch.Generator) -> Batch:
         return make_token_icl_batch(run.batch_size, run.n_pairs, run.vocab, run.block, True, gen).as_batch()
 
-    tc = TrainConfig(steps=run.steps, optimizer="adamw", lr=run.lr, weight_decay=run.weight_decay,
-                     eval_every=run.eval_every, seed=run.seed, progress=progress,
-                     checkpoint_every=max(run.steps // 4, 1) if out_dir else 0)
+    tc = TrainConfig(
+        steps=run.steps,
+        optimizer="adamw",
+        lr=run.lr,
+        weight_decay=run.weight_decay,
+        eval_every=run.eval_every,
+        seed=run.seed,
+        progress=progress,
+        checkpoint_every=max(run.steps // 4, 1) if out_dir else 0,
+    )
     return train(model, batch_fn, tc, loss_fn=standard_loss, evals=evals, out_dir=out_dir)
