@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= runs
 
-.PHONY: install run test clean
+.PHONY: install run test lint fmt clean
 install:
 	@bash scripts/install.sh $(VENV)
 
@@ -14,6 +14,17 @@ run: install
 
 test: install
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Lint, format check and type check (CI runs this before the tests).
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+# Rewrite the tree in the project's format and apply ruff's safe fixes.
+fmt: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 # Removes the environment and caches only: results under runs/ are yours (delete them by hand).
 clean:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import html as _html
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-from mechrecall.checks import check_head, check_index, check_layer
 from mechrecall._tl import HookedTransformer, get_act_name
+from mechrecall.checks import check_head, check_index, check_layer
 from mechrecall.io import atomic_write_text
 
 __all__ = ["attention_pattern_html", "save_attention_html"]
@@ -121,7 +122,8 @@ def attention_pattern_html(
     document = (
         '<!DOCTYPE html>\n<html>\n<head>\n<meta charset="utf-8">\n'
         f"<title>{title}</title>\n</head>\n<body>\n<h1>{title}</h1>\n"
-        f"{rendered.local_src}\n</body>\n</html>\n"  # local_src inlines the bundle; str(rendered) imports it from unpkg.com
+        # local_src inlines the bundle; str(rendered) would import it from unpkg.com
+        f"{rendered.local_src}\n</body>\n</html>\n"
     )
     return _check_self_contained(document)
 

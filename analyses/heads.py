@@ -25,19 +25,20 @@ prepended when the model prepends one.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence, TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import torch
 from jaxtyping import Bool, Float, Int
 
 from analyses.plotting import heatmap, layer_head_table
-from mechrecall.checks import check_layers
 from mechrecall._tl import HookedTransformer, get_act_name
+from mechrecall.checks import check_layers
 from mechrecall.sequences import repeated_random_tokens
 
 ATTENTION_ROLES = ("previous_token", "duplicate_token", "induction")
-ROLES = ATTENTION_ROLES + ("copying",)
+ROLES = (*ATTENTION_ROLES, "copying")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -229,7 +230,7 @@ def top_heads(table: pd.DataFrame, score: str, k: int = 3) -> list[tuple[int, in
 def head_roles_figure(table: pd.DataFrame, title: str | None = None) -> Figure:
     """One layer x head heatmap per score, values printed in the cells. The attention scores share one colour
     scale on [0, 1]; the copying score (an eigenvalue ratio) has its own on [-1, 1]."""
-    limits = {role: (0.0, 1.0) for role in ATTENTION_ROLES} | {"copying": (-1.0, 1.0)}
+    limits = dict.fromkeys(ATTENTION_ROLES, (0.0, 1.0)) | {"copying": (-1.0, 1.0)}
     return heatmap(table, title=title, limits=limits, annotate=True)
 
 

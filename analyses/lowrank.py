@@ -11,8 +11,9 @@ every evaluation (also when the metric raises). The single-intervention context 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence, TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import torch
@@ -20,8 +21,8 @@ import torch
 from analyses.plotting import heatmap
 from hooks import weights
 from hooks.weights import MATRICES, edit_matrix, get_matrix, matrix_params, rank_for, truncation
-from mechrecall.progress import progress_bar
 from mechrecall._tl import HookedTransformer
+from mechrecall.progress import progress_bar
 from pretrained.loading import require_raw
 
 Metric = Callable[[HookedTransformer], "float | Mapping[str, float]"]

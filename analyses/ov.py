@@ -16,15 +16,15 @@ normalization; for pretrained models prefer ``processing="tl"``, where LN weight
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 import torch
 from jaxtyping import Float, Int
 
 from hooks.positions import Positions, position_mask
-from mechrecall.checks import check_head
 from mechrecall._tl import FactoredMatrix, HookedTransformer, get_act_name
+from mechrecall.checks import check_head
 
 
 def _check_head(model: HookedTransformer, layer: int, head: int) -> None:
@@ -65,7 +65,7 @@ def full_ov_circuit(
     _check_head(model, layer, head)
     circuit = None
     last = -1
-    for l, h in list(through) + [(layer, head)]:
+    for l, h in [*list(through), (layer, head)]:
         _check_head(model, l, h)
         if l <= last:
             raise ValueError(f"through={list(through)} must go through strictly increasing layers before {layer}")

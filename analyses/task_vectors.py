@@ -29,7 +29,8 @@ expected.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence, TYPE_CHECKING, Union
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import torch
@@ -37,8 +38,8 @@ from jaxtyping import Float, Int
 
 import hooks
 from hooks.activations import check_hook_names
-from mechrecall.checks import check_layer
 from mechrecall._tl import HookedTransformer, get_act_name
+from mechrecall.checks import check_layer
 
 __all__ = [
     "SITES",
@@ -46,11 +47,11 @@ __all__ = [
     "coeff_sweep",
     "cosine_silhouette_score",
     "inject_task_vector",
-    "replace_and_rank",
     "latent_geometry",
     "latent_geometry_figure",
     "pca",
     "query_positions",
+    "replace_and_rank",
     "residual_vectors",
     "silhouette_score",
     "site_hook_name",
@@ -60,7 +61,7 @@ __all__ = [
 #: Residual-stream sites a task vector is read from / added to: ``blocks.{layer}.hook_{site}``.
 SITES = ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out")
 
-QueryPositions = Union[int, Int[torch.Tensor, "batch"]]
+QueryPositions: TypeAlias = int | Int[torch.Tensor, " batch"]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,7 +91,7 @@ def site_hook_name(model: HookedTransformer, layer: int, site: str) -> str:
     return name
 
 
-def query_positions(positions: QueryPositions, batch: int, seq_len: int) -> Int[torch.Tensor, "batch"]:
+def query_positions(positions: QueryPositions, batch: int, seq_len: int) -> Int[torch.Tensor, " batch"]:
     """Each prompt's query position as non-negative ints ``[batch]``, from an int or an int tensor ``[batch]``."""
     if isinstance(positions, torch.Tensor) and positions.ndim == 0 and not positions.is_floating_point():
         positions = int(positions)
@@ -142,20 +143,22 @@ def _check_tokens(model: HookedTransformer, tokens: torch.Tensor) -> Int[torch.T
     return tokens.to(model.cfg.device)
 
 
-def _check_vector(model: HookedTransformer, vector: torch.Tensor) -> Float[torch.Tensor, "d_model"]:
+def _check_vector(model: HookedTransformer, vector: torch.Tensor) -> Float[torch.Tensor, " d_model"]:
     vector = torch.as_tensor(vector)
     if vector.shape != (model.cfg.d_model,) or not vector.is_floating_point():
         raise ValueError(
-            f"vector has shape {tuple(vector.shape)}, dtype {vector.dtype}; expected a float tensor [d_model={model.cfg.d_model}]"
+            f"vector has shape {tuple(vector.shape)}, dtype {vector.dtype}; "
+            f"expected a float tensor [d_model={model.cfg.d_model}]"
         )
     return vector
 
 
-def _check_targets(model: HookedTransformer, targets: torch.Tensor, batch: int) -> Int[torch.Tensor, "batch"]:
+def _check_targets(model: HookedTransformer, targets: torch.Tensor, batch: int) -> Int[torch.Tensor, " batch"]:
     targets = torch.as_tensor(targets)
     if targets.shape != (batch,) or targets.is_floating_point() or targets.dtype == torch.bool:
         raise ValueError(
-            f"targets has shape {tuple(targets.shape)}, dtype {targets.dtype}; expected an int tensor [batch={batch}] of token ids"
+            f"targets has shape {tuple(targets.shape)}, dtype {targets.dtype}; "
+            f"expected an int tensor [batch={batch}] of token ids"
         )
     if targets.min() < 0 or targets.max() >= model.cfg.d_vocab:
         raise ValueError(f"targets {targets.tolist()}; expected token ids in [0, {model.cfg.d_vocab - 1}]")
@@ -197,7 +200,7 @@ def residual_vectors(
 
 def task_vector(
     model: HookedTransformer, tokens: Int[torch.Tensor, "batch pos"], layer: int, **kwargs: Any
-) -> Float[torch.Tensor, "d_model"]:
+) -> Float[torch.Tensor, " d_model"]:
     """The task vector: the mean over prompts of ``residual_vectors(model, tokens, layer, **kwargs)``.
 
     With ``tokens`` in-context prompts of one task, this is the mean residual at the query position
@@ -218,7 +221,7 @@ def _query_logits(
 
 
 def _target_stats(
-    logits: Float[torch.Tensor, "batch d_vocab"], targets: Int[torch.Tensor, "batch"]
+    logits: Float[torch.Tensor, "batch d_vocab"], targets: Int[torch.Tensor, " batch"]
 ) -> dict[str, torch.Tensor]:
     targets = targets.to(logits.device)
     rows = torch.arange(len(targets), device=logits.device)
@@ -258,10 +261,10 @@ class _Injection:
 def inject_task_vector(
     model: HookedTransformer,
     tokens: Int[torch.Tensor, "batch pos"],
-    vector: Float[torch.Tensor, "d_model"],
+    vector: Float[torch.Tensor, " d_model"],
     layer: int,
     *,
-    targets: Int[torch.Tensor, "batch"],
+    targets: Int[torch.Tensor, " batch"],
     coeff: float = 1.0,
     site: str = "resid_pre",
     positions: QueryPositions = -1,
@@ -289,9 +292,9 @@ def inject_task_vector(
 def coeff_sweep(
     model: HookedTransformer,
     tokens: Int[torch.Tensor, "batch pos"],
-    vector: Float[torch.Tensor, "d_model"],
+    vector: Float[torch.Tensor, " d_model"],
     layer: int,
-    targets: Int[torch.Tensor, "batch"],
+    targets: Int[torch.Tensor, " batch"],
     coeffs: Sequence[float],
     *,
     site: str = "resid_pre",
@@ -336,7 +339,7 @@ def _check_points(points: torch.Tensor, min_n: int = 2) -> Float[torch.Tensor, "
 
 def pca(
     points: Float[torch.Tensor, "n d"], n_components: int = 2
-) -> tuple[Float[torch.Tensor, "n k"], Float[torch.Tensor, "k d"], Float[torch.Tensor, "k"]]:
+) -> tuple[Float[torch.Tensor, "n k"], Float[torch.Tensor, "k d"], Float[torch.Tensor, " k"]]:
     """Principal component analysis by ``torch.linalg.svd`` of the centred points.
 
     Returns ``(projected [n, k], components [k, d], explained_variance_ratio [k])``: the centred
@@ -432,7 +435,8 @@ def latent_geometry_figure(
     projected = result["projected"].detach().cpu()
     if projected.ndim != 2 or projected.shape[1] < 2:
         raise ValueError(
-            f"result['projected'] has shape {tuple(projected.shape)}; expected [n, k] with k >= 2 (latent_geometry(..., n_components>=2))"
+            f"result['projected'] has shape {tuple(projected.shape)}; "
+            "expected [n, k] with k >= 2 (latent_geometry(..., n_components>=2))"
         )
     unique, codes = _label_codes(labels, projected.shape[0])
     ratio = result["explained_variance_ratio"]
@@ -506,11 +510,11 @@ def replace_and_rank(
     tokens: Int[torch.Tensor, "batch pos"],
     vectors: Float[torch.Tensor, "batch d_model"],
     layer: int,
-    targets: Mapping[str, Int[torch.Tensor, "batch"]],
+    targets: Mapping[str, Int[torch.Tensor, " batch"]],
     *,
     site: str = "attn_out",
     positions: QueryPositions = -1,
-) -> dict[str, Float[torch.Tensor, "batch"]]:
+) -> dict[str, Float[torch.Tensor, " batch"]]:
     """Replace ``blocks.{layer}.hook_{site}`` at each prompt's query position by ``vectors[i]`` and return,
     for each named target ``[batch]``, its rank under the patched next-token distribution
     (``1 + #{v : p(v) > p(target)}``): the steering measurement of Vasudeva et al. §3.4 (Fig. 8 right),

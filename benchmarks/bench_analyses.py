@@ -44,16 +44,16 @@ import warnings
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-import torch  # noqa: E402
+import torch
+from timing import compare, row
 
-import hooks  # noqa: E402
-import pretrained  # noqa: E402
-from analyses.lowrank import laser_sweep  # noqa: E402
-from hooks import weights  # noqa: E402
-from mechrecall.builder import build_toy_model  # noqa: E402
-from mechrecall.io import atomic_write_json  # noqa: E402
-from pretrained.testing import tiny_checkpoint  # noqa: E402
-from timing import compare, row  # noqa: E402
+import hooks
+import pretrained
+from analyses.lowrank import laser_sweep
+from hooks import weights
+from mechrecall.builder import build_toy_model
+from mechrecall.io import atomic_write_json
+from pretrained.testing import tiny_checkpoint
 
 FULL = dict(neox=dict(d_model=256, n_layers=4, n_heads=8, d_mlp=1024), Rs=(4, 8, 16), repeats=3, hook_repeats=15)
 QUICK = dict(neox=dict(d_model=64, n_layers=2, n_heads=4, d_mlp=256), Rs=(4, 8), repeats=5, hook_repeats=10)

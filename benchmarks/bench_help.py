@@ -25,9 +25,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from timing import compare, row
+
 from mechrecall.__main__ import experiments
 from mechrecall.io import atomic_write_json
-from timing import compare, row
 
 NAME = "help"
 TARGET_S = 1.0

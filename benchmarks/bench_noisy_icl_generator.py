@@ -36,10 +36,10 @@ import random
 import sys
 
 import torch
+from timing import compare, row
 
 from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl, sample_noisy_icl_reference
 from mechrecall.io import atomic_write_json
-from timing import compare, row
 
 NAME = "noisy_icl_generator"
 TARGET = 300.0

@@ -69,6 +69,7 @@ import warnings
 
 import torch
 import torch.nn.functional as F
+from timing import interleave, row, time_call
 from torch import nn
 
 from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
@@ -76,7 +77,6 @@ from analyses.papers.distributional.models import two_layer_model
 from mechrecall.batch import Batch
 from mechrecall.io import atomic_write_json
 from mechrecall.trainer import TrainConfig, train
-from timing import interleave, row, time_call
 
 NAME = "noisy_icl_train_step"
 

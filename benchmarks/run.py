@@ -34,8 +34,9 @@ for path in (str(HERE), str(HERE.parent)):  # ``import timing`` and the reposito
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-from mechrecall.io import atomic_write_json  # noqa: E402
 from timing import row  # noqa: E402
+
+from mechrecall.io import atomic_write_json  # noqa: E402
 
 ERROR = "(the benchmark raised)"
 
@@ -64,7 +65,7 @@ def run_one(name: str, path: Path, quick: bool, verbose: bool) -> list[dict]:
         if not rows:
             raise RuntimeError("run() returned no rows")
         return rows
-    except Exception as exc:  # noqa: BLE001 -- reported as a row, the other benchmarks still run
+    except Exception as exc:
         if verbose:
             traceback.print_exc()
         return [row(name, ERROR, float("nan"), "runs", False, f"{type(exc).__name__}: {exc}")]

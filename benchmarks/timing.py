@@ -20,8 +20,9 @@ round-robin for candidates that time themselves (a callable returning the second
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.utils.benchmark import Measurement, Timer

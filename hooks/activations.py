@@ -11,15 +11,16 @@ and an MLP at ``blocks.{l}.hook_mlp_out`` (both ``[batch, pos, d_model]``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Callable, Iterable, Iterator, Literal, Mapping, Sequence
+from typing import Literal
 
 import torch
 from jaxtyping import Float
 
 from hooks.positions import Positions, position_mask
-from mechrecall.checks import check_heads, check_layers
 from mechrecall._tl import ActivationCache, HookedTransformer, HookPoint, get_act_name
+from mechrecall.checks import check_heads, check_layers
 
 Head = tuple[int, int]
 HookFn = Callable[[torch.Tensor, object], torch.Tensor]
@@ -207,7 +208,7 @@ def patch(
 def add_vector(
     model: HookedTransformer,
     name: str,
-    vector: Float[torch.Tensor, "d"],
+    vector: Float[torch.Tensor, " d"],
     *,
     coeff: float = 1.0,
     positions: Positions = None,

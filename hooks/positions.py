@@ -14,12 +14,13 @@ raises a ``ValueError`` naming the bad value when it does not fit.
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from collections.abc import Sequence
+from typing import TypeAlias
 
 import torch
 from jaxtyping import Bool
 
-Positions = Union[None, int, Sequence[int], slice, torch.Tensor]
+Positions: TypeAlias = int | Sequence[int] | slice | torch.Tensor | None
 
 
 def position_mask(
@@ -48,7 +49,7 @@ def position_mask(
         return mask
     if isinstance(positions, int) or (isinstance(positions, torch.Tensor) and positions.ndim == 0):
         index = [int(positions)]
-    elif isinstance(positions, (list, tuple)) or isinstance(positions, torch.Tensor) and positions.ndim == 1:
+    elif isinstance(positions, (list, tuple)) or (isinstance(positions, torch.Tensor) and positions.ndim == 1):
         index = [int(p) for p in positions]
     else:
         raise ValueError(

@@ -29,8 +29,9 @@ multiplies LayerNorm weights into ``W_in``/``W_Q``...); ``low_rank`` refuses suc
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import einops
 import torch
@@ -59,7 +60,7 @@ def rank_for(rho: float, shape: tuple[int, ...]) -> int:
     """
     if not isinstance(rho, (int, float)) or not 0.0 <= rho <= 1.0 or math.isnan(rho):
         raise ValueError(f"rho={rho!r}; expected the kept-rank fraction in [0, 1]")
-    return int(math.floor(rho * min(shape[-2:]) + 1e-9))
+    return math.floor(rho * min(shape[-2:]) + 1e-9)
 
 
 def svd(W: Float[torch.Tensor, "m n"], dtype: torch.dtype = torch.float64) -> SVD:

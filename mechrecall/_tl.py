@@ -21,15 +21,15 @@ with warnings.catch_warnings():
             "install it with `pip install 'transformer-lens>=3.9,<4'`"
         ) from exc
     from transformer_lens.ActivationCache import ActivationCache
-    from transformer_lens.hook_points import HookPoint
     from transformer_lens.FactoredMatrix import FactoredMatrix
+    from transformer_lens.hook_points import HookPoint
     from transformer_lens.utilities import get_act_name  # "pattern", 1 -> "blocks.1.attn.hook_pattern"
 
 __all__ = [
     "ActivationCache",
+    "FactoredMatrix",
+    "HookPoint",
     "HookedTransformer",
     "HookedTransformerConfig",
-    "HookPoint",
-    "FactoredMatrix",
     "get_act_name",
 ]

@@ -22,7 +22,7 @@ class Batch:
     """
 
     tokens: Int[torch.Tensor, "batch pos"] | Float[torch.Tensor, "batch pos d_model"]
-    targets: Int[torch.Tensor, "batch pos"] | Int[torch.Tensor, "batch"] | Float[torch.Tensor, "batch ..."]
+    targets: Int[torch.Tensor, "batch pos"] | Int[torch.Tensor, " batch"] | Float[torch.Tensor, "batch ..."]
     loss_mask: Bool[torch.Tensor, "batch pos"] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 

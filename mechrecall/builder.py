@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -53,9 +54,9 @@ def make_config(cfg: HookedTransformerConfig | dict[str, Any], *, seed: int | No
             raise ValueError(f"model config is missing {key!r} (required: d_model, d_head, n_layers, n_ctx, d_vocab)")
     for key in ("d_model", "d_head", "n_layers", "n_ctx", "n_heads", "d_vocab", "d_mlp"):
         value = d.get(key)
-        if value is not None and not (key in ("n_heads", "d_vocab") and value == -1):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"model config {key}={value!r}; expected a positive int")
+        auto = key in ("n_heads", "d_vocab") and value == -1  # TL infers these
+        if value is not None and not auto and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"model config {key}={value!r}; expected a positive int")
     known = {f.name for f in dataclasses.fields(HookedTransformerConfig)}
     unknown = sorted(set(d) - known)
     if unknown:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import operator
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def _cfg(model_or_cfg: Any) -> Any:

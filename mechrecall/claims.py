@@ -20,8 +20,9 @@ Rules are built with :func:`at_least`, :func:`at_most`, :func:`between`, :func:`
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 VERDICTS = ("reproduced", "partial", "not reproduced", "not run")
 REPRODUCED, PARTIAL, NOT_REPRODUCED, NOT_RUN = VERDICTS
@@ -217,7 +218,7 @@ def judge_row(row: Mapping[str, Any]) -> str:
 
 def summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Count of rows per verdict, in :data:`VERDICTS` order."""
-    counts = {v: 0 for v in VERDICTS}
+    counts = dict.fromkeys(VERDICTS, 0)
     for row in rows:
         counts[row["verdict"]] += 1
     return counts

@@ -33,9 +33,10 @@ import shutil
 import sys
 import time
 import traceback
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, NoReturn, Sequence
+from typing import Any, NoReturn
 
 from mechrecall.claims import Claim, Rule, summary
 from mechrecall.errors import UsageError
@@ -207,7 +208,7 @@ class Experiment:
         parser.add_argument(
             "--out",
             default=self.default_out,
-            help="output folder; results go to OUT/%s/ (default %%(default)s)" % self.name,
+            help=f"output folder; results go to OUT/{self.name}/ (default %(default)s)",
         )
         parser.add_argument(
             "--device", default=None, help="torch device: cpu, cuda, cuda:1, mps (default: cpu, or cuda when available)"
@@ -219,9 +220,7 @@ class Experiment:
             help="torch CPU threads (default %(default)s: fastest for small models)",
         )
         parser.add_argument("--no-progress", action="store_true", help="no progress display")
-        parser.add_argument(
-            "--fresh", action="store_true", help="delete OUT/%s first instead of resuming it" % self.name
-        )
+        parser.add_argument("--fresh", action="store_true", help=f"delete OUT/{self.name} first instead of resuming it")
         for option in self.options:
             parser.add_argument(*option.flags, **dict(option.kwargs))
         return parser

@@ -18,12 +18,12 @@ Registered here:
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
-from mechrecall.checks import check_layer
 from mechrecall._tl import HookedTransformer, HookPoint, get_act_name
+from mechrecall.checks import check_layer
 
 HookFn = Callable[..., torch.Tensor | None]
 HookFactory = Callable[..., list[tuple[str, HookFn]]]

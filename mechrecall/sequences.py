@@ -34,7 +34,7 @@ def repeated_random_tokens(
 
 def periodic_random_tokens(
     batch: int, seq_len: int, periods: tuple[int, int], d_vocab: int, generator: torch.Generator
-) -> tuple[Int[torch.Tensor, "batch seq_len"], Int[torch.Tensor, "batch"]]:
+) -> tuple[Int[torch.Tensor, "batch seq_len"], Int[torch.Tensor, " batch"]]:
     """Random tokens repeating with a per-sequence period ``L ~ U{periods[0]..periods[1]}``.
 
     Returns ``(seq [batch, seq_len], period [batch])`` with ``seq[b, t] = seq[b, t % period[b]]``.

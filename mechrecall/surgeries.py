@@ -24,8 +24,9 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -252,7 +253,8 @@ class SetWeight(Surgery):
         (width,) = widths
         if total > width:
             raise ValueError(
-                f"SetWeight: {total} mutually orthonormal vectors for {list(params)} need d_model >= {total}, got {width}"
+                f"SetWeight: {total} mutually orthonormal vectors for {list(params)} "
+                f"need d_model >= {total}, got {width}"
             )
         gaussian = torch.randn(width, total, generator=generator, dtype=torch.float64)
         q, r = torch.linalg.qr(gaussian)  # q: [width, total], orthonormal columns

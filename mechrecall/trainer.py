@@ -29,18 +29,17 @@ import math
 import os
 import shutil
 import warnings
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from jaxtyping import Bool, Float, Int
+from jaxtyping import Float, Int
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
-from mechrecall.errors import CheckpointError
-from mechrecall.progress import progress_bar
 from mechrecall.builder import derive_seed
 from mechrecall.checkpoint import (
     load_optimizer_state,
@@ -49,7 +48,9 @@ from mechrecall.checkpoint import (
     read_checkpoint_meta,
     save_checkpoint,
 )
+from mechrecall.errors import CheckpointError
 from mechrecall.io import atomic_write_json
+from mechrecall.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ def select_positions(
     targets: torch.Tensor,
     loss_positions: str | Sequence[int],
     loss_mask: torch.Tensor | None = None,
-) -> tuple[Float[torch.Tensor, "n d_vocab"], Int[torch.Tensor, "n"]]:
+) -> tuple[Float[torch.Tensor, "n d_vocab"], Int[torch.Tensor, " n"]]:
     """The (logits, targets) rows the loss is taken on, flattened. Shapes are checked.
 
     Raises:
@@ -454,10 +455,10 @@ __all__ = [
     "Batch",
     "TrainConfig",
     "TrainResult",
-    "train",
     "build_optimizer",
-    "next_token_loss",
-    "select_positions",
     "latest_checkpoint",
     "lr_factor",
+    "next_token_loss",
+    "select_positions",
+    "train",
 ]

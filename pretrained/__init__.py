@@ -14,24 +14,24 @@ Without network, a hub model that isn't cached raises :class:`PretrainedNotAvail
 its package under ``analyses/papers/``).
 """
 
+from pretrained import prompts, testing
 from pretrained._local import SUPPORTED_ARCHITECTURES
 from pretrained._names import PYTHIA_CHECKPOINTS
 from pretrained.errors import PretrainedNotAvailableError
 from pretrained.loading import load, processing_of, require_raw
-from pretrained import prompts, testing
 from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
 
 __all__ = [
-    "load",
-    "processing_of",
-    "require_raw",
-    "PretrainedNotAvailableError",
     "PYTHIA_CHECKPOINTS",
     "SUPPORTED_ARCHITECTURES",
-    "testing",
-    "prompts",
-    "Prompt",
     "AnswerToken",
+    "PretrainedNotAvailableError",
+    "Prompt",
     "answer_token",
+    "load",
     "load_prompt_file",
+    "processing_of",
+    "prompts",
+    "require_raw",
+    "testing",
 ]

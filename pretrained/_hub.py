@@ -16,7 +16,6 @@ The weights go through TransformerLens' own ``HookedTransformer.from_pretrained`
 from __future__ import annotations
 
 import errno
-
 import logging
 import os
 import socket

@@ -8,7 +8,7 @@ from functools import lru_cache
 #: Training steps at which EleutherAI published Pythia checkpoints (hub revision ``step{N}``):
 #: log-spaced early steps, then every 1000 steps up to 143000 -- 154 labels in all.
 #: Identical to TransformerLens' ``loading_from_pretrained.PYTHIA_CHECKPOINTS``.
-PYTHIA_CHECKPOINTS: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512) + tuple(range(1000, 143000 + 1, 1000))
+PYTHIA_CHECKPOINTS: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, *tuple(range(1000, 143000 + 1, 1000)))
 #: The original ("-v0") Pythia suite only has the every-1000-steps checkpoints.
 PYTHIA_V0_CHECKPOINTS: tuple[int, ...] = tuple(range(1000, 143000 + 1, 1000))
 

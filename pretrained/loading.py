@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal, TypeAlias
 
 import torch
 
@@ -13,7 +13,7 @@ from mechrecall.processing import processing_of, require_raw  # noqa: F401  (par
 from pretrained import _hub, _local, _names
 
 Processing = Literal["tl", "raw"]
-DTypeLike = Union[str, torch.dtype]
+DTypeLike: TypeAlias = str | torch.dtype
 
 #: Weight processing per ``processing=`` value, as keyword arguments of TL's
 #: ``from_pretrained`` / ``load_and_process_state_dict``. "tl" is TL's default processing.

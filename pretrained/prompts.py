@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["AnswerToken", "Prompt", "answer_token", "is_single_token", "load_prompt_file", "tokenizer_of"]
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Literal, Union
+from typing import Any, Literal
 
 import torch
 
@@ -122,7 +123,7 @@ def tiny_checkpoint(
     n_heads: int = 4,
     d_mlp: int | None = None,
     n_ctx: int = 64,
-    dtype: Union[str, torch.dtype] = torch.float32,
+    dtype: str | torch.dtype = torch.float32,
 ) -> Path:
     """Write a tiny random HF causal LM and its tokenizer to ``path`` (created); return ``Path(path)``.
 

@@ -23,7 +23,7 @@ torch.set_num_threads(1)
 
 # ------------------------------------------------------------------ models shared by the analysis tests
 
-import pytest  # noqa: E402
+import pytest
 
 ANY_MODEL = ["toy", "gpt_neox", "gpt2"]
 

@@ -25,7 +25,7 @@ def _mentions_array(hint: object) -> bool:
     return any(_mentions_array(arg) for arg in typing.get_args(hint))
 
 
-def check(fn):  # noqa: ANN001, ANN201 - a decorator of anything
+def check(fn):
     if isinstance(fn, type) or not callable(fn):
         return fn
     try:

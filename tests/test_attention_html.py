@@ -194,7 +194,7 @@ def test_renders_offline_in_headless_chromium(request, tmp_path, name):
         pytest.skip(
             "Chromium not installed: no `chromium` or `chromium-browser` on PATH (.ci/run installs Debian's chromium)"
         )
-    model, tokens, kw, labels = _cases(request, name)
+    model, tokens, kw, _labels = _cases(request, name)
     heads = kw.get("heads", range(model.cfg.n_heads))
     page = save_attention_html(tmp_path / "attention.html", model, tokens, **kw)
 

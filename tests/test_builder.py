@@ -238,7 +238,8 @@ def test_strict_causal_mask():
 
 
 def test_spec_round_trip_and_determinism(tokens):
-    surgeries = CHEN_SURGERIES + [
+    surgeries = [
+        *CHEN_SURGERIES,
         LinearFeedForward((1,)),
         PermanentHook("strict_causal_mask", {"layers": [1]}),
         TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 4), None)),

@@ -1,9 +1,7 @@
 """Checkpoints (safetensors + JSON, atomic, no pickle)."""
 
 import json
-import math
 import pickle
-from pathlib import Path
 
 import pytest
 import torch
@@ -88,7 +86,7 @@ def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
 
 def test_load_weights_refuses_a_different_config(tmp_path):
     save_checkpoint(tmp_path / "c", toy(d_mlp=32))
-    with pytest.raises(ValueError, match="cfg.d_mlp: 32 vs 64"):
+    with pytest.raises(ValueError, match=r"cfg.d_mlp: 32 vs 64"):
         load_weights(toy(d_mlp=64), tmp_path / "c")
     load_weights(toy(seed=5), tmp_path / "c")  # another seed is the same architecture: fine
 
@@ -127,5 +125,5 @@ def test_pretrained_model_round_trips_through_a_checkpoint(tmp_path):
     tokens = model.to_tokens("Madrid is located in", prepend_bos=False)
     torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
     assert pretrained.processing_of(loaded) == "raw"
-    with pytest.raises(ValueError, match="cfg.d_model"):
+    with pytest.raises(ValueError, match=r"cfg.d_model"):
         load_weights(toy(), path)

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
 from analyses.contextual_recall import EXPERIMENT
 
@@ -103,8 +102,8 @@ def test_micro_run_end_to_end(tmp_path):
 
 
 def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(tmp_path):
-    from pretrained.testing import tiny_checkpoint
     from analyses.papers.contextual_recall.prompts import RELATIONS, vocabulary
+    from pretrained.testing import tiny_checkpoint
 
     path = tiny_checkpoint(tmp_path / "tiny", "gpt2", vocab=vocabulary(), n_ctx=128)
     run = EXPERIMENT.run(tmp_path / "a", preset="micro", parts=["pretrained"], options={"model": str(path)})

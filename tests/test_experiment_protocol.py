@@ -13,7 +13,6 @@ from mechrecall.claims import VERDICTS, Claim, at_least, at_most, between, is_tr
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Experiment, Option, Part, PartResult
 
-
 # --------------------------------------------------------------------------- rules and verdicts
 
 

@@ -17,14 +17,12 @@ from analyses import (
     induction_keys,
     induction_performance,
     repeated_tokens,
-    role_scores,
     self_mapping_fraction,
     top_heads,
     top_tokens,
     top_tokens_table,
 )
 from hooks import ablate
-
 
 # --------------------------------------------------------------------------- the hand-built circuit
 

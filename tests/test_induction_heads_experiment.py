@@ -128,9 +128,8 @@ def test_paper_sizes_run_a_few_steps():
 
 
 def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
-    from pretrained.testing import tiny_checkpoint
-
     from analyses.papers.induction_heads.pythia import TOP_K, part_pythia
+    from pretrained.testing import tiny_checkpoint
 
     mirror = tmp_path / "mirror"
     for step, seed in ((0, 1), (100, 2), (1000, 3)):

@@ -19,7 +19,6 @@ import pytest
 import torch
 
 from analyses.papers.distributional.char_stats import CHAR_STATS_FILE, load_char_stats
-from analyses.papers.distributional.make_char_stats import EXPECTED_SHA256, compute_char_stats, make_char_stats
 from analyses.papers.distributional.data import (
     MULTI_TRIGGERS,
     NoisyICLConfig,
@@ -29,6 +28,7 @@ from analyses.papers.distributional.data import (
     sample_noisy_icl_reference,
     sample_synthetic_ioi,
 )
+from analyses.papers.distributional.make_char_stats import EXPECTED_SHA256, compute_char_stats, make_char_stats
 from mechrecall.trainer import Batch, select_positions
 
 torch.set_num_threads(1)

@@ -9,6 +9,8 @@ import sys
 import pytest
 import torch
 
+from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
+from analyses.papers.distributional.models import FF_VARIANTS, theory_model, two_layer_model
 from analyses.papers.distributional.probes import (
     ff_logits,
     ff_noise_margin,
@@ -19,8 +21,6 @@ from analyses.papers.distributional.probes import (
     trigger_successor_attention,
 )
 from hooks import ablate
-from analyses.papers.distributional.models import FF_VARIANTS, theory_model, two_layer_model
-from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
 
 
 def _model(ff=("mlp", "mlp"), seed=0):
@@ -82,7 +82,7 @@ def test_theory_model_is_eq2_with_orthonormal_embeddings():
 
 
 def test_bad_model_arguments():
-    with pytest.raises(ValueError, match="ff=.*expected one of"):
+    with pytest.raises(ValueError, match=r"ff=.*expected one of"):
         _model(("mlp", "conv"))
     with pytest.raises(ValueError, match="embed_init="):
         two_layer_model(d_vocab=65, n_ctx=8, d_model=8, embed_init="xavier")
@@ -145,7 +145,7 @@ def test_qk_trigger_matching_equals_the_layer2_attention_score():
         key = model.W_E[i] @ a0.W_V[0] @ a0.W_O[0]
         resid = torch.stack([key, model.W_E[j]])[None]  # key at position 0, query at position 1
         scores = {}
-        a1.hook_attn_scores.add_hook(lambda act, hook: scores.setdefault("s", act.clone()))
+        a1.hook_attn_scores.add_hook(lambda act, hook: scores.setdefault("s", act.clone()))  # noqa: B023
         try:
             a1(resid, resid, resid)
         finally:

@@ -9,7 +9,6 @@ import torch
 
 from analyses.papers.distributional import theory as th
 
-
 # ------------------------------------------------------------------ Theorem 1: data, closed form vs autograd
 
 

@@ -242,7 +242,7 @@ def test_unsupported_architecture(tmp_path):
         num_attention_heads=2,
         architectures=["LlamaForCausalLM"],
     ).save_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="LlamaForCausalLM.*GPTNeoXForCausalLM.*GPT2LMHeadModel"):
+    with pytest.raises(ValueError, match=r"LlamaForCausalLM.*GPTNeoXForCausalLM.*GPT2LMHeadModel"):
         pretrained.load(tmp_path)
 
 
@@ -416,7 +416,7 @@ def test_bad_arguments_fail_before_any_download(empty_hub, no_network, kwargs, p
 def test_checkpoint_only_for_pythia(empty_hub):
     with pytest.raises(ValueError, match=r"checkpoint=1000 given for 'gpt2'.*only Pythia"):
         pretrained.load("gpt2", checkpoint=1000)
-    with pytest.raises(ValueError, match="checkpoint=512 .* 143 steps"):  # v0 has no early steps
+    with pytest.raises(ValueError, match=r"checkpoint=512 .* 143 steps"):  # v0 has no early steps
         pretrained.load("pythia-70m-v0", checkpoint=512)
 
 

@@ -3,6 +3,7 @@ tiny covering tokenizer / checkpoint of ``pretrained.testing.prompt_vocab``. Off
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 import random
 
@@ -62,7 +63,7 @@ def test_counts():
 
 
 def test_factual_verbatim():
-    assert MADRID == Prompt("Madrid is located in", "Spain")
+    assert Prompt("Madrid is located in", "Spain") == MADRID
     assert FACTUAL_20[0] == Prompt("The Great Wall is located in", "China")
     assert FACTUAL_20[3] == Prompt("The Statue of Liberty stands in", "New York Harbor")
     assert FACTUAL_20[6] == Prompt("The Sydney Opera House is located on", "Bennelong Point")
@@ -101,7 +102,7 @@ def test_ioi_constants():
     assert IOI_NAMES[-3:] == ("Allison", "Bradley", "Samuel")
     assert IOI_NAMES.index("Erin") + 1 == IOI_NAMES.index("Jamie")
     assert IOI_TEMPLATE.format(io="Mary", s="John") == GPT2_IOI.prompt
-    assert GPT2_IOI == Prompt("When Mary and John went to a store, John gave a drink to", "Mary")
+    assert Prompt("When Mary and John went to a store, John gave a drink to", "Mary") == GPT2_IOI
     assert GPT2_IOI_TOKENS == ("Mary", "them", "the", "John")
     assert " the " not in IOI_TEMPLATE  # footnote 1: "a store", so "the" never occurs in the context
 
@@ -120,8 +121,8 @@ def test_prompt_validation():
         Prompt("Madrid is located in", "  Spain")
     with pytest.raises(ValueError, match="differ"):
         IOIPrompt("When Mary and Mary ...", "Mary", "Mary")
-    with pytest.raises(Exception):
-        MADRID.answer = "France"  # frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        MADRID.answer = "France"  # type: ignore[misc]
 
 
 # --------------------------------------------------------------------------- answer tokens

@@ -1,6 +1,5 @@
 """The README's examples run as written (except blocks marked as needing the hub or local weights)."""
 
-import os
 import re
 from pathlib import Path
 

@@ -249,7 +249,7 @@ def test_same_calls_on_toy_and_pretrained(which, mlp_toy, tiny_models):
 
 def test_neox_has_no_resid_mid(neox):
     tokens = torch.ones(1, 3, dtype=torch.long)
-    with pytest.raises(ValueError, match="resid_mid.*parallel"):
+    with pytest.raises(ValueError, match=r"resid_mid.*parallel"):
         residual_vectors(neox, tokens, 0, site="resid_mid")
 
 
@@ -373,8 +373,8 @@ def test_silhouette_separated_and_scrambled():
 
 
 def test_latent_geometry_and_figure():
-    from matplotlib.figure import Figure
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     points, labels = clusters()
     result = latent_geometry(points, labels)

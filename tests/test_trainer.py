@@ -7,8 +7,8 @@ import torch.nn.functional as F
 from mechrecall import (
     Batch,
     SetWeight,
-    TrainConfig,
     TrainableEntries,
+    TrainConfig,
     ZeroBiases,
     build_toy_model,
     latest_checkpoint,
@@ -234,9 +234,9 @@ def test_annotated_shapes_are_checked_at_run_time_in_the_tests():
 def test_resume_refuses_a_different_model_or_training_config(tmp_path):
     cfg = TrainConfig(steps=4, optimizer="sgd", lr=0.1, loss_positions="mask", checkpoint_every=2, progress=False)
     train(small_model(), batch_fn, cfg, out_dir=tmp_path)
-    with pytest.raises(ValueError, match="cfg.d_mlp: 32 vs 64"):
+    with pytest.raises(ValueError, match=r"cfg.d_mlp: 32 vs 64"):
         train(small_model(d_mlp=64), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6}), out_dir=tmp_path)
-    with pytest.raises(ValueError, match="lr: 0.1 \\(checkpoint\\) vs 0.2"):
+    with pytest.raises(ValueError, match=r"lr: 0.1 \\(checkpoint\\) vs 0.2"):
         train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6, "lr": 0.2}), out_dir=tmp_path)
     # Extending the run is allowed: it continues from step 4.
     assert (

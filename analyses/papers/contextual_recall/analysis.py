@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -172,7 +172,7 @@ def ov_slice_ids(world: World, n: int = 8) -> tuple[list[int], list[str], list[i
         ("subjects", list(range(min(n, c.n_subjects)))),
         ("type-1 attrs", world.value_ids(0)[:n].tolist()),
         ("type-2 attrs", world.value_ids(min(1, c.n_types - 1))[:n].tolist()),
-        ("grammar+sep", list(range(c.grammar_offset, c.grammar_offset + min(4, c.n_grammar))) + [c.sep]),
+        ("grammar+sep", [*list(range(c.grammar_offset, c.grammar_offset + min(4, c.n_grammar))), c.sep]),
     ]
     if c.relation_tokens:
         groups.append(("relations", list(range(c.relation_offset, c.relation_offset + c.n_types))))

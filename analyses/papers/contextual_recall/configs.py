@@ -10,7 +10,7 @@ G (grammar tokens) and the Dirichlet α are not given in the paper: G=16, α=1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .world import WorldConfig
 

@@ -21,8 +21,8 @@ logits ``f[:V]``; no skip connection, no scaling. Sums: ``σ`` (all subjects), `
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -235,7 +235,7 @@ def functional_last_logits(
 ) -> Float[torch.Tensor, "B V"]:
     """Eq. 1 at query position ``pos`` in plain torch (one-hot inputs make every product a gather):
     ``score_i = W_KQ[tok_i, tok_t] + W_KQ[h(p_{i-t}), tok_t]`` for ``i <= t``, ``f = Σ_h Σ_i α_i W_OV[:, tok_i]``."""
-    Bn, T = tokens.shape
+    _Bn, T = tokens.shape
     t = pos % T
     keys = tokens[:, : t + 1]  # [B, t+1]
     q = tokens[:, t]  # [B]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -118,7 +118,7 @@ def ov_figure(slices, heads: dict[str, int], names: Sequence[str], bounds: Seque
         for b in bounds[:-1]:
             ax.axhline(b - 0.5, color="k", lw=0.5)
             ax.axvline(b - 0.5, color="k", lw=0.5)
-        centers = [(a + b) / 2 - 0.5 for a, b in zip([0] + list(bounds[:-1]), bounds)]
+        centers = [(a + b) / 2 - 0.5 for a, b in zip([0, *list(bounds[:-1])], bounds)]
         ax.set_xticks(centers, names, rotation=45, fontsize=6)
         ax.set_yticks(centers, names, fontsize=6)
         ax.set(title=f"{role} head (head {h})", xlabel="input token", ylabel="output token")

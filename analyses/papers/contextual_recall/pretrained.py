@@ -29,7 +29,7 @@ def build_prompt_set(model, K: int, max_t: int, seed: int):
     items = []
     for r, name in enumerate(names):
         pairs = RELATIONS[name]
-        for k in range(K):
+        for _k in range(K):
             perm = torch.randperm(len(pairs), generator=g).tolist()
             q = pairs[perm[0]]
             demos = [pairs[i] for i in perm[1 : max_t + 1]]

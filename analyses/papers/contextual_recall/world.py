@@ -18,9 +18,9 @@ and returns a :class:`mechrecall.batch.Batch` with next-token ``targets`` (``-10
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field, replace
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import torch
 from jaxtyping import Float, Int
@@ -226,7 +226,7 @@ class World:
     def div(self, norm: str = "row_mean_l1") -> float:
         return markov_div(self.transitions, norm)
 
-    def value_ids(self, ell: int) -> Int[torch.Tensor, "M_l"]:
+    def value_ids(self, ell: int) -> Int[torch.Tensor, " M_l"]:
         off = self.cfg.value_offsets[ell]
         return torch.arange(off, off + self.cfg.n_values[ell])
 
@@ -259,7 +259,7 @@ def build_world(cfg: WorldConfig) -> World:
     return World(cfg, attributes, tms, generic)
 
 
-def split_subjects(world: World, n_finetune: int, seed: int) -> tuple[Int[torch.Tensor, "n"], Int[torch.Tensor, "m"]]:
+def split_subjects(world: World, n_finetune: int, seed: int) -> tuple[Int[torch.Tensor, " n"], Int[torch.Tensor, " m"]]:
     """A seeded split of the subjects: ``(finetuning subset 𝒮', held-out 𝒮∖𝒮')`` (§3.2: 50% by default)."""
     M = world.cfg.n_subjects
     if not isinstance(n_finetune, int) or not 1 <= n_finetune <= M:
@@ -296,7 +296,7 @@ def check_task(
 
 
 def markov_runs(
-    tms: Float[torch.Tensor, "K G G"], which: Int[torch.Tensor, "n"], length: int, gen: torch.Generator
+    tms: Float[torch.Tensor, "K G G"], which: Int[torch.Tensor, " n"], length: int, gen: torch.Generator
 ) -> Int[torch.Tensor, "n length"]:
     """``n`` grammar runs (indices in ``[0, G)``), run ``i`` from chain ``tms[which[i]]``; first token uniform."""
     n, G = which.shape[0], tms.shape[-1]
@@ -316,7 +316,7 @@ def _pick(pool: torch.Tensor, shape: tuple[int, ...], gen: torch.Generator) -> t
 
 def _next_token_batch(
     full: Int[torch.Tensor, "B T1"],
-    lengths: Int[torch.Tensor, "B"],
+    lengths: Int[torch.Tensor, " B"],
     subject,
     attr_type,
     loss: Literal["all", "last"] = "all",
@@ -447,7 +447,7 @@ def sample_pt_rel(world: World, batch: int, gen: torch.Generator, *, subjects: t
     return _next_token_batch(full, lengths, subj, types[:, -1])
 
 
-def icl_rel_from_subjects(world: World, subj: Int[torch.Tensor, "B m"], ell: Int[torch.Tensor, "B"]) -> Batch:
+def icl_rel_from_subjects(world: World, subj: Int[torch.Tensor, "B m"], ell: Int[torch.Tensor, " B"]) -> Batch:
     """ICL_rel sequences ``[s_1, [sep], a_1, ..., s_m, [sep]] -> a_m`` for given subjects and types (Eq. 3)."""
     c = world.cfg
     batch, m = subj.shape

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from jaxtyping import Float, Int
 
-__all__ = ["CharStats", "load_char_stats", "CHAR_STATS_FILE"]
+__all__ = ["CHAR_STATS_FILE", "CharStats", "load_char_stats"]
 
 CHAR_STATS_FILE = "tinyshakespeare_char_stats.json"
 
@@ -41,9 +41,9 @@ class CharStats:
     """
 
     vocab: str
-    unigram_counts: Int[torch.Tensor, "V"]
+    unigram_counts: Int[torch.Tensor, " V"]
     bigram_counts: Int[torch.Tensor, "V V"]
-    pi_u: Float[torch.Tensor, "V"]
+    pi_u: Float[torch.Tensor, " V"]
     pi_b: Float[torch.Tensor, "V V"]
     source: str
     sha256: str
@@ -54,7 +54,7 @@ class CharStats:
     def n_tokens(self) -> int:
         return len(self.vocab)
 
-    def encode(self, text: str) -> Int[torch.Tensor, "n"]:
+    def encode(self, text: str) -> Int[torch.Tensor, " n"]:
         """Ids of the characters of ``text``; ``ValueError`` for a character outside the vocabulary."""
         index = {c: i for i, c in enumerate(self.vocab)}
         missing = sorted({c for c in text if c not in index})

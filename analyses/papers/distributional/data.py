@@ -38,8 +38,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 from jaxtyping import Float, Int
@@ -47,15 +48,15 @@ from jaxtyping import Float, Int
 from mechrecall.batch import Batch
 
 __all__ = [
-    "NoisyICLConfig",
-    "PRESETS",
     "MULTI_TRIGGERS",
+    "PRESETS",
+    "LAMData",
+    "NoisyICLConfig",
+    "noisy_icl_batch_fn",
+    "sample_lam",
     "sample_noisy_icl",
     "sample_noisy_icl_reference",
     "sample_synthetic_ioi",
-    "sample_lam",
-    "LAMData",
-    "noisy_icl_batch_fn",
 ]
 
 IGNORE = -100
@@ -252,7 +253,7 @@ def _count_tables(unigram: str, bigram: str, N: int) -> tuple[list[int], list[li
         rows = [r if sum(r) > 0 else list(uni) for r in stats.bigram_counts.tolist()]
     else:
         rows = [[1] * N for _ in range(N)]
-    return uni, rows + [list(uni)]
+    return uni, [*rows, list(uni)]
 
 
 def _token_dtype(d_vocab: int) -> torch.dtype:
@@ -263,13 +264,14 @@ def _token_dtype(d_vocab: int) -> torch.dtype:
 def _lut(unigram: str, bigram: str, n_tokens: int, tau: int, d_vocab: int, device: str) -> dict[str, torch.Tensor]:
     """The exact look-up table every draw of the vectorised chain is one ``take`` from.
 
-    ``lut`` (uint8 for ``d_vocab <= 256``) concatenates, for each row ``r`` of the count table of ``_count_tables`` (``N`` bigram rows,
-    then the unigram row ``N``), every token ``j`` repeated ``count[r, j]`` times plus one repeat of the row's
-    last token (so that ``u * total`` rounding up to ``total`` still lands in the row): row ``r`` starts at
-    ``row_off[r]`` and a draw is ``lut[floor(row_off[r] + u * row_tot[r])]``, ``u ~ U[0, 1)``. Then, for every
-    id ``v < d_vocab``, the 3-entry segments ``[v, τ, τ]`` (start ``seg_lo[v]``) and ``[τ, v, v]`` (``seg_hi[v]``):
-    the trigger rule ``p_{α,ȳ}`` is a draw from ``seg_lo[ȳ]`` with total ``1/(1-α)`` (α <= 1/2: ``ȳ`` iff
-    ``u < 1-α``) or from ``seg_hi[ȳ]`` with total ``1/α`` (α > 1/2: ``τ`` iff ``u < α``). Offsets/totals float64.
+    ``lut`` (uint8 for ``d_vocab <= 256``) concatenates, for each row ``r`` of the count table of
+    ``_count_tables`` (``N`` bigram rows, then the unigram row ``N``), every token ``j`` repeated ``count[r, j]``
+    times plus one repeat of the row's last token (so that ``u * total`` rounding up to ``total`` still lands in
+    the row): row ``r`` starts at ``row_off[r]`` and a draw is ``lut[floor(row_off[r] + u * row_tot[r])]``, ``u ~
+    U[0, 1)``. Then, for every id ``v < d_vocab``, the 3-entry segments ``[v, τ, τ]`` (start ``seg_lo[v]``) and
+    ``[τ, v, v]`` (``seg_hi[v]``): the trigger rule ``p_{α,ȳ}`` is a draw from ``seg_lo[ȳ]`` with total
+    ``1/(1-α)`` (α <= 1/2: ``ȳ`` iff ``u < 1-α``) or from ``seg_hi[ȳ]`` with total ``1/α`` (α > 1/2: ``τ`` iff ``u
+    < α``). Offsets/totals float64.
     """
     _, rows = _count_tables(unigram, bigram, n_tokens)
     counts = torch.tensor(rows, dtype=torch.int64)  # [N+1, N]
@@ -656,8 +658,8 @@ class LAMData(NamedTuple):
     conditional ``p_α(· | x_i)`` of every row (the population loss is ``-(target * log_softmax).sum(-1).mean()``
     over ``x = arange(n)``)."""
 
-    x: Int[torch.Tensor, "m"]
-    y: Int[torch.Tensor, "m"] | None
+    x: Int[torch.Tensor, " m"]
+    y: Int[torch.Tensor, " m"] | None
     target: Float[torch.Tensor, "m c"]
 
 

@@ -1,4 +1,6 @@
-"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I): the parts of ``python -m analyses.laser_pythia``.
+"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I).
+
+The parts of ``python -m analyses.laser_pythia``.
 
 Truncating one late MLP input matrix to a tiny rank (LASER, Sharma et al. 2024) removes the generic
 "the" that feed-forward layers predict from distributional statistics, and lets the in-context answer win.
@@ -32,13 +34,24 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
 import pretrained
+from analyses.papers.distributional.prompts import (
+    FACTUAL_20,
+    GPT2_IOI,
+    GPT2_IOI_TOKENS,
+    MADRID,
+    PREPOSITION_SENTENCES,
+    PREPOSITIONS,
+    TABLE1_PROBS,
+    ioi_prompts,
+)
 from analyses.plotting import subplots
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
@@ -46,18 +59,7 @@ from mechrecall.claims import Claim, Rule, at_least, at_most
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
 from mechrecall.progress import progress_bar
-from analyses.papers.distributional.prompts import (
-    FACTUAL_20,
-    GPT2_IOI,
-    GPT2_IOI_TOKENS,
-    MADRID,
-    TABLE1_PROBS,
-    PREPOSITION_SENTENCES,
-    PREPOSITIONS,
-    ioi_prompts,
-)
 from pretrained.prompts import Prompt, answer_token, load_prompt_file
-
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +236,7 @@ def next_token_probs(model, texts: Sequence[str], opts: Options) -> torch.Tensor
     by_length: dict[int, list[int]] = {}
     for i, t in enumerate(tokens):
         by_length.setdefault(len(t), []).append(i)
-    for length, index in by_length.items():
+    for _length, index in by_length.items():
         logits = model(torch.stack([tokens[i] for i in index]).to(opts.device))[:, -1]
         out[index] = logits.float().softmax(-1).cpu()
     return out

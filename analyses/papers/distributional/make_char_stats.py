@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import sys
 from collections import Counter
@@ -38,7 +39,7 @@ def compute_char_stats(text: str) -> dict:
     vocab = "".join(sorted(set(text)))
     index = {c: i for i, c in enumerate(vocab)}
     uni = Counter(text)
-    bi = Counter(zip(text, text[1:]))
+    bi = Counter(itertools.pairwise(text))
     unigram = [uni[c] for c in vocab]
     bigram = [[0] * len(vocab) for _ in vocab]
     for (a, b), n in bi.items():

@@ -21,7 +21,8 @@ zero, ``W_E, W̃_E, W_U`` mutually orthonormal and frozen, no positions, attenti
 
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_toy_model

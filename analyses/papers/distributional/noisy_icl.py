@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -635,7 +636,8 @@ def part_theory(ctx: Context) -> PartResult:
 
 
 def _curve_label(key: str) -> str:
-    """``F2_rho0.2`` → ``F₂ at ρ = 0.2``; ``drop_F2`` → ``drop F₂ (ρ = 0)``; ``OV1_rho0.05`` → ``W¹_V W¹_O at ρ = 0.05``."""
+    """A curve's legend label: ``F2_rho0.2`` → ``F₂ at ρ = 0.2``; ``drop_F2`` → ``drop F₂ (ρ = 0)``;
+    ``OV1_rho0.05`` → ``W¹_V W¹_O at ρ = 0.05``."""
     sub = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
     if key == "full":
         return "full model (ρ = 1)"

@@ -9,7 +9,8 @@ bilinear forms the model computes: no softmax, and ``1/√d_head`` only where th
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, ContextManager, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 import torch
 from jaxtyping import Float
@@ -20,7 +21,7 @@ from hooks import low_rank
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 
-Intervention = Callable[[HookedTransformer], ContextManager]
+Intervention = Callable[[HookedTransformer], AbstractContextManager]
 
 
 # ----------------------------------------------------------------------------------- interventions

@@ -18,28 +18,28 @@ Verbatim from the paper:
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
-from pretrained.prompts import AnswerToken, Prompt, answer_token, is_single_token, tokenizer_of
-from pretrained.prompts import _check_text
+from pretrained.prompts import AnswerToken, Prompt, _check_text, answer_token, is_single_token, tokenizer_of
 
 __all__ = [
-    "IOIPrompt",
-    "MADRID",
-    "MADRID_TOKENS",
-    "TABLE1_PROBS",
     "FACTUAL_20",
-    "PREPOSITIONS",
-    "PREPOSITION_SENTENCES",
-    "IOI_NAMES",
-    "IOI_TEMPLATE",
     "GPT2_IOI",
     "GPT2_IOI_TOKENS",
-    "single_token_names",
+    "IOI_NAMES",
+    "IOI_TEMPLATE",
+    "MADRID",
+    "MADRID_TOKENS",
+    "PREPOSITIONS",
+    "PREPOSITION_SENTENCES",
+    "TABLE1_PROBS",
+    "IOIPrompt",
     "ioi_prompts",
-    "prompt_words",
     "prompt_vocab",
+    "prompt_words",
+    "single_token_names",
 ]
 
 

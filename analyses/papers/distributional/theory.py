@@ -30,28 +30,29 @@ Where the paper's statements and its derivations differ (checked in the tests):
 from __future__ import annotations
 
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
 
 __all__ = [
-    "sample_theory_sequences",
-    "one_step_logits",
     "eq2_one_step_autograd",
-    "noise_margin",
-    "one_step_margins",
-    "ff_noise_logit_recursion",
     "ff_noise_fixed_point",
-    "theorem3_ode",
-    "theorem3_rank1_constant",
-    "theorem3_gd",
-    "lam_train",
+    "ff_noise_logit_recursion",
     "lam_fig18",
     "lam_figure",
-    "table3_formulas",
+    "lam_train",
     "lemma_d2_moments_mc",
+    "noise_margin",
+    "one_step_logits",
+    "one_step_margins",
+    "sample_theory_sequences",
+    "table3_formulas",
+    "theorem3_gd",
+    "theorem3_ode",
+    "theorem3_rank1_constant",
 ]
 
 
@@ -358,7 +359,8 @@ def theorem3_rank1_constant(alpha: float, flow: Literal["eq43", "W"] = "W") -> f
 
 def theorem3_ode(alpha: float, t_max: float, dt: float = 0.01, dt_max: float = 0.25, n_out: int = 200) -> dict:
     """Eq. 43 (proof of Theorem 3): ``a' = (2 - 2e^a)/(e^a + e^b + 1) - 2 + 2 alpha``,
-    ``b' = (2 - 8e^b)/(e^a + e^b + 1) - 2 + 10 alpha``, ``a(0) = b(0) = 0``; ``a = -2 beta_1``, ``b = -beta_1 - 3 beta_2``.
+    ``b' = (2 - 8e^b)/(e^a + e^b + 1) - 2 + 10 alpha``, ``a(0) = b(0) = 0``;
+    ``a = -2 beta_1``, ``b = -beta_1 - 3 beta_2``.
 
     Classical RK4 with step ``h = min(dt_max, dt * (1 + t))`` (fine at the start, capped for stability of the fast
     ``b`` mode, rate ``~10 alpha (1 - alpha)``). Returns ``t, a, b`` at ``n_out`` log-spaced times in
@@ -692,7 +694,7 @@ def run_checks(claim, quick: bool = True) -> tuple[dict, list, dict]:
     ``quick`` (micro/smoke presets): 20 trials per m, Fig. 18 over 5 seeds, Theorem 3 to t = 2·10^4;
     otherwise 100 trials, 20 seeds (the paper's count) and t = 2·10^5.
     """
-    from mechrecall.claims import at_least, at_most, near
+    from mechrecall.claims import at_most, near
 
     trials, seeds, t3_steps = (20, range(5), 20_000) if quick else (100, range(20), 200_000)
     N, T, alpha = 64, 256, 0.5

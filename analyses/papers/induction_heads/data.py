@@ -50,12 +50,12 @@ class TokenICLBatch:
     learned position used), ``query_index [B]`` (0-based pair index of the query)."""
 
     tokens: Int[Tensor, "batch seq"]
-    target: Int[Tensor, "batch"]
-    pos_offset: Int[Tensor, "batch"]
-    query_index: Int[Tensor, "batch"]
+    target: Int[Tensor, " batch"]
+    pos_offset: Int[Tensor, " batch"]
+    query_index: Int[Tensor, " batch"]
 
     @property
-    def label_position(self) -> Int[Tensor, "batch"]:
+    def label_position(self) -> Int[Tensor, " batch"]:
         """Sequence position (0-based) of the query's label: ``2q + 1``."""
         return 2 * self.query_index + 1
 
@@ -103,7 +103,7 @@ def make_token_icl_batch(
 
 
 def assemble_sequences(
-    a: Float[Tensor, "B N D"], b: Float[Tensor, "B N D"], p: Float[Tensor, "B N D"], q: Int[Tensor, "B"]
+    a: Float[Tensor, "B N D"], b: Float[Tensor, "B N D"], p: Float[Tensor, "B N D"], q: Int[Tensor, " B"]
 ) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"]]:
     """``X`` of eqs. 3–4 from items, labels, positional codes and the query index (0-based).
 
@@ -130,7 +130,7 @@ def make_continuous_icl_batch(
     variance: float = 1.0,
     generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float32,
-) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"], Int[Tensor, "B"]]:
+) -> tuple[Float[Tensor, "B L two_D"], Float[Tensor, "B D"], Int[Tensor, " B"]]:
     """Task B (eq. 5): i.i.d. ``N(0, variance)`` items, labels and positions; or Task C with ``dist="orthonormal"``.
 
     ``query``: ``"uniform"`` (q ~ Unif{1..N}, eq. 5) or ``"last"`` (q = N, Assumption 8).

@@ -1,8 +1,9 @@
 """The induction-circuit demo (part ``demo`` of ``python -m analyses.induction_emergence``).
 
 A 2-layer, 1-head-per-layer, attention-only, bias-free toy transformer learns random token sequences
-that repeat with a random period; an induction circuit forms (the emergence studied by Musat et al.): layer 0 attends to the
-previous token, layer 1 attends to the tokens that *followed* earlier occurrences of the current one.
+that repeat with a random period; an induction circuit forms (the emergence studied by Musat et al.):
+layer 0 attends to the previous token, layer 1 attends to the tokens that *followed* earlier occurrences
+of the current one.
 The run trains with checkpoints (re-running resumes); ``analyses.head_roles`` then finds the circuit.
 """
 
@@ -18,8 +19,8 @@ from mechrecall.checkpoint import load_model
 from mechrecall.claims import at_least
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
-from mechrecall.surgeries import ZeroBiases
 from mechrecall.sequences import induction_batch
+from mechrecall.surgeries import ZeroBiases
 from mechrecall.trainer import Batch, TrainConfig, latest_checkpoint, select_positions, train
 
 

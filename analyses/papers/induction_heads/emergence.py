@@ -12,7 +12,8 @@ Thresholds must lie in (0, 1): the paper uses ½ (Definition 1) and 0.1 for α�
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -20,11 +20,8 @@ from dataclasses import asdict, replace
 
 import torch
 
-from mechrecall.claims import at_least, at_most, between, is_true, near, spread_of
-from mechrecall.errors import UsageError
-from mechrecall.experiment import Context, PartResult
 from analyses.papers.induction_heads import emergence as em
-from analyses.papers.induction_heads.data import make_token_icl_batch, orthonormal_icl_batch, make_continuous_icl_batch
+from analyses.papers.induction_heads.data import make_continuous_icl_batch, make_token_icl_batch, orthonormal_icl_batch
 from analyses.papers.induction_heads.subspace import (
     INDUCTION_PARAMS,
     PSEUDO_PARAMS,
@@ -33,6 +30,9 @@ from analyses.papers.induction_heads.subspace import (
     weights_from_pseudo_parameters,
 )
 from analyses.papers.induction_heads.theory import asymptotic_emergence_times, closed_form_loss, integrate_three_param
+from mechrecall.claims import at_least, at_most, between, is_true, near, spread_of
+from mechrecall.errors import UsageError
+from mechrecall.experiment import Context, PartResult
 
 NAMES = ("alpha3", "beta2", "gamma3")
 
@@ -366,7 +366,7 @@ def part_disentangled(ctx: Context) -> PartResult:
                     f"Figs 6–14 style: weights after {step} SGD steps "
                     f"(D={run.dim}, N={run.n_pairs}, lr {run.lr}, B={run.batch_size})",
                 )
-    first, last = main_full.history[0], main_full.history[-1]
+    _first, last = main_full.history[0], main_full.history[-1]
     last3 = main_three.history[-1]
     top3 = sorted(PSEUDO_PARAMS, key=lambda n: -abs(last[n]))[:3]
     forbidden = max(abs(last[n]) for n in ("beta3", "beta4", "beta5", "beta6"))
@@ -627,7 +627,7 @@ def _train_until_icl(run, th: dict, out_dir, ctx: Context, max_time: float):
     from analyses.papers.induction_heads.training import train_disentangled
 
     eta = run.lr / run.dim
-    steps = max(10, int(math.ceil(0.5 * run.n_pairs**2 / eta)))
+    steps = max(10, math.ceil(0.5 * run.n_pairs**2 / eta))
     while True:
         res = train_disentangled(replace(run, steps=steps), out_dir=out_dir, progress=ctx.progress, device=ctx.device)
         times = [r["step"] * eta for r in res.history]
@@ -635,7 +635,7 @@ def _train_until_icl(run, th: dict, out_dir, ctx: Context, max_time: float):
         t_icl = em.joint_emergence_time(times, series, th)
         if t_icl is not None or steps * eta >= max_time:
             return res, times, series, t_icl
-        steps = min(int(math.ceil(steps * 1.6)), int(math.ceil(max_time / eta)))
+        steps = min(math.ceil(steps * 1.6), math.ceil(max_time / eta))
 
 
 def part_sgd_scaling(ctx: Context) -> PartResult:
@@ -764,8 +764,8 @@ def part_sgd_scaling(ctx: Context) -> PartResult:
         ),
     ]
     ctx.say(
-        f"full-training exponents {['%.2f' % k for k in full_k]}, App. F protocol "
-        f"{['%.2f' % k for k in exps['appendixF_span']]}, ODE {k_ode:.2f}"
+        f"full-training exponents {[f'{k:.2f}' for k in full_k]}, App. F protocol "
+        f"{[f'{k:.2f}' for k in exps['appendixF_span']]}, ODE {k_ode:.2f}"
     )
     return PartResult(results, claims, {"fig5_full_training.png": _sgd_fig(rows, ns, ode)})
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
-from analyses.plotting import subplots
 from analyses.papers.induction_heads.subspace import INDUCTION_PARAMS, PSEUDO_PARAMS, greek
+from analyses.plotting import subplots
 
 
 def _grid(ax, sizes: Sequence[int], axis: str) -> None:
@@ -32,12 +33,12 @@ def interpretable_qk_figure(
         m = entry["matrix"].detach().cpu().float().numpy()
         sizes = [s for _, s in entry["blocks"]]
         if name != "OUT" and center_rows:  # a per-query constant does not change the softmax: remove it per block
-            cuts = np.cumsum([0] + sizes)
-            m = np.concatenate([m[:, a:b] - m[:, a:b].mean(1, keepdims=True) for a, b in zip(cuts[:-1], cuts[1:])], 1)
+            cuts = np.cumsum([0, *sizes])
+            m = np.concatenate([m[:, a:b] - m[:, a:b].mean(1, keepdims=True) for a, b in itertools.pairwise(cuts)], 1)
         lim = float(np.abs(m).max()) or 1.0
         ax.imshow(m, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
         _grid(ax, sizes, "y")
-        centers = np.cumsum([0] + sizes[:-1]) + np.array(sizes) / 2 - 0.5
+        centers = np.cumsum([0, *sizes[:-1]]) + np.array(sizes) / 2 - 0.5
         ax.set_yticks(centers, [n for n, _ in entry["blocks"]], fontsize=7)
         if name != "OUT":
             _grid(ax, sizes, "x")

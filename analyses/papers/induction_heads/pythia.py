@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analyses.papers.induction_heads import emergence as em
 from mechrecall.claims import at_least, is_true
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
-from analyses.papers.induction_heads import emergence as em
 
 DEFAULT_MODEL = "EleutherAI/pythia-70m"
 #: Log-spaced Pythia steps (all exist on the hub as revisions ``step{N}``).
@@ -140,7 +140,7 @@ def part_pythia(ctx: Context) -> PartResult:
     times = em.emergence_times(
         steps,
         {**series, **{f"max {r}": v for r, v in best.items()}},
-        {k: threshold for k in list(series) + [f"max {r}" for r in ROLES]},
+        dict.fromkeys(list(series) + [f"max {r}" for r in ROLES], threshold),
     )
     top_ind = f"induction L{tops['induction'][0][0]}H{tops['induction'][0][1]}"
     top_prev = f"previous_token L{tops['previous_token'][0][0]}H{tops['previous_token'][0][1]}"

@@ -23,7 +23,7 @@ mutually Frobenius-orthogonal with ``‖B_k‖² = D``, so the coefficient of ``
 from __future__ import annotations
 
 import itertools
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 from torch import Tensor

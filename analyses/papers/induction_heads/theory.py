@@ -94,7 +94,7 @@ def integrate_three_param(
     def f(th: np.ndarray) -> np.ndarray:
         return -np.asarray(closed_form_grad(th[0], th[1], th[2], n_pairs))
 
-    steps = int(math.ceil(t_max / dt))
+    steps = math.ceil(t_max / dt)
     th = np.zeros((steps + 1, 3))
     stop = steps
     for k in range(steps):

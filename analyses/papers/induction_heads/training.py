@@ -9,14 +9,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 import torch
 
-from mechrecall.batch import Batch
-from mechrecall.trainer import TrainConfig, TrainResult, train
 from analyses.papers.induction_heads.data import make_continuous_icl_batch, make_token_icl_batch
 from analyses.papers.induction_heads.models import (
     build_disentangled,
@@ -31,6 +29,8 @@ from analyses.papers.induction_heads.subspace import (
     pseudo_parameters,
     subspace_residual,
 )
+from mechrecall.batch import Batch
+from mechrecall.trainer import TrainConfig, TrainResult, train
 
 
 @dataclass(frozen=True)
