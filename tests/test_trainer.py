@@ -236,7 +236,7 @@ def test_resume_refuses_a_different_model_or_training_config(tmp_path):
     train(small_model(), batch_fn, cfg, out_dir=tmp_path)
     with pytest.raises(ValueError, match=r"cfg.d_mlp: 32 vs 64"):
         train(small_model(d_mlp=64), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6}), out_dir=tmp_path)
-    with pytest.raises(ValueError, match=r"lr: 0.1 \\(checkpoint\\) vs 0.2"):
+    with pytest.raises(ValueError, match=r"lr: 0.1 \(checkpoint\) vs 0.2"):
         train(small_model(), batch_fn, TrainConfig(**{**cfg.__dict__, "steps": 6, "lr": 0.2}), out_dir=tmp_path)
     # Extending the run is allowed: it continues from step 4.
     assert (
