@@ -158,9 +158,20 @@ class Layout:
         return self.dP + 2 * self.d
 
 
-def model_config(spec: ICRecallSpec, *, d_mlp: int | None = None, dtype: str = "float32") -> dict:
-    """The ``HookedTransformerConfig`` fields of the IC-recall model (``n_ctx = d_P = 2k+3``)."""
-    lay = Layout(spec.seq_len, spec.d_vocab)
+def check_n_ctx(spec: ICRecallSpec, n_ctx: int | None) -> int:
+    """``n_ctx`` (default ``2k+3``), checked: the 2k+2 tokens up to EoS plus the appended relation must fit."""
+    if n_ctx is None:
+        return spec.seq_len
+    if not isinstance(n_ctx, int) or n_ctx < spec.seq_len:
+        raise ValueError(f"n_ctx={n_ctx!r} is too short: k={spec.k} in-context pairs give 2k+2={2 * spec.k + 2} tokens "
+                         f"up to EoS plus the decoded relation, so n_ctx must be >= 2k+3={spec.seq_len}")
+    return n_ctx
+
+
+def model_config(spec: ICRecallSpec, *, d_mlp: int | None = None, dtype: str = "float32",
+                 n_ctx: int | None = None) -> dict:
+    """The ``HookedTransformerConfig`` fields of the IC-recall model (``n_ctx = d_P``, default ``2k+3``)."""
+    lay = Layout(check_n_ctx(spec, n_ctx), spec.d_vocab)
     return dict(n_layers=1, n_heads=1, d_model=lay.D, d_head=lay.Din, d_mlp=d_mlp or 3 * spec.n ** 2,
                 d_vocab=spec.d_vocab, n_ctx=lay.dP, act_fn="relu", normalization_type=None,
                 positional_embedding_type="standard", use_attn_scale=False, default_prepend_bos=False,
@@ -168,7 +179,8 @@ def model_config(spec: ICRecallSpec, *, d_mlp: int | None = None, dtype: str = "
 
 
 def model_recipe(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = "random",
-                 memory: str = "constructed", dtype: str = "float32") -> tuple[dict, list[Surgery]]:
+                 memory: str = "constructed", dtype: str = "float32", n_ctx: int | None = None
+                 ) -> tuple[dict, list[Surgery]]:
     """(config, surgeries) of the IC-recall model; ``build_toy_model(*model_recipe(...))`` builds it.
 
     ``mode``: ``partial`` (train W^KQ's position–position block), ``full`` (all of W^KQ), ``pretrain``
@@ -176,8 +188,8 @@ def model_recipe(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = 
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}; expected one of {MODES}")
     spec.validate()
-    cfg = model_config(spec, dtype=dtype)
-    lay = Layout(spec.seq_len, spec.d_vocab)
+    cfg = model_config(spec, dtype=dtype, n_ctx=n_ctx)
+    lay = Layout(cfg["n_ctx"], spec.d_vocab)
     attn = ("blocks.0.attn.W_Q", "blocks.0.attn.W_K", "blocks.0.attn.W_V", "blocks.0.attn.W_O")
     surgeries: list[Surgery] = [
         ZeroBiases(),
@@ -199,9 +211,10 @@ def model_recipe(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = 
 
 
 def build_model(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = "random",
-                memory: str = "constructed", dtype: str = "float32", seed: int = 0) -> HookedTransformer:
+                memory: str = "constructed", dtype: str = "float32", seed: int = 0,
+                n_ctx: int | None = None) -> HookedTransformer:
     """The IC-recall transformer (see :func:`model_recipe`)."""
-    cfg, surgeries = model_recipe(spec, mode, embedding=embedding, memory=memory, dtype=dtype)
+    cfg, surgeries = model_recipe(spec, mode, embedding=embedding, memory=memory, dtype=dtype, n_ctx=n_ctx)
     return build_toy_model(cfg, surgeries, seed=seed)
 
 
@@ -282,10 +295,13 @@ class AnalyticICRecall(torch.nn.Module):
     def relation_logits(self, data: ICRecallData, M: torch.Tensor | None = None) -> torch.Tensor:
         """``[B, m]``; ``M`` = precomputed ``task.matches(data)`` as floats, flattened to ``[B, m, (k+1)k]``."""
         k, v = self.task.k, torch.softmax(self.theta, -1)
-        if M is None:
-            M = self.task.matches(data).to(v.dtype).flatten(2)
         vs, va = v[0 : 2 * k + 1 : 2], v[1 : 2 * k : 2]
-        return (v[: 2 * k + 1] ** 2).sum() + 2 * (M @ torch.outer(vs, va).flatten())
+        weights = torch.outer(vs, va).flatten()
+        if M is None:  # evaluation: in chunks (the match tensor of a large test set is big)
+            parts = [self.task.matches(data.subset(slice(i, i + 2048))).to(v.dtype).flatten(2) @ weights
+                     for i in range(0, len(data), 2048)]
+            return (v[: 2 * k + 1] ** 2).sum() + 2 * torch.cat(parts)
+        return (v[: 2 * k + 1] ** 2).sum() + 2 * (M @ weights)
 
     def answer_logits(self, data: ICRecallData, relation: torch.Tensor | None = None,
                       hit: torch.Tensor | None = None) -> torch.Tensor:
