@@ -175,8 +175,8 @@ def part_exact(ctx: Context) -> PartResult:
         recall = memory_recall(task, W, V, phi)
         recall_min = min(recall_min, min(recall.values()))
         worst_rel, worst_ans = max(worst_rel, float(d_rel.detach())), max(worst_ans, float(d_ans.detach()))
-        rows.append({"spec": dataclasses.asdict(spec), "max_abs_diff_relation_logits": float(d_rel),
-                     "max_abs_diff_answer_logits": float(d_ans), "memory_recall": recall,
+        rows.append({"spec": dataclasses.asdict(spec), "max_abs_diff_relation_logits": float(d_rel.detach()),
+                     "max_abs_diff_answer_logits": float(d_ans.detach()), "memory_recall": recall,
                      "bayes_ceiling_exact": task.bayes_ceiling(), "bayes_ceiling_population": task.bayes_ceiling(task.population(None)) if spec.population_size <= 50_000 else None,
                      "assumption_2_2_violations": task.assumption_2_2_violations()})
     # read-out values (s + r -> a: 4 on the answer, 2 other answers, 1 subjects and relations, 0 EoS)

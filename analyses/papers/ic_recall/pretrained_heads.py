@@ -107,13 +107,13 @@ def part_pretrained(ctx: Context) -> PartResult:
     fig = heatmap(long, panel="metric", title=f"pairwise attention score per head of {name} (extension of Fig 2)")
     claims = [
         ctx.claim(X, "best_head_pairwise_share", claim_text, float(ranked["pairwise_fraction"].max()), rule,
-                  where="extension", note=f"head L{int(best.layer)}H{int(best.head)} has the highest score"),
+                  where="extension", note=f"head L{int(best['layer'])}H{int(best['head'])} has the highest score"),
         ctx.claim(X, "best_head_score", f"extension: the highest mean pairwise score over heads of {name}",
-                  float(best.score), at_least(0.2), where="extension",
-                  note=f"L{int(best.layer)}H{int(best.head)}: within {best.within:.3f}, across {best.across:.3f}, "
-                       f"rest {best.rest:.3f}"),
+                  float(best["score"]), at_least(0.2), where="extension",
+                  note=f"L{int(best['layer'])}H{int(best['head'])}: within {best['within']:.3f}, across {best['across']:.3f}, "
+                       f"rest {best['rest']:.3f}"),
     ]
-    ctx.say(f"pretrained {name}: best head L{int(best.layer)}H{int(best.head)} score {best.score:.3f}")
+    ctx.say(f"pretrained {name}: best head L{int(best['layer'])}H{int(best['head'])} score {best['score']:.3f}")
     return PartResult({"model": name, "n_prompts": len(prompts["texts"]), "example_prompt": prompts["texts"][0],
                        "ranking": ranked.head(20).to_dict(orient="records"), "table": table.to_dict(orient="records")},
                       claims, {"pretrained_head_pair_scores.png": fig})
