@@ -51,10 +51,10 @@ SAMPLES = {
               "full_n": (5, 7, 11), "full_N": (2, 8, 32, 128), "full_seeds": (0, 1), "full_steps": 1000,
               "fig3": None},
     "paper": {"affine_n": (5, 7, 11, 13), "N": (1, 2, 4, 8, 16), "seeds": tuple(range(10)), "lr": 1e-3,
-              "steps": 3000, "full_n": (5, 7, 11, 13), "full_N": (2, 8, 32, 128), "full_seeds": (0, 1, 2),
-              "full_steps": 1500,
+              "steps": 1000, "full_n": (5, 7, 11, 13), "full_N": (2, 8, 32, 128), "full_seeds": (0, 1),
+              "full_steps": 1000,
               "fig3": {"n": (8, 16, 32, 64), "m": 64, "N": (1, 2, 4, 8, 16, 32, 64, 128), "seeds": tuple(range(10)),
-                       "lr": 1e-3, "steps": 3000}},
+                       "lr": 1e-3, "steps": 1000}},
 }
 
 ALGORITHM1 = {
@@ -69,13 +69,13 @@ ALGORITHM1 = {
 PRETRAINED_MLP = {
     "micro": {"n": 3, "m": 6, "family": "all_bijections", "pretrain_steps": 150, "N": 16, "steps": 100, "seeds": (0,)},
     "smoke": {"n": 8, "m": 64, "family": "random", "pretrain_steps": 1500, "N": 256, "steps": 3000, "seeds": (0,)},
-    "paper": {"n": 8, "m": 64, "family": "random", "pretrain_steps": 3000, "N": 256, "steps": 3000, "seeds": (0, 1, 2)},
+    "paper": {"n": 8, "m": 64, "family": "random", "pretrain_steps": 2000, "N": 256, "steps": 3000, "seeds": (0, 1)},
 }
 
 BENCH = {
     "micro": {"steps": 20, "sweep": dict(n=(7,), N=(1, 8), seeds=(0,), steps=30)},
     "smoke": {"steps": 200, "sweep": dict(n=(7,), N=(1, 2, 4, 8), seeds=(0, 1), steps=300)},
-    "paper": {"steps": 500, "sweep": dict(n=(7, 11), N=(1, 2, 4, 8), seeds=(0, 1), steps=1000)},
+    "paper": {"steps": 500, "sweep": dict(n=(7, 11), N=(1, 2, 4, 8), seeds=(0, 1), steps=500)},
 }
 
 
