@@ -50,9 +50,8 @@ SAMPLES = {
     "smoke": {"affine_n": (5, 7, 11, 13), "N": (1, 2, 4, 8, 16), "seeds": tuple(range(5)), "lr": 1e-2, "steps": 1000,
               "full_n": (5, 7, 11), "full_N": (2, 8, 32, 128), "full_seeds": (0, 1), "full_steps": 1000,
               "fig3": None},
-    "paper": {"affine_n": (5, 7, 11, 13), "N": (1, 2, 4, 8, 16), "seeds": tuple(range(10)), "lr": 1e-3,
-              "steps": 1000, "full_n": (5, 7, 11, 13), "full_N": (2, 8, 32, 128), "full_seeds": (0, 1),
-              "full_steps": 1000,
+    "paper": {"affine_n": (5, 7, 11, 13), "N": (1, 2, 4, 8, 16), "seeds": tuple(range(5)), "lr": 1e-2, "steps": 1000,
+              "full_n": (5, 7, 11), "full_N": (2, 8, 32, 128), "full_seeds": (0, 1), "full_steps": 1000,
               "fig3": {"n": (8, 16, 32, 64), "m": 64, "N": (1, 2, 4, 8, 16, 32, 64, 128), "seeds": tuple(range(10)),
                        "lr": 1e-3, "steps": 1000}},
 }
@@ -61,8 +60,8 @@ ALGORITHM1 = {
     "micro": {"cells": (Cell(n=7, m=21, N=8, seed=0, family="affine", optimizer="pgd", steps=100),), "seeds": (0,)},
     "smoke": {"cells": (Cell(n=7, m=21, N=8, seed=0, family="affine", optimizer="pgd", steps=2000),),
               "seeds": tuple(range(5))},
-    "paper": {"cells": (Cell(n=7, m=21, N=8, seed=0, family="affine", optimizer="pgd", steps=3000),
-                        Cell(n=13, m=78, N=8, seed=0, family="affine", optimizer="pgd", steps=3000)),
+    "paper": {"cells": (Cell(n=7, m=21, N=8, seed=0, family="affine", optimizer="pgd", steps=2000),
+                        Cell(n=13, m=78, N=8, seed=0, family="affine", optimizer="pgd", steps=2000)),
               "seeds": tuple(range(10))},
 }
 
