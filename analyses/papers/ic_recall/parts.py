@@ -13,6 +13,7 @@ Factual Recall in Transformers"): each ``part_*(ctx) -> PartResult`` with numeri
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import statistics
 import time
@@ -24,6 +25,7 @@ import torch
 from mechrecall.claims import at_least, at_most, between, is_true, near, spread_of
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
+from mechrecall.io import atomic_write_json
 
 from analyses.papers.ic_recall.sweep import Cell, run_cells
 
@@ -524,6 +526,11 @@ def part_pretrained_mlp(ctx: Context) -> PartResult:
     F4 = "pretrained_mlp"
     runs, panels = [], []
     for seed in cfg["seeds"]:
+        done = ctx.run_dir("pretrained_mlp") / f"seed{seed}.json"
+        if done.is_file():  # finished earlier: a rerun resumes
+            runs.append(json.loads(done.read_text()))
+            panels.append(_fig4_panel(cfg, runs[-1]))
+            continue
         started = time.perf_counter()
         task = ICRecallTask(ICRecallSpec(cfg["n"], cfg["m"], 2, cfg["family"], seed))
         model = build_model(task.spec, "pretrain", memory="random", dtype="float32", seed=seed)
@@ -546,8 +553,8 @@ def part_pretrained_mlp(ctx: Context) -> PartResult:
                      **acc, "v_mean": v.tolist(), "q_mean": q.tolist(), "within": float(stats.within.mean()),
                      "across": float(stats.across.mean()), "rest": float(stats.rest.mean()),
                      "pairwise_share": float(is_pairwise(stats).double().mean()), "seconds": time.perf_counter() - started})
-        panels.append({"label": f"pretrained MLP, n={cfg['n']}, m={cfg['m']}, N={cfg['N']} (seed {seed}; mean over "
-                                "test prompts)", "k": 2, "v": v.tolist(), "q": q.tolist()})
+        atomic_write_json(done, runs[-1])
+        panels.append(_fig4_panel(cfg, runs[-1]))
     seeds = tuple(cfg["seeds"])
     common = dict(seeds=seeds, where="Fig 4")
     mean = lambda key: statistics.mean(r[key] for r in runs)  # noqa: E731
@@ -574,6 +581,11 @@ def part_pretrained_mlp(ctx: Context) -> PartResult:
             f"(ceiling {mean('bayes_ceiling'):.3f}); within {mean('within'):.3f}, across {mean('across'):.3f}; "
             f"q = {[round(x, 3) for x in runs[0]['q_mean']]}")
     return PartResult({"runs": runs}, claims, figures)
+
+
+def _fig4_panel(cfg: dict, run: dict) -> dict:
+    return {"label": f"pretrained MLP, n={cfg['n']}, m={cfg['m']}, N={cfg['N']} (seed {run['seed']}; mean over "
+                     "test prompts)", "k": 2, "v": run["v_mean"], "q": run["q_mean"]}
 
 
 # -------------------------------------------------------------------------------- benchmark
