@@ -17,7 +17,7 @@ EXPERIMENT = Experiment(
     name="ic_recall",
     paper=PAPER,
     summary="A one-layer transformer with a frozen MLP associative memory learns in-context factual recall "
-            "through a pairwise attention pattern, from a handful of fine-tuning samples.",
+    "through a pairwise attention pattern, from a handful of fine-tuning samples.",
     parts=(
         Part("exact", f"{PKG}.parts:part_exact", "the construction vs its closed-form logits, memory recall, ties"),
         Part("pattern", f"{PKG}.parts:part_pattern", "Fig 2: pairwise attention, first/second step vs ceilings"),
@@ -25,15 +25,21 @@ EXPERIMENT = Experiment(
         Part("algorithm1", f"{PKG}.parts:part_algorithm1", "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies"),
         Part("pretrained_mlp", f"{PKG}.parts:part_pretrained_mlp", "Fig 4: pretrained MLP, full attention fine-tuning"),
         Part("benchmark", f"{PKG}.parts:part_benchmark", "TL vs closed-form step time; sweep with 1 vs 2 workers"),
-        Part("pretrained", f"{PKG}.pretrained_heads:part_pretrained", "extension (not in the paper): pairwise-attention "
-             "score of every head of a Pythia / GPT-2 model on few-shot fact prompts"),
+        Part(
+            "pretrained",
+            f"{PKG}.pretrained_heads:part_pretrained",
+            "extension (not in the paper): pairwise-attention "
+            "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
+        ),
     ),
     options=(
         Option("--workers", type=int, default=2, help="worker processes for the sweeps (default 2)"),
         Option("--n", type=int, default=None, help="pattern part, config B: subjects = answers"),
         Option("--m", type=int, default=None, help="pattern part, config B: relations"),
         Option("--k", type=int, default=None, help="pattern part, config B: in-context pairs"),
-        Option("--family", default=None, help="pattern part, config B: relation family (random, all_bijections, affine)"),
+        Option(
+            "--family", default=None, help="pattern part, config B: relation family (random, all_bijections, affine)"
+        ),
         Option("--temperature", type=float, default=None, help="pattern part, config B: decoding temperature T"),
         Option("--samples", type=int, default=None, help="pattern part, config B: fine-tuning samples N"),
         Option("--n-ctx", type=int, default=None, help="context length of the model (default 2k+3)"),

@@ -19,6 +19,7 @@ For pair masses ``m_s(i), m_a(i)`` and ``P_i = m_s(i) + m_a(i)``:
   on the query; large only for the pairwise pattern. For the paper's n = 3 optimum (a, a, ½−a, ½−a, 0, 0)
   it is 1 − 4a (0.47 at a = 0.133).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -59,8 +60,9 @@ class PairAttentionStats:
         return (1 - self.within) * self.across * (1 - self.rest)
 
 
-def pair_attention_stats(attention: Float[torch.Tensor, "batch key"], roles: Int[torch.Tensor, "batch key"],
-                         n_pairs: int | None = None) -> PairAttentionStats:
+def pair_attention_stats(
+    attention: Float[torch.Tensor, "batch key"], roles: Int[torch.Tensor, "batch key"], n_pairs: int | None = None
+) -> PairAttentionStats:
     """Statistics of one query's attention ``[batch, key]`` over keys labelled by ``roles`` (same shape).
 
     Raises:
@@ -92,17 +94,22 @@ def pair_attention_stats(attention: Float[torch.Tensor, "batch key"], roles: Int
     return PairAttentionStats(ms, ma, within, across, pick(QUERY), pick(END), pick(OTHER))
 
 
-def is_pairwise(stats: PairAttentionStats, *, within_tol: float = 0.1, min_across: float = 0.05,
-                max_rest: float = 0.05) -> Bool[torch.Tensor, "batch"]:
+def is_pairwise(
+    stats: PairAttentionStats, *, within_tol: float = 0.1, min_across: float = 0.05, max_rest: float = 0.05
+) -> Bool[torch.Tensor, "batch"]:
     """The pairwise pattern: equal within pairs (``within <= within_tol``), different across
     (``across >= min_across``), little on the query and end (``rest <= max_rest``)."""
     return (stats.within <= within_tol) & (stats.across >= min_across) & (stats.rest <= max_rest)
 
 
 @torch.no_grad()
-def head_pair_scores(model: HookedTransformer, tokens: Int[torch.Tensor, "batch pos"],
-                     roles: Int[torch.Tensor, "batch pos"], query_pos: Int[torch.Tensor, "batch"] | int,
-                     layers: Sequence[int] | None = None) -> pd.DataFrame:
+def head_pair_scores(
+    model: HookedTransformer,
+    tokens: Int[torch.Tensor, "batch pos"],
+    roles: Int[torch.Tensor, "batch pos"],
+    query_pos: Int[torch.Tensor, "batch"] | int,
+    layers: Sequence[int] | None = None,
+) -> pd.DataFrame:
     """Score every layer × head: one row per head with the prompt-mean ``within``, ``across``, ``rest``,
     ``score`` and ``pairwise_fraction`` (share of prompts passing :func:`is_pairwise`), from the attention
     row of ``query_pos`` (one per prompt; e.g. the last token of each prompt)."""
@@ -122,7 +129,15 @@ def head_pair_scores(model: HookedTransformer, tokens: Int[torch.Tensor, "batch 
     for li, layer in enumerate(layer_ids):
         for head in range(rows.shape[2]):
             st = pair_attention_stats(rows[:, li, head].double(), masked_roles, n_pairs)
-            records.append({"layer": layer, "head": head, "within": float(st.within.mean()),
-                            "across": float(st.across.mean()), "rest": float(st.rest.mean()),
-                            "score": float(st.score.mean()), "pairwise_fraction": float(is_pairwise(st).double().mean())})
+            records.append(
+                {
+                    "layer": layer,
+                    "head": head,
+                    "within": float(st.within.mean()),
+                    "across": float(st.across.mean()),
+                    "rest": float(st.rest.mean()),
+                    "score": float(st.score.mean()),
+                    "pairwise_fraction": float(is_pairwise(st).double().mean()),
+                }
+            )
     return pd.DataFrame.from_records(records)

@@ -1,5 +1,6 @@
 """IC-recall experiment: the generic pairwise-attention score, the resumable process-pool sweep, figures, the
 CLI (bad input, --help) and the pretrained-model extension on a tiny local checkpoint."""
+
 import json
 import subprocess
 import sys
@@ -16,8 +17,12 @@ ENV_CMD = [sys.executable, "-m", "analyses.ic_recall"]
 
 def test_pair_attention_stats_by_hand():
     roles = torch.tensor([0, 1, 2, 3, QUERY, END])
-    st = pair_attention_stats(torch.tensor([[0.2, 0.2, 0.3, 0.3, 0.0, 0.0], [1 / 6] * 6,
-                                            [0.1, 0.3, 0.3, 0.1, 0.1, 0.1]], dtype=torch.float64), roles)
+    st = pair_attention_stats(
+        torch.tensor(
+            [[0.2, 0.2, 0.3, 0.3, 0.0, 0.0], [1 / 6] * 6, [0.1, 0.3, 0.3, 0.1, 0.1, 0.1]], dtype=torch.float64
+        ),
+        roles,
+    )
     assert st.within.tolist() == pytest.approx([0.0, 0.0, 0.5])
     assert st.across.tolist() == pytest.approx([0.2, 0.0, 0.0])
     assert st.rest.tolist() == pytest.approx([0.0, 1 / 3, 0.2])
@@ -25,7 +30,9 @@ def test_pair_attention_stats_by_hand():
     assert is_pairwise(st).tolist() == [True, False, False]
     # the paper's n = 3 optimum (a, a, ½−a, ½−a, 0, 0): score 1 − 4a
     a = 0.1332
-    assert pair_attention_stats(torch.tensor([a, a, 0.5 - a, 0.5 - a, 0, 0]), roles).score.item() == pytest.approx(1 - 4 * a)
+    assert pair_attention_stats(torch.tensor([a, a, 0.5 - a, 0.5 - a, 0, 0]), roles).score.item() == pytest.approx(
+        1 - 4 * a
+    )
     # multi-token spans add up; BOS/separators are OTHER
     spans = torch.tensor([OTHER, 0, 0, OTHER, 1, 2, 3, 3, QUERY, END])
     att = torch.tensor([0.3, 0.05, 0.05, 0.0, 0.1, 0.2, 0.1, 0.1, 0.05, 0.05])
@@ -59,7 +66,9 @@ def test_head_scores_on_the_toy_model_read_softmax_theta():
 def test_sweep_resumes_and_two_workers_give_the_same_numbers(tmp_path):
     from analyses.papers.ic_recall.sweep import Cell, run_cells
 
-    cells = [Cell(n=5, m=10, N=N, seed=s, family="affine", lr=1e-2, steps=25, test_size=500) for N in (1, 4) for s in (0, 1)]
+    cells = [
+        Cell(n=5, m=10, N=N, seed=s, family="affine", lr=1e-2, steps=25, test_size=500) for N in (1, 4) for s in (0, 1)
+    ]
     one, info1 = run_cells(cells, tmp_path / "w1", workers=1)
     two, info2 = run_cells(cells, tmp_path / "w2", workers=2)
     assert info1["ran"] == info2["ran"] == 4
@@ -74,13 +83,19 @@ def test_sweep_resumes_and_two_workers_give_the_same_numbers(tmp_path):
 def test_figures_hold_the_plotted_data():
     from analyses.papers.ic_recall.figures import accuracy_vs_samples, attention_heatmaps
 
-    fig = attention_heatmaps([{"label": "A", "k": 2, "v": [0.13, 0.13, 0.37, 0.37, 0.0, 0.0], "q": [0.1] * 7}], "Fig 2 test")
+    fig = attention_heatmaps(
+        [{"label": "A", "k": 2, "v": [0.13, 0.13, 0.37, 0.37, 0.0, 0.0], "q": [0.1] * 7}], "Fig 2 test"
+    )
     axes = fig.get_axes()
     assert len(axes) == 2 and fig._suptitle.get_text().startswith("Fig 2")
     assert [t.get_text() for t in axes[0].texts] == ["0.13", "0.13", "0.37", "0.37", "0.00", "0.00"]
     assert [t.get_text() for t in axes[0].get_xticklabels()] == ["s1", "a1", "s2", "a2", "s3", "EoS", "r*"]
-    rows = [{"n": n, "m": 6, "N": N, "seed": s, "acc_relation_exact": 0.5 + 0.1 * s, "bayes_ceiling_exact": 0.9}
-            for n in (3, 5) for N in (1, 2, 4) for s in (0, 1)]
+    rows = [
+        {"n": n, "m": 6, "N": N, "seed": s, "acc_relation_exact": 0.5 + 0.1 * s, "bayes_ceiling_exact": 0.9}
+        for n in (3, 5)
+        for N in (1, 2, 4)
+        for s in (0, 1)
+    ]
     fig = accuracy_vs_samples(rows, "Fig 3 test")
     ax = fig.get_axes()[0]
     data_lines = [l for l in ax.get_lines() if l.get_marker() == "o"]
@@ -89,14 +104,17 @@ def test_figures_hold_the_plotted_data():
     assert ax.get_ylabel() == "first-step test accuracy"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--temperature", "0"], "--temperature: temperature T=0.0"),
-    (["--family", "affine", "--n", "8"], "prime n; n=8"),
-    (["--family", "affine", "--n", "7", "--m", "50"], "m=50"),
-    (["--n", "3", "--m", "6", "--family", "all_bijections", "--samples", "100"], "N=100"),
-    (["--n-ctx", "5"], "n_ctx=5"),
-    (["--workers", "0"], "--workers 0"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--temperature", "0"], "--temperature: temperature T=0.0"),
+        (["--family", "affine", "--n", "8"], "prime n; n=8"),
+        (["--family", "affine", "--n", "7", "--m", "50"], "m=50"),
+        (["--n", "3", "--m", "6", "--family", "all_bijections", "--samples", "100"], "N=100"),
+        (["--n-ctx", "5"], "n_ctx=5"),
+        (["--workers", "0"], "--workers 0"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2_before_any_work(args, message, tmp_path, capsys):
     import analyses.ic_recall as entry
 
@@ -109,11 +127,16 @@ def test_bad_input_is_one_line_and_exit_2_before_any_work(args, message, tmp_pat
 
 
 def test_bad_input_from_the_shell_exits_2_without_traceback(tmp_path):
-    proc = subprocess.run(ENV_CMD + ["--preset", "micro", "--out", str(tmp_path), "--temperature", "-1"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        ENV_CMD + ["--preset", "micro", "--out", str(tmp_path), "--temperature", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "python -m analyses.ic_recall: error: --temperature: temperature T=-1.0; expected a number > 0"]
+        "python -m analyses.ic_recall: error: --temperature: temperature T=-1.0; expected a number > 0"
+    ]
 
 
 def test_help_is_fast_and_lists_the_parts():
@@ -123,8 +146,14 @@ def test_help_is_fast_and_lists_the_parts():
     for part in ("exact", "pattern", "sample_complexity", "algorithm1", "pretrained_mlp", "benchmark", "pretrained"):
         assert part in proc.stdout
     assert time.perf_counter() - started < 10  # a subprocess start; the module itself imports no torch
-    assert "torch" not in subprocess.run([sys.executable, "-c", "import sys, analyses.ic_recall; "
-                                          "print(' '.join(sys.modules))"], capture_output=True, text=True).stdout.split()
+    assert (
+        "torch"
+        not in subprocess.run(
+            [sys.executable, "-c", "import sys, analyses.ic_recall; print(' '.join(sys.modules))"],
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+    )
 
 
 def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
@@ -136,8 +165,20 @@ def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
     import analyses.ic_recall as entry
 
     out = tmp_path / "out"
-    code = entry.main(["--preset", "micro", "--out", str(out), "--no-progress", "--experiment", "algorithm1",
-                       "pretrained", "--model", str(tiny)])
+    code = entry.main(
+        [
+            "--preset",
+            "micro",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--experiment",
+            "algorithm1",
+            "pretrained",
+            "--model",
+            str(tiny),
+        ]
+    )
     assert code == 0
     res = json.loads((out / "ic_recall" / "results.json").read_text())
     claims = {c["id"]: c for c in res["claims"]}

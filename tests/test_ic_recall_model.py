@@ -1,15 +1,25 @@
 """IC-recall (Huang, Nichani, Lee & Ge): the task, the construction and the closed forms, against independent
 computations (brute force over the population, the paper's formula written in plain torch)."""
+
 import itertools
-import math
 
 import pytest
 import torch
 
-from analyses.papers.ic_recall.model import (AnalyticICRecall, associative_memory, build_model,
-                                             closed_form_answer_logits, closed_form_relation_logits,
-                                             confusing_logit_gap, initial_scores, memory_readout, memory_recall,
-                                             orthonormal_embeddings, scores, set_scores)
+from analyses.papers.ic_recall.model import (
+    AnalyticICRecall,
+    associative_memory,
+    build_model,
+    closed_form_answer_logits,
+    closed_form_relation_logits,
+    confusing_logit_gap,
+    initial_scores,
+    memory_readout,
+    memory_recall,
+    orthonormal_embeddings,
+    scores,
+    set_scores,
+)
 from analyses.papers.ic_recall.task import ICRecallSpec, ICRecallTask
 from analyses.papers.ic_recall.training import FinetuneConfig, check_sample_count, finetune
 
@@ -17,6 +27,7 @@ torch.set_num_threads(1)
 
 
 # ------------------------------------------------------------------------------------ task
+
 
 def test_population_types_and_ceilings_by_brute_force():
     task = ICRecallTask(ICRecallSpec(5, 12, 2, "random", seed=3))
@@ -67,13 +78,16 @@ def test_pretraining_population_is_every_ordered_pair_of_every_fact():
         assert task.rel[r, s] == a
 
 
-@pytest.mark.parametrize("spec, message", [
-    (ICRecallSpec(8, 60, 2, "affine"), "prime n; n=8"),
-    (ICRecallSpec(7, 43, 2, "affine"), "m=43"),
-    (ICRecallSpec(3, 7, 2, "all_bijections"), "m=7"),
-    (ICRecallSpec(3, 6, 3, "random"), "k=3"),
-    (ICRecallSpec(3, 6, 2, "nope"), "'nope'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (ICRecallSpec(8, 60, 2, "affine"), "prime n; n=8"),
+        (ICRecallSpec(7, 43, 2, "affine"), "m=43"),
+        (ICRecallSpec(3, 7, 2, "all_bijections"), "m=7"),
+        (ICRecallSpec(3, 6, 3, "random"), "k=3"),
+        (ICRecallSpec(3, 6, 2, "nope"), "'nope'"),
+    ],
+)
 def test_bad_task_specs_name_the_value(spec, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         ICRecallTask(spec)
@@ -90,6 +104,7 @@ def test_bad_training_inputs_name_the_value():
 
 
 # ----------------------------------------------------------------------------------- model
+
 
 def paper_forward(task, phi, W, V, WKQ, tokens):
     """The paper's §2.1 formula in plain torch: h = W^P(z_{-1} + Z softmax(Zᵀ W^KQ z_{-1})), f = Vᵀ(W h)²."""
@@ -123,12 +138,14 @@ def test_tl_construction_equals_the_paper_formula_and_the_closed_forms(spec):
     pat = cache["blocks.0.attn.hook_pattern"][:, 0]
     rel = logits[:, task.relation_pos, 2 * task.n : 2 * task.n + task.m]
     ans = logits[:, task.answer_pos, task.n : 2 * task.n]
-    assert (rel - closed_form_relation_logits(pat[:, task.relation_pos, : 2 * spec.k + 2], task, data)).abs().max() < 1e-10
+    assert (
+        rel - closed_form_relation_logits(pat[:, task.relation_pos, : 2 * spec.k + 2], task, data)
+    ).abs().max() < 1e-10
     assert (ans - closed_form_answer_logits(pat[:, task.answer_pos, : 2 * spec.k + 3], task, data)).abs().max() < 1e-10
     # only W^KQ is trainable in full mode, and nothing but the position block in partial mode
     assert [n for n, p in model.named_parameters() if p.requires_grad] == ["blocks.0.attn.W_K"]
     partial = build_model(spec, "partial", dtype="float64")
-    assert partial.mechrecall_entry_masks["blocks.0.attn.W_K"].sum() == model.cfg.n_ctx ** 2
+    assert partial.mechrecall_entry_masks["blocks.0.attn.W_K"].sum() == model.cfg.n_ctx**2
 
 
 def test_memory_recalls_everything_with_the_exact_readout_values():

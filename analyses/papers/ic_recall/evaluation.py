@@ -8,6 +8,7 @@ ceilings that identifiability allows.
 * ``acc_answer_given_own_relation``: the second step executes the decoded relation r̂ (answer = r̂(s_{k+1})).
 * ``soft_relation`` / ``soft_answer``: mean p1(r*) / p2(a*) at temperature T (the theory's "accuracy").
 """
+
 from __future__ import annotations
 
 import torch

@@ -5,6 +5,7 @@
 * :func:`accuracy_vs_samples`: Fig 3, first-step test accuracy against the number of fine-tuning samples N
   (mean ± std over seeds), one curve per n, with each n's Bayes ceiling drawn dashed.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -51,12 +52,18 @@ def accuracy_vs_samples(rows: Sequence[dict], title: str, metric: str = "acc_rel
         mine = [r for r in rows if r["n"] == n]
         Ns = sorted({r["N"] for r in mine})
         acc = [np.array([r[metric] for r in mine if r["N"] == N]) for N in Ns]
-        line = ax.errorbar(Ns, [a.mean() for a in acc], yerr=[a.std() for a in acc], marker="o", ms=3, capsize=2,
-                           label=f"n = {n} (m = {mine[0]['m']})")
+        line = ax.errorbar(
+            Ns,
+            [a.mean() for a in acc],
+            yerr=[a.std() for a in acc],
+            marker="o",
+            ms=3,
+            capsize=2,
+            label=f"n = {n} (m = {mine[0]['m']})",
+        )
         ceiling = float(np.mean([r["bayes_ceiling_exact"] for r in mine]))
         ax.axhline(ceiling, ls="--", lw=0.8, color=line[0].get_color())
-    ax.set(xscale="log", xlabel="fine-tuning samples N", ylabel="first-step test accuracy", ylim=(0, 1.03),
-           title=title)
+    ax.set(xscale="log", xlabel="fine-tuning samples N", ylabel="first-step test accuracy", ylim=(0, 1.03), title=title)
     ax.set_xscale("log", base=2)
     ax.legend(fontsize=7, title="dashed: Bayes ceiling", title_fontsize=7)
     fig.tight_layout()

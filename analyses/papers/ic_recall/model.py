@@ -21,11 +21,12 @@ Fine-tuning modes: ``partial`` (only the position–position block of W^KQ, the 
 **The fast path** :class:`AnalyticICRecall`: in partial mode the attention is the same for every sequence,
 and with the constructed memory the logits are the closed forms below, so training needs no transformer.
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 import torch
 from jaxtyping import Float
@@ -34,7 +35,7 @@ from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import SURGERIES, SetActivation, SetWeight, Surgery, TrainableEntries, ZeroBiases
 
-from analyses.papers.ic_recall.task import ICRecallData, ICRecallSpec, ICRecallTask
+from analyses.papers.ic_recall.task import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
 
 MODES = ("partial", "full", "pretrain", "frozen")
 EMBEDDINGS = ("random", "identity")
@@ -42,8 +43,10 @@ EMBEDDINGS = ("random", "identity")
 
 # ------------------------------------------------------------------------------- the memory
 
-def orthonormal_embeddings(d_vocab: int, kind: str = "random", seed: int = 0, dtype=torch.float64
-                           ) -> Float[torch.Tensor, "d d_vocab"]:
+
+def orthonormal_embeddings(
+    d_vocab: int, kind: str = "random", seed: int = 0, dtype=torch.float64
+) -> Float[torch.Tensor, "d d_vocab"]:
     """Φ with orthonormal columns φ(u) (d = d_vocab): the Q factor of a seeded Gaussian, or the identity."""
     if kind not in EMBEDDINGS:
         raise ValueError(f"embedding={kind!r}; expected one of {EMBEDDINGS}")
@@ -55,11 +58,11 @@ def orthonormal_embeddings(d_vocab: int, kind: str = "random", seed: int = 0, dt
 
 
 def associative_memory(task: ICRecallTask, phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Lemma 3.1's MLP (W, V), each ``[3n², d]``: for the i-th (s, a) pair (s-major), with ρ = Σ_{r ∈ R(s,a)} φ(r):
+    """Lemma 3.1's MLP (W, V), each ``[3n², d]``. For the i-th (s, a) pair (s-major), ρ = Σ_{r ∈ R(s,a)} φ(r):
 
-        w_{3i-2} = φ(s) + ρ, v_{3i-2} = φ(a)     (s, r) -> a
-        w_{3i-1} = φ(a) + φ(s), v_{3i-1} = ρ     (s, a) -> r
-        w_{3i}   = φ(a) + ρ, v_{3i}   = φ(s)     (a, r) -> s
+    w_{3i-2} = φ(s) + ρ, v_{3i-2} = φ(a)     (s, r) -> a
+    w_{3i-1} = φ(a) + φ(s), v_{3i-1} = ρ     (s, a) -> r
+    w_{3i}   = φ(a) + ρ, v_{3i}   = φ(s)     (a, r) -> s
     """
     n, m = task.n, task.m
     S, A, R = phi[:, :n].T, phi[:, n : 2 * n].T, phi[:, 2 * n : 2 * n + m].T  # [n, d], [n, d], [m, d]
@@ -98,6 +101,7 @@ def memory_recall(task: ICRecallTask, W: torch.Tensor, V: torch.Tensor, phi: tor
 
 # ------------------------------------------------------------------------- the TL model
 
+
 @dataclass(frozen=True)
 class ICRecallWeights(Surgery):
     """Write Φ (``W_E`` block X, ``W_U`` block Y) and the MLP (``W_in`` rows X, ``W_out`` columns Y) of the
@@ -128,8 +132,12 @@ class ICRecallWeights(Surgery):
             V = torch.randn(width, d, generator=generator, dtype=torch.float64) / math.sqrt(width)
         dtype = model.cfg.dtype
         with torch.no_grad():
-            for name, block in (("embed.W_E", None), ("unembed.W_U", None), ("blocks.0.mlp.W_in", None),
-                                ("blocks.0.mlp.W_out", None)):
+            for name, block in (
+                ("embed.W_E", None),
+                ("unembed.W_U", None),
+                ("blocks.0.mlp.W_in", None),
+                ("blocks.0.mlp.W_out", None),
+            ):
                 model.get_parameter(name).zero_()
             model.embed.W_E[:, dP:Din] = phi.T.to(dtype)
             model.unembed.W_U[Din:] = phi.to(dtype)
@@ -158,29 +166,39 @@ class Layout:
         return self.dP + 2 * self.d
 
 
-def check_n_ctx(spec: ICRecallSpec, n_ctx: int | None) -> int:
-    """``n_ctx`` (default ``2k+3``), checked: the 2k+2 tokens up to EoS plus the appended relation must fit."""
-    if n_ctx is None:
-        return spec.seq_len
-    if not isinstance(n_ctx, int) or n_ctx < spec.seq_len:
-        raise ValueError(f"n_ctx={n_ctx!r} is too short: k={spec.k} in-context pairs give 2k+2={2 * spec.k + 2} tokens "
-                         f"up to EoS plus the decoded relation, so n_ctx must be >= 2k+3={spec.seq_len}")
-    return n_ctx
-
-
-def model_config(spec: ICRecallSpec, *, d_mlp: int | None = None, dtype: str = "float32",
-                 n_ctx: int | None = None) -> dict:
+def model_config(
+    spec: ICRecallSpec, *, d_mlp: int | None = None, dtype: str = "float32", n_ctx: int | None = None
+) -> dict:
     """The ``HookedTransformerConfig`` fields of the IC-recall model (``n_ctx = d_P``, default ``2k+3``)."""
     lay = Layout(check_n_ctx(spec, n_ctx), spec.d_vocab)
-    return dict(n_layers=1, n_heads=1, d_model=lay.D, d_head=lay.Din, d_mlp=d_mlp or 3 * spec.n ** 2,
-                d_vocab=spec.d_vocab, n_ctx=lay.dP, act_fn="relu", normalization_type=None,
-                positional_embedding_type="standard", use_attn_scale=False, default_prepend_bos=False,
-                attn_only=False, dtype=dtype, device="cpu")
+    return dict(
+        n_layers=1,
+        n_heads=1,
+        d_model=lay.D,
+        d_head=lay.Din,
+        d_mlp=d_mlp or 3 * spec.n**2,
+        d_vocab=spec.d_vocab,
+        n_ctx=lay.dP,
+        act_fn="relu",
+        normalization_type=None,
+        positional_embedding_type="standard",
+        use_attn_scale=False,
+        default_prepend_bos=False,
+        attn_only=False,
+        dtype=dtype,
+        device="cpu",
+    )
 
 
-def model_recipe(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = "random",
-                 memory: str = "constructed", dtype: str = "float32", n_ctx: int | None = None
-                 ) -> tuple[dict, list[Surgery]]:
+def model_recipe(
+    spec: ICRecallSpec,
+    mode: str = "partial",
+    *,
+    embedding: str = "random",
+    memory: str = "constructed",
+    dtype: str = "float32",
+    n_ctx: int | None = None,
+) -> tuple[dict, list[Surgery]]:
     """(config, surgeries) of the IC-recall model; ``build_toy_model(*model_recipe(...))`` builds it.
 
     ``mode``: ``partial`` (train W^KQ's position–position block), ``full`` (all of W^KQ), ``pretrain``
@@ -210,9 +228,16 @@ def model_recipe(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = 
     return cfg, surgeries
 
 
-def build_model(spec: ICRecallSpec, mode: str = "partial", *, embedding: str = "random",
-                memory: str = "constructed", dtype: str = "float32", seed: int = 0,
-                n_ctx: int | None = None) -> HookedTransformer:
+def build_model(
+    spec: ICRecallSpec,
+    mode: str = "partial",
+    *,
+    embedding: str = "random",
+    memory: str = "constructed",
+    dtype: str = "float32",
+    seed: int = 0,
+    n_ctx: int | None = None,
+) -> HookedTransformer:
     """The IC-recall transformer (see :func:`model_recipe`)."""
     cfg, surgeries = model_recipe(spec, mode, embedding=embedding, memory=memory, dtype=dtype, n_ctx=n_ctx)
     return build_toy_model(cfg, surgeries, seed=seed)
@@ -242,15 +267,19 @@ def set_scores(model: HookedTransformer, theta: torch.Tensor, omega: torch.Tenso
 def initial_scores(k: int, std: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """θ0, ω0 ~ N(0, std²) (seeded): Algorithm 1 starts at 0; a small perturbation breaks the symmetry for Adam."""
     g = torch.Generator().manual_seed(104_729 * seed + 11)
-    return (std * torch.randn(2 * k + 2, generator=g, dtype=torch.float64),
-            std * torch.randn(2 * k + 3, generator=g, dtype=torch.float64))
+    return (
+        std * torch.randn(2 * k + 2, generator=g, dtype=torch.float64),
+        std * torch.randn(2 * k + 3, generator=g, dtype=torch.float64),
+    )
 
 
 # --------------------------------------------------------------------- closed-form logits
 
-def closed_form_relation_logits(v: Float[torch.Tensor, "batch pos"], task: ICRecallTask, data: ICRecallData
-                                ) -> Float[torch.Tensor, "batch m"]:
-    """Eq. (16) (general k): ``l(r) = Σ_{i ≤ 2k+1} v_i² + 2 Σ_{i ≤ k+1, j ≤ k} v_{s_i} v_{a_j} 1{r(s_i) = a_j}``.
+
+def closed_form_relation_logits(
+    v: Float[torch.Tensor, "batch pos"], task: ICRecallTask, data: ICRecallData
+) -> Float[torch.Tensor, "batch m"]:
+    """Eq. (16), any k: ``l(r) = Σ_{i ≤ 2k+1} v_i² + 2 Σ_{i ≤ k+1, j ≤ k} v_{s_i} v_{a_j} 1{r(s_i) = a_j}``.
 
     ``v``: attention of the EoS query over positions 0..2k+1 (``[B, 2k+2]`` or ``[2k+2]``); EoS's own
     weight never contributes. Holds for any attention, with the constructed memory and orthonormal φ."""
@@ -262,8 +291,9 @@ def closed_form_relation_logits(v: Float[torch.Tensor, "batch pos"], task: ICRec
     return (v[:, : 2 * k + 1] ** 2).sum(-1, keepdim=True) + 2 * cross
 
 
-def closed_form_answer_logits(q: Float[torch.Tensor, "batch pos"], task: ICRecallTask, data: ICRecallData,
-                              relation: torch.Tensor | None = None) -> Float[torch.Tensor, "batch n"]:
+def closed_form_answer_logits(
+    q: Float[torch.Tensor, "batch pos"], task: ICRecallTask, data: ICRecallData, relation: torch.Tensor | None = None
+) -> Float[torch.Tensor, "batch n"]:
     """App. D (general k): with relation r in the last position,
     ``l(a) = Σ_i q_{s_i}² + (1 + q_r)² + 2 (1 + q_r) Σ_i q_{s_i} 1{r(s_i) = a}`` (q over positions 0..2k+2)."""
     k = task.k
@@ -271,7 +301,7 @@ def closed_form_answer_logits(q: Float[torch.Tensor, "batch pos"], task: ICRecal
     relation = data.relation if relation is None else relation
     qs, qr = q[:, 0 : 2 * k + 1 : 2], q[:, 2 * k + 2]
     hit = torch.nn.functional.one_hot(task.rel[relation[:, None], data.subjects], task.n).to(q.dtype)  # [B,k+1,n]
-    base = (qs ** 2).sum(-1) + (1 + qr) ** 2
+    base = (qs**2).sum(-1) + (1 + qr) ** 2
     return base[:, None] + 2 * (1 + qr)[:, None] * torch.einsum("bi,bia->ba", qs, hit)
 
 
@@ -284,13 +314,22 @@ class AnalyticICRecall(torch.nn.Module):
     """The partial-mode model in closed form: parameters θ ``[2k+2]`` and ω ``[2k+3]`` only; the logits are
     eq. (16) and App. D with v = softmax(θ), q = softmax(ω). No d, no MLP: O(N·m·k²) per step."""
 
-    def __init__(self, task: ICRecallTask, theta: torch.Tensor | None = None, omega: torch.Tensor | None = None,
-                 dtype=torch.float64) -> None:
+    def __init__(
+        self,
+        task: ICRecallTask,
+        theta: torch.Tensor | None = None,
+        omega: torch.Tensor | None = None,
+        dtype=torch.float64,
+    ) -> None:
         super().__init__()
         self.task = task
         k = task.k
-        self.theta = torch.nn.Parameter(torch.zeros(2 * k + 2, dtype=dtype) if theta is None else theta.clone().to(dtype))
-        self.omega = torch.nn.Parameter(torch.zeros(2 * k + 3, dtype=dtype) if omega is None else omega.clone().to(dtype))
+        self.theta = torch.nn.Parameter(
+            torch.zeros(2 * k + 2, dtype=dtype) if theta is None else theta.clone().to(dtype)
+        )
+        self.omega = torch.nn.Parameter(
+            torch.zeros(2 * k + 3, dtype=dtype) if omega is None else omega.clone().to(dtype)
+        )
 
     def relation_logits(self, data: ICRecallData, M: torch.Tensor | None = None) -> torch.Tensor:
         """``[B, m]``; ``M`` = precomputed ``task.matches(data)`` as floats, flattened to ``[B, m, (k+1)k]``."""
@@ -298,17 +337,20 @@ class AnalyticICRecall(torch.nn.Module):
         vs, va = v[0 : 2 * k + 1 : 2], v[1 : 2 * k : 2]
         weights = torch.outer(vs, va).flatten()
         if M is None:  # evaluation: in chunks (the match tensor of a large test set is big)
-            parts = [self.task.matches(data.subset(slice(i, i + 2048))).to(v.dtype).flatten(2) @ weights
-                     for i in range(0, len(data), 2048)]
+            parts = [
+                self.task.matches(data.subset(slice(i, i + 2048))).to(v.dtype).flatten(2) @ weights
+                for i in range(0, len(data), 2048)
+            ]
             return (v[: 2 * k + 1] ** 2).sum() + 2 * torch.cat(parts)
         return (v[: 2 * k + 1] ** 2).sum() + 2 * (M @ weights)
 
-    def answer_logits(self, data: ICRecallData, relation: torch.Tensor | None = None,
-                      hit: torch.Tensor | None = None) -> torch.Tensor:
+    def answer_logits(
+        self, data: ICRecallData, relation: torch.Tensor | None = None, hit: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """``[B, n]``; ``hit`` = precomputed one-hot ``r(s_i)`` ``[B, k+1, n]``."""
         k, q = self.task.k, torch.softmax(self.omega, -1)
         if hit is None:
             relation = data.relation if relation is None else relation
             hit = torch.nn.functional.one_hot(self.task.rel[relation[:, None], data.subjects], self.task.n).to(q.dtype)
         qs, qr = q[0 : 2 * k + 1 : 2], q[2 * k + 2]
-        return (qs ** 2).sum() + (1 + qr) ** 2 + 2 * (1 + qr) * (qs @ hit)
+        return (qs**2).sum() + (1 + qr) ** 2 + 2 * (1 + qr) * (qs @ hit)

@@ -7,6 +7,7 @@ is scored from that last position with the model-agnostic :func:`analyses.pair_a
 (within-pair equality, across-pair difference, little on the query subject and the ``":"``), and heads are
 ranked by the pairwise score. The paper studies a one-layer toy; whether real heads do this is open.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,9 @@ def prompt_vocab(path: str | Path = FACTS) -> list[str]:
     return sorted(words) + [":", "."]
 
 
-def fact_prompts(tokenizer: Any, k: int = 2, n_prompts: int = 100, seed: int = 0, path: str | Path = FACTS
-                 ) -> dict[str, Any]:
+def fact_prompts(
+    tokenizer: Any, k: int = 2, n_prompts: int = 100, seed: int = 0, path: str | Path = FACTS
+) -> dict[str, Any]:
     """Tokenized prompts with per-token roles (``2i``/``2i+1`` for pair i's subject/answer, QUERY, END, OTHER).
 
     Returns ``tokens [B, T]`` (right-padded), ``roles [B, T]``, ``query_pos [B]`` (the final ``":"``),
@@ -85,35 +87,78 @@ def part_pretrained(ctx: Context) -> PartResult:
     name = ctx.options.get("model") or "pythia-160m"
     X = "pretrained"
     rule = at_least(0.5, partial=0.2)
-    claim_text = (f"extension: the best head of {name} attends pairwise from the final ':' (share of prompts "
-                  "passing within ≤ 0.1, across ≥ 0.05, query + ':' ≤ 0.05)")
+    claim_text = (
+        f"extension: the best head of {name} attends pairwise from the final ':' (share of prompts "
+        "passing within ≤ 0.1, across ≥ 0.05, query + ':' ≤ 0.05)"
+    )
     try:
         model = pretrained.load(name, processing="raw")
     except pretrained.PretrainedNotAvailableError as exc:
         reason = f"no weights: {str(exc).splitlines()[0]}"
         ctx.say(f"pretrained: not run ({reason})")
-        return PartResult({"model": name, "not_run": reason}, [
-            ctx.claim(X, "best_head_pairwise_share", claim_text, None, rule, reason=reason, where="extension"),
-            ctx.claim(X, "best_head_score", f"extension: the highest mean pairwise score over heads of {name}", None,
-                      at_least(0.2), reason=reason, where="extension")])
+        return PartResult(
+            {"model": name, "not_run": reason},
+            [
+                ctx.claim(X, "best_head_pairwise_share", claim_text, None, rule, reason=reason, where="extension"),
+                ctx.claim(
+                    X,
+                    "best_head_score",
+                    f"extension: the highest mean pairwise score over heads of {name}",
+                    None,
+                    at_least(0.2),
+                    reason=reason,
+                    where="extension",
+                ),
+            ],
+        )
     model.eval()
     prompts = fact_prompts(model.tokenizer, k=2, n_prompts=PROMPTS[ctx.preset], seed=ctx.seed)
-    table = head_pair_scores(model, prompts["tokens"].to(model.cfg.device), prompts["roles"].to(model.cfg.device),
-                             prompts["query_pos"].to(model.cfg.device))
+    table = head_pair_scores(
+        model,
+        prompts["tokens"].to(model.cfg.device),
+        prompts["roles"].to(model.cfg.device),
+        prompts["query_pos"].to(model.cfg.device),
+    )
     ranked = table.sort_values("score", ascending=False).reset_index(drop=True)
     best = ranked.iloc[0]
-    long = table.melt(id_vars=["layer", "head"], value_vars=["score", "within", "across", "rest"],
-                      var_name="metric", value_name="value")
+    long = table.melt(
+        id_vars=["layer", "head"],
+        value_vars=["score", "within", "across", "rest"],
+        var_name="metric",
+        value_name="value",
+    )
     fig = heatmap(long, panel="metric", title=f"pairwise attention score per head of {name} (extension of Fig 2)")
     claims = [
-        ctx.claim(X, "best_head_pairwise_share", claim_text, float(ranked["pairwise_fraction"].max()), rule,
-                  where="extension", note=f"head L{int(best['layer'])}H{int(best['head'])} has the highest score"),
-        ctx.claim(X, "best_head_score", f"extension: the highest mean pairwise score over heads of {name}",
-                  float(best["score"]), at_least(0.2), where="extension",
-                  note=f"L{int(best['layer'])}H{int(best['head'])}: within {best['within']:.3f}, across {best['across']:.3f}, "
-                       f"rest {best['rest']:.3f}"),
+        ctx.claim(
+            X,
+            "best_head_pairwise_share",
+            claim_text,
+            float(ranked["pairwise_fraction"].max()),
+            rule,
+            where="extension",
+            note=f"head L{int(best['layer'])}H{int(best['head'])} has the highest score",
+        ),
+        ctx.claim(
+            X,
+            "best_head_score",
+            f"extension: the highest mean pairwise score over heads of {name}",
+            float(best["score"]),
+            at_least(0.2),
+            where="extension",
+            note=f"L{int(best['layer'])}H{int(best['head'])}: within {best['within']:.3f}, "
+            f"across {best['across']:.3f}, "
+            f"rest {best['rest']:.3f}",
+        ),
     ]
     ctx.say(f"pretrained {name}: best head L{int(best['layer'])}H{int(best['head'])} score {best['score']:.3f}")
-    return PartResult({"model": name, "n_prompts": len(prompts["texts"]), "example_prompt": prompts["texts"][0],
-                       "ranking": ranked.head(20).to_dict(orient="records"), "table": table.to_dict(orient="records")},
-                      claims, {"pretrained_head_pair_scores.png": fig})
+    return PartResult(
+        {
+            "model": name,
+            "n_prompts": len(prompts["texts"]),
+            "example_prompt": prompts["texts"][0],
+            "ranking": ranked.head(20).to_dict(orient="records"),
+            "table": table.to_dict(orient="records"),
+        },
+        claims,
+        {"pretrained_head_pair_scores.png": fig},
+    )

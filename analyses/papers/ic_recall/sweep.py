@@ -6,6 +6,7 @@ the population (or ``test_size`` i.i.d. draws). Each finished cell is written at
 Partial mode trains the closed-form fast path (:class:`.model.AnalyticICRecall`); ``full`` mode trains the
 TransformerLens model's whole W^KQ.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,10 @@ class Cell:
 
     @property
     def key(self) -> str:
-        return (f"{self.mode}-{self.optimizer}-{self.family}-n{self.n}-m{self.m}-k{self.k}-T{self.T:g}-lr{self.lr:g}"
-                f"-s{self.steps}-N{self.N}-seed{self.seed}")
+        return (
+            f"{self.mode}-{self.optimizer}-{self.family}-n{self.n}-m{self.m}-k{self.k}-T{self.T:g}-lr{self.lr:g}"
+            f"-s{self.steps}-N{self.N}-seed{self.seed}"
+        )
 
 
 def run_cell(cell: Cell) -> dict:
@@ -61,8 +64,15 @@ def run_cell(cell: Cell) -> dict:
         model: torch.nn.Module = AnalyticICRecall(task)
     else:
         model = build_model(task.spec, cell.mode, dtype="float32", seed=cell.seed)
-    cfg = FinetuneConfig(T=cell.T, optimizer=cell.optimizer, lr=cell.lr, steps=cell.steps, t2=cell.steps,
-                         perturb_std=cell.perturb_std, seed=cell.seed)
+    cfg = FinetuneConfig(
+        T=cell.T,
+        optimizer=cell.optimizer,
+        lr=cell.lr,
+        steps=cell.steps,
+        t2=cell.steps,
+        perturb_std=cell.perturb_std,
+        seed=cell.seed,
+    )
     init = initial_scores(cell.k, cell.perturb_std if cell.optimizer == "adam" else 0.0, cell.seed)
     history = finetune(model, task, data, cfg, init=init)
     acc = accuracy(model, task, test, cell.T)
@@ -70,11 +80,16 @@ def run_cell(cell: Cell) -> dict:
         theta, omega = model.theta.detach(), model.omega.detach()
     else:
         theta, omega = scores(model, cell.k)
-    out = {**asdict(cell), **acc, "bayes_ceiling_exact": task.bayes_ceiling(),
-           "v": torch.softmax(theta.double(), -1).tolist(), "q": torch.softmax(omega.double(), -1).tolist(),
-           "final_loss": history["train"][-1]["loss"] if history["train"] else None,
-           "after_stage1": history.get("after_stage1"),
-           "seconds": time.perf_counter() - started}
+    out = {
+        **asdict(cell),
+        **acc,
+        "bayes_ceiling_exact": task.bayes_ceiling(),
+        "v": torch.softmax(theta.double(), -1).tolist(),
+        "q": torch.softmax(omega.double(), -1).tolist(),
+        "final_loss": history["train"][-1]["loss"] if history["train"] else None,
+        "after_stage1": history.get("after_stage1"),
+        "seconds": time.perf_counter() - started,
+    }
     return out
 
 
@@ -83,8 +98,14 @@ def _context():
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
-def run_cells(cells: Sequence[Cell], out_dir: str | os.PathLike, *, workers: int = 2, progress: bool = False,
-              say: Callable[[str], None] | None = None) -> tuple[list[dict], dict]:
+def run_cells(
+    cells: Sequence[Cell],
+    out_dir: str | os.PathLike,
+    *,
+    workers: int = 2,
+    progress: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> tuple[list[dict], dict]:
     """Run every cell not already finished in ``out_dir``; return (results in ``cells`` order, info).
 
     ``info``: ``skipped`` (finished earlier), ``ran``, ``workers``, ``seconds`` (wall time of this call)."""
@@ -124,5 +145,9 @@ def run_cells(cells: Sequence[Cell], out_dir: str | os.PathLike, *, workers: int
     seconds = time.perf_counter() - started
     if say and todo:
         say(f"{len(todo)} cells in {seconds:.1f} s with {workers} worker(s); {skipped} finished earlier, skipped")
-    return [results[c.key] for c in cells], {"skipped": skipped, "ran": len(todo), "workers": workers,
-                                             "seconds": seconds}
+    return [results[c.key] for c in cells], {
+        "skipped": skipped,
+        "ran": len(todo),
+        "workers": workers,
+        "seconds": seconds,
+    }

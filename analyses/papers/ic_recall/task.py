@@ -20,11 +20,12 @@ identifiability Assumption 2.2 holds). The paper's own experimental sizes (n = 8
 break Assumption 2.2, so first-step accuracy is judged against the exact Bayes ceiling E[1/K], K = the
 number of relations consistent with the context (:meth:`ICRecallTask.bayes_ceiling`).
 """
+
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -68,11 +69,15 @@ class ICRecallSpec:
         if self.family == "affine" and not is_prime(self.n):
             raise ValueError(f"relation family 'affine' needs a prime n; n={self.n}")
         if self.family == "all_bijections" and self.n > 8:
-            raise ValueError(f"relation family 'all_bijections' enumerates n! bijections; n={self.n} is too large (<= 8)")
+            raise ValueError(
+                f"relation family 'all_bijections' enumerates n! bijections; n={self.n} is too large (<= 8)"
+            )
         cap = max_relations(self.n, self.family)
         if self.m > cap:
-            raise ValueError(f"relation family {self.family!r} cannot supply m={self.m} distinct relations for "
-                             f"n={self.n} (at most {cap})")
+            raise ValueError(
+                f"relation family {self.family!r} cannot supply m={self.m} distinct relations for "
+                f"n={self.n} (at most {cap})"
+            )
 
     @property
     def d_vocab(self) -> int:
@@ -87,6 +92,35 @@ class ICRecallSpec:
     def population_size(self) -> int:
         """Number of distinct IC-recall sequences, ``m · n!/(n-k-1)!``."""
         return self.m * math.perm(self.n, self.k + 1)
+
+
+def check_n_ctx(spec: ICRecallSpec, n_ctx: int | None) -> int:
+    """``n_ctx`` (default ``2k+3``), checked: the 2k+2 tokens up to EoS plus the appended relation must fit."""
+    if n_ctx is None:
+        return spec.seq_len
+    if not isinstance(n_ctx, int) or n_ctx < spec.seq_len:
+        raise ValueError(
+            f"n_ctx={n_ctx!r} is too short: k={spec.k} in-context pairs give 2k+2={2 * spec.k + 2} tokens "
+            f"up to EoS plus the decoded relation, so n_ctx must be >= 2k+3={spec.seq_len}"
+        )
+    return n_ctx
+
+
+def check_temperature(T: float) -> None:
+    """The decoding temperature must be a finite number > 0."""
+    if not (isinstance(T, (int, float)) and T > 0 and math.isfinite(T)):
+        raise ValueError(f"temperature T={T!r}; expected a number > 0")
+
+
+def check_sample_count(spec: ICRecallSpec, N: int) -> None:
+    """``N`` fine-tuning samples must not exceed the number of distinct sequences (an error naming it)."""
+    if not isinstance(N, int) or N < 1:
+        raise ValueError(f"N={N!r}; expected an integer >= 1")
+    if N > spec.population_size:
+        raise ValueError(
+            f"N={N} fine-tuning samples exceed the {spec.population_size} distinct IC-recall "
+            f"sequences of n={spec.n}, m={spec.m}, k={spec.k}"
+        )
 
 
 @dataclass
@@ -170,8 +204,9 @@ class ICRecallTask:
         subjects = torch.rand(N, self.n, generator=generator).argsort(dim=1)[:, : self.k + 1]
         return self.make(relation, subjects)
 
-    def population(self, max_size: int | None = MAX_POPULATION, generator: torch.Generator | None = None
-                   ) -> ICRecallData:
+    def population(
+        self, max_size: int | None = MAX_POPULATION, generator: torch.Generator | None = None
+    ) -> ICRecallData:
         """Every distinct sequence (``m · n!/(n-k-1)!``), or ``max_size`` i.i.d. draws when there are more."""
         if max_size is not None and self.spec.population_size > max_size:
             return self.sample(max_size, generator if generator is not None else torch.Generator().manual_seed(0))
@@ -211,7 +246,7 @@ class ICRecallTask:
             tuples = torch.tensor(list(itertools.permutations(range(self.n), self.k)), dtype=torch.long)
             images = self.rel[:, tuples]  # [m, P, k]: the contexts are (tuple, rel[r, tuple]) for every r
             powers = self.n ** torch.arange(self.k)
-            codes = (images * powers).sum(-1) + torch.arange(len(tuples)) * self.n ** self.k  # one code per context
+            codes = (images * powers).sum(-1) + torch.arange(len(tuples)) * self.n**self.k  # one code per context
             _, inverse, counts = torch.unique(codes, return_inverse=True, return_counts=True)
             K = counts[inverse]  # [m, P]: relations sharing the context
             return float((1.0 / K.double()).mean())

@@ -7,6 +7,7 @@
 * :func:`saddle_distance`: ‖v − (1/(2k), …, 1/(2k), 0, 0)‖∞, the Stage-1 saddle of Theorem 4.2.
 * :func:`polylog_fit`: how the number of samples needed, N*, grows with n.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,5 +76,8 @@ def polylog_fit(n_values: Sequence[int], N_star: Sequence[float]) -> dict[str, f
     if len(n) < 2 or np.any(N <= 0):
         raise ValueError(f"polylog_fit needs >= 2 points with N* > 0; got n={list(n_values)}, N*={list(N_star)}")
     slope = lambda x, y: float(np.polyfit(x, y, 1)[0])  # noqa: E731
-    return {"slope_log_n": slope(np.log(n), N), "slope_loglog": slope(np.log(np.log(n)), np.log(N)),
-            "slope_loglog_n": slope(np.log(n), np.log(N))}
+    return {
+        "slope_log_n": slope(np.log(n), N),
+        "slope_loglog": slope(np.log(np.log(n)), np.log(N)),
+        "slope_loglog_n": slope(np.log(n), np.log(N)),
+    }

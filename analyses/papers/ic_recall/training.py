@@ -6,10 +6,11 @@ is the full fine-tuning set D every step (full batch). The model is either the T
 :mod:`.model` (any mode) or its closed-form partial-mode twin :class:`.model.AnalyticICRecall` (the fast
 path: same parameters θ, ω, same losses, same numbers up to float rounding).
 """
+
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -20,7 +21,8 @@ from mechrecall.batch import Batch
 from mechrecall.trainer import TrainConfig, train
 
 from analyses.papers.ic_recall.model import AnalyticICRecall, scores, set_scores
-from analyses.papers.ic_recall.task import ICRecallData, ICRecallTask
+from analyses.papers.ic_recall.task import ICRecallData, ICRecallTask, check_temperature
+from analyses.papers.ic_recall.task import check_sample_count as check_spec_samples
 
 OPTIMIZERS = ("adam", "pgd")
 
@@ -46,8 +48,7 @@ class FinetuneConfig:
     seed: int = 0
 
     def validate(self) -> None:
-        if not (isinstance(self.T, (int, float)) and self.T > 0 and math.isfinite(self.T)):
-            raise ValueError(f"temperature T={self.T!r}; expected a number > 0")
+        check_temperature(self.T)
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer={self.optimizer!r}; expected one of {OPTIMIZERS}")
         if not self.lr > 0:
@@ -60,24 +61,20 @@ class FinetuneConfig:
 
     @property
     def eta1(self) -> float:
-        return self.c_eta1 * self.T ** 1.5 * math.log(1 / self.T)
+        return self.c_eta1 * self.T**1.5 * math.log(1 / self.T)
 
     @property
     def eta2(self) -> float:
-        return self.c_eta2 * self.T ** 2
+        return self.c_eta2 * self.T**2
 
     @property
     def radius(self) -> float:
-        return self.c_radius * self.T ** 3 / math.log(1 / self.delta) ** 2
+        return self.c_radius * self.T**3 / math.log(1 / self.delta) ** 2
 
 
 def check_sample_count(task: ICRecallTask, N: int) -> None:
     """``N`` must not exceed the number of distinct sequences (a clear error naming it)."""
-    if not isinstance(N, int) or N < 1:
-        raise ValueError(f"N={N!r}; expected an integer >= 1")
-    if N > task.spec.population_size:
-        raise ValueError(f"N={N} fine-tuning samples exceed the {task.spec.population_size} distinct IC-recall "
-                         f"sequences of n={task.n}, m={task.m}, k={task.k}")
+    check_spec_samples(task.spec, N)
 
 
 def make_batch(task: ICRecallTask, data: ICRecallData, analytic: bool) -> Batch:
@@ -89,12 +86,20 @@ def make_batch(task: ICRecallTask, data: ICRecallData, analytic: bool) -> Batch:
     return Batch(data.tokens, data.relation, extras=extras)
 
 
-def step_logits(model: torch.nn.Module, task: ICRecallTask, data: ICRecallData, relation: torch.Tensor | None = None,
-                *, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+def step_logits(
+    model: torch.nn.Module,
+    task: ICRecallTask,
+    data: ICRecallData,
+    relation: torch.Tensor | None = None,
+    *,
+    chunk: int = 4096,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(relation logits ``[B, m]`` at EoS, answer logits ``[B, n]`` with ``relation`` (default r*) appended)."""
     if isinstance(model, AnalyticICRecall):
         return model.relation_logits(data), model.answer_logits(data, relation)
-    tokens = data.tokens if relation is None else torch.cat([data.tokens[:, :-1], task.relation_id(relation)[:, None]], 1)
+    tokens = (
+        data.tokens if relation is None else torch.cat([data.tokens[:, :-1], task.relation_id(relation)[:, None]], 1)
+    )
     rel, ans = [], []
     for start in range(0, len(tokens), chunk):
         logits = model(tokens[start : start + chunk].to(model.cfg.device))
@@ -106,6 +111,7 @@ def step_logits(model: torch.nn.Module, task: ICRecallTask, data: ICRecallData, 
 def cot_loss_fn(task: ICRecallTask, T: float) -> Callable[[torch.nn.Module, Batch], torch.Tensor]:
     """Eq. (1): L = L1 + L2, cross-entropies of the relation-masked / answer-masked logits over T (step 2
     conditioned on the true relation r*)."""
+
     def loss(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
         if isinstance(model, AnalyticICRecall):
             rel = model.relation_logits(None, batch.extras["M"])  # type: ignore[arg-type]
@@ -115,17 +121,27 @@ def cot_loss_fn(task: ICRecallTask, T: float) -> Callable[[torch.nn.Module, Batc
             rel = logits[:, task.relation_pos, 2 * task.n : 2 * task.n + task.m]
             ans = logits[:, task.answer_pos, task.n : 2 * task.n]
         return F.cross_entropy(rel / T, batch.targets) + F.cross_entropy(ans / T, batch.extras["answer"])
+
     return loss
 
 
 def _score_trace(model: torch.nn.Module, k: int) -> dict[str, float]:
-    theta, omega = (model.theta.detach(), model.omega.detach()) if isinstance(model, AnalyticICRecall) else scores(model, k)
+    theta, omega = (
+        (model.theta.detach(), model.omega.detach()) if isinstance(model, AnalyticICRecall) else scores(model, k)
+    )
     v, q = torch.softmax(theta.double(), -1), torch.softmax(omega.double(), -1)
     return {**{f"v{i + 1}": float(x) for i, x in enumerate(v)}, **{f"q{i + 1}": float(x) for i, x in enumerate(q)}}
 
 
-def finetune(model: torch.nn.Module, task: ICRecallTask, data: ICRecallData, cfg: FinetuneConfig, *,
-             init: tuple[torch.Tensor, torch.Tensor] | None = None, progress: bool = False) -> dict[str, Any]:
+def finetune(
+    model: torch.nn.Module,
+    task: ICRecallTask,
+    data: ICRecallData,
+    cfg: FinetuneConfig,
+    *,
+    init: tuple[torch.Tensor, torch.Tensor] | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Fine-tune ``model`` in place on D = ``data`` (full batch); returns the trainer's history (+ v, q traces).
 
     ``init``: θ0, ω0 written into the position–position block before training (Algorithm 1 starts at 0; a
@@ -143,17 +159,20 @@ def finetune(model: torch.nn.Module, task: ICRecallTask, data: ICRecallData, cfg
     loss = cot_loss_fn(task, cfg.T)
     evals = {"attn": lambda m: _score_trace(m, task.k)} if cfg.log_every else None
     if cfg.optimizer == "adam":
-        tc = TrainConfig(steps=cfg.steps, optimizer="adam", lr=cfg.lr, eval_every=cfg.log_every, seed=cfg.seed,
-                         progress=progress)
+        tc = TrainConfig(
+            steps=cfg.steps, optimizer="adam", lr=cfg.lr, eval_every=cfg.log_every, seed=cfg.seed, progress=progress
+        )
         return train(model, lambda step, gen: batch, tc, loss_fn=loss, evals=evals).history
     # Algorithm 1: stage 1 (t1 GD steps at η1), perturbation ξ ~ U(ball), stage 2 (t2 GD steps at η2).
-    stage1 = TrainConfig(steps=cfg.t1, optimizer="sgd", lr=cfg.eta1, eval_every=cfg.log_every, seed=cfg.seed,
-                         progress=progress)
+    stage1 = TrainConfig(
+        steps=cfg.t1, optimizer="sgd", lr=cfg.eta1, eval_every=cfg.log_every, seed=cfg.seed, progress=progress
+    )
     h1 = train(model, lambda step, gen: batch, stage1, loss_fn=loss, evals=evals).history
     after_stage1 = _score_trace(model, task.k)
     _perturb(model, task.k, cfg.radius, cfg.seed)
-    stage2 = TrainConfig(steps=cfg.t2, optimizer="sgd", lr=cfg.eta2, eval_every=cfg.log_every, seed=cfg.seed + 1,
-                         progress=progress)
+    stage2 = TrainConfig(
+        steps=cfg.t2, optimizer="sgd", lr=cfg.eta2, eval_every=cfg.log_every, seed=cfg.seed + 1, progress=progress
+    )
     h2 = train(model, lambda step, gen: batch, stage2, loss_fn=loss, evals=evals).history
     return {"stage1": h1, "after_stage1": after_stage1, "train": h2["train"], "eval": h2["eval"]}
 
@@ -185,8 +204,9 @@ class PretrainConfig:
     seed: int = 0
 
 
-def pretrain(model: HookedTransformer, task: ICRecallTask, cfg: PretrainConfig, progress: bool = False
-             ) -> dict[str, Any]:
+def pretrain(
+    model: HookedTransformer, task: ICRecallTask, cfg: PretrainConfig, progress: bool = False
+) -> dict[str, Any]:
     """Pretrain W^KQ and the MLP of a ``mode="pretrain"`` model in place; returns history with recall accuracy."""
     tokens, targets = task.pretraining_population()
     batch = Batch(tokens, targets)
@@ -205,6 +225,13 @@ def pretrain(model: HookedTransformer, task: ICRecallTask, cfg: PretrainConfig, 
         alt = (pred >= 2 * task.n) & (pred < 2 * task.n + task.m) & (task.rel[r_pred, s.clamp(0, task.n - 1)] == a)
         return float((torch.where(is_rel, alt, ok)).double().mean())
 
-    tc = TrainConfig(steps=cfg.steps, optimizer="adamw", lr=cfg.lr, weight_decay=cfg.weight_decay,
-                     eval_every=max(1, cfg.steps // 4), seed=cfg.seed, progress=progress)
+    tc = TrainConfig(
+        steps=cfg.steps,
+        optimizer="adamw",
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        eval_every=max(1, cfg.steps // 4),
+        seed=cfg.seed,
+        progress=progress,
+    )
     return train(model, lambda step, gen: batch, tc, loss_fn=loss, evals={"recall": recall}).history
