@@ -358,8 +358,8 @@ def part_exact(ctx: Context) -> PartResult:
             tie_spread,
             at_most(1e-10),
             where="Lemma B.1",
-            note=f"all answers tie, so a no-CoT argmax is a tie-break: ours (float rounding decides) gets {no_cot:.3f} on the "
-            "36 sequences; a uniform tie-break gets 1/3 in expectation",
+            note=f"all answers tie, so a no-CoT argmax is a tie-break: ours (float rounding decides) gets {no_cot:.3f} "
+            "on the 36 sequences; a uniform tie-break gets 1/3 in expectation",
         ),
         ctx.claim(
             E,
