@@ -220,3 +220,16 @@ def test_one_gd_step_makes_the_query_subject_win_step_two():
         assert int(omega.argmax()) == 4
         others = torch.cat([omega[:4], omega[5:]])
         assert float(omega[4] - others.max()) >= 32 * cfg.eta1 / (147 * T) * (1 - 1e-3) - 2 * cfg.radius
+
+
+def test_the_recipe_rebuilds_the_model_from_a_checkpoint(tmp_path):
+    from mechrecall.checkpoint import load_model, save_checkpoint
+
+    task = ICRecallTask(ICRecallSpec(4, 9, 2, "random", 2))
+    model = build_model(task.spec, "partial", dtype="float64", seed=3)
+    set_scores(model, *initial_scores(2, 0.5, 1))
+    save_checkpoint(tmp_path / "ckpt", model)
+    again = load_model(tmp_path / "ckpt")
+    data = task.population()
+    assert torch.equal(again(data.tokens), model(data.tokens))
+    assert again.mechrecall_spec["surgeries"][6]["kind"] == "ic_recall_weights"
