@@ -1,0 +1,54 @@
+"""In-context factual recall through an MLP associative memory (Huang, Nichani, Lee & Ge) —
+``python -m analyses.ic_recall --help``.
+
+The paper's code lives in ``analyses/papers/ic_recall/``; this module is its table of contents.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mechrecall.experiment import Experiment, Option, Part
+
+PAPER = "Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Huang, Nichani, Lee & Ge)"
+PKG = "analyses.papers.ic_recall"
+
+EXPERIMENT = Experiment(
+    name="ic_recall",
+    paper=PAPER,
+    summary="A one-layer transformer with a frozen MLP associative memory learns in-context factual recall "
+    "through a pairwise attention pattern, from a handful of fine-tuning samples.",
+    parts=(
+        Part("exact", f"{PKG}.parts:part_exact", "the construction vs its closed-form logits, memory recall, ties"),
+        Part("pattern", f"{PKG}.parts:part_pattern", "Fig 2: pairwise attention, first/second step vs ceilings"),
+        Part("sample_complexity", f"{PKG}.parts:part_sample_complexity", "Fig 3: accuracy vs fine-tuning samples N"),
+        Part("algorithm1", f"{PKG}.parts:part_algorithm1", "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies"),
+        Part("pretrained_mlp", f"{PKG}.parts:part_pretrained_mlp", "Fig 4: pretrained MLP, full attention fine-tuning"),
+        Part("benchmark", f"{PKG}.parts:part_benchmark", "TL vs closed-form step time; sweep with 1 vs 2 workers"),
+        Part(
+            "pretrained",
+            f"{PKG}.pretrained_heads:part_pretrained",
+            "extension (not in the paper): pairwise-attention "
+            "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
+        ),
+    ),
+    options=(
+        Option("--workers", type=int, default=2, help="worker processes for the sweeps (default 2)"),
+        Option("--n", type=int, default=None, help="pattern part, config B: subjects = answers"),
+        Option("--m", type=int, default=None, help="pattern part, config B: relations"),
+        Option("--k", type=int, default=None, help="pattern part, config B: in-context pairs"),
+        Option(
+            "--family", default=None, help="pattern part, config B: relation family (random, all_bijections, affine)"
+        ),
+        Option("--temperature", type=float, default=None, help="pattern part, config B: decoding temperature T"),
+        Option("--samples", type=int, default=None, help="pattern part, config B: fine-tuning samples N"),
+        Option("--n-ctx", type=int, default=None, help="context length of the model (default 2k+3)"),
+        Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF directory"),
+    ),
+    check=f"{PKG}.parts:check",
+)
+
+main = EXPERIMENT.main
+
+if __name__ == "__main__":
+    sys.exit(main())

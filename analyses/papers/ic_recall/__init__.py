@@ -1,0 +1,1 @@
+"""In-context factual recall (Huang, Nichani, Lee & Ge): task, model, training, analyses. See README.md."""

@@ -1,0 +1,235 @@
+"""IC-recall (Huang, Nichani, Lee & Ge): the task, the construction and the closed forms, against independent
+computations (brute force over the population, the paper's formula written in plain torch)."""
+
+import itertools
+
+import pytest
+import torch
+
+from analyses.papers.ic_recall.model import (
+    AnalyticICRecall,
+    associative_memory,
+    build_model,
+    closed_form_answer_logits,
+    closed_form_relation_logits,
+    confusing_logit_gap,
+    initial_scores,
+    memory_readout,
+    memory_recall,
+    orthonormal_embeddings,
+    scores,
+    set_scores,
+)
+from analyses.papers.ic_recall.task import ICRecallSpec, ICRecallTask
+from analyses.papers.ic_recall.training import FinetuneConfig, check_sample_count, finetune
+
+torch.set_num_threads(1)
+
+
+# ------------------------------------------------------------------------------------ task
+
+
+def test_population_types_and_ceilings_by_brute_force():
+    task = ICRecallTask(ICRecallSpec(5, 12, 2, "random", seed=3))
+    pop = task.population(None)
+    assert len(pop) == 12 * 5 * 4 * 3 == task.spec.population_size
+    assert len({tuple(t) for t in pop.tokens.tolist()}) == len(pop)
+    rel = task.rel.tolist()
+    inv_K, types_conf, types_mis = [], [], []
+    for b in range(len(pop)):
+        s, a = pop.subjects[b].tolist(), pop.answers[b].tolist()
+        assert rel[pop.relation[b]][s[2]] == a[2] and len(set(s)) == 3
+        K = sum(rel[r][s[0]] == a[0] and rel[r][s[1]] == a[1] for r in range(task.m))
+        inv_K.append(1 / K)
+        types_conf.append(any(rel[r][s[0]] == a[1] and rel[r][s[1]] == a[0] for r in range(task.m)))
+        two = [r for r in range(task.m) if {rel[r][x] for x in s} >= {a[0], a[1]}]
+        types_mis.append(any(rel[r][s[2]] in (a[0], a[1]) for r in two))
+    types = task.sequence_types(pop)
+    assert types["confusing"].tolist() == types_conf
+    assert types["mismatched"].tolist() == types_mis
+    assert task.bayes_ceiling(pop) == pytest.approx(sum(inv_K) / len(inv_K), abs=1e-12)
+    assert task.bayes_ceiling() == pytest.approx(sum(inv_K) / len(inv_K), abs=1e-12)  # exact, by enumeration
+
+
+def test_table1_every_n3_sequence_is_confusing_and_mismatched():
+    task = ICRecallTask(ICRecallSpec(3, 6, 2, "all_bijections"))
+    types = task.sequence_types(task.population())
+    assert types["confusing"].all() and types["mismatched"].all()
+    assert sorted(map(tuple, task.rel.tolist())) == sorted(itertools.permutations(range(3)))
+
+
+def test_affine_satisfies_assumption_2_2_and_random_paper_sizes_do_not():
+    assert ICRecallTask(ICRecallSpec(7, 42, 2, "affine", seed=1)).assumption_2_2_violations() == 0
+    assert ICRecallTask(ICRecallSpec(11, 55, 2, "affine", seed=2)).bayes_ceiling() == 1.0
+    paper = ICRecallTask(ICRecallSpec(8, 64, 2, "random", seed=0))
+    assert paper.assumption_2_2_violations() > 0
+    assert 0.57 < paper.bayes_ceiling() < 0.63  # ≈ (1 − e^{−λ})/λ, λ = 63/56
+    assert len({tuple(r) for r in paper.rel.tolist()}) == 64  # distinct bijections
+    assert all(sorted(r) == list(range(8)) for r in paper.rel.tolist())
+
+
+def test_pretraining_population_is_every_ordered_pair_of_every_fact():
+    task = ICRecallTask(ICRecallSpec(4, 5, 2, "random"))
+    tokens, targets = task.pretraining_population()
+    assert tokens.shape == (6 * 4 * 5, 2)
+    for (u1, u2), t in zip(tokens.tolist(), targets.tolist()):
+        triple = sorted([u1, u2, t])
+        s, a, r = triple[0], triple[1] - 4, triple[2] - 8
+        assert task.rel[r, s] == a
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (ICRecallSpec(8, 60, 2, "affine"), "prime n; n=8"),
+        (ICRecallSpec(7, 43, 2, "affine"), "m=43"),
+        (ICRecallSpec(3, 7, 2, "all_bijections"), "m=7"),
+        (ICRecallSpec(3, 6, 3, "random"), "k=3"),
+        (ICRecallSpec(3, 6, 2, "nope"), "'nope'"),
+    ],
+)
+def test_bad_task_specs_name_the_value(spec, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        ICRecallTask(spec)
+
+
+def test_bad_training_inputs_name_the_value():
+    task = ICRecallTask(ICRecallSpec(3, 6, 2, "all_bijections"))
+    with pytest.raises(ValueError, match="N=37"):
+        check_sample_count(task, 37)
+    with pytest.raises(ValueError, match="T=0"):
+        FinetuneConfig(T=0).validate()
+    with pytest.raises(ValueError, match="n_ctx=6"):
+        build_model(task.spec, n_ctx=6)
+
+
+# ----------------------------------------------------------------------------------- model
+
+
+def paper_forward(task, phi, W, V, WKQ, tokens):
+    """The paper's §2.1 formula in plain torch: h = W^P(z_{-1} + Z softmax(Zᵀ W^KQ z_{-1})), f = Vᵀ(W h)²."""
+    B, L = tokens.shape
+    dP = WKQ.shape[0] - phi.shape[0]
+    out = torch.zeros(B, L, phi.shape[1], dtype=torch.float64)
+    for b in range(B):
+        Z = torch.cat([torch.eye(dP, dtype=torch.float64)[:, :L], phi[:, tokens[b]]], 0)  # [dP + d, L]
+        for t in range(L):
+            att = torch.softmax(Z[:, : t + 1].T @ WKQ @ Z[:, t], 0)
+            h = (Z[:, t] + Z[:, : t + 1] @ att)[dP:]
+            out[b, t] = phi.T @ (V.T @ (W @ h) ** 2)
+    return out
+
+
+@pytest.mark.parametrize("spec", [ICRecallSpec(3, 6, 2, "all_bijections", 0), ICRecallSpec(5, 20, 3, "affine", 1)])
+def test_tl_construction_equals_the_paper_formula_and_the_closed_forms(spec):
+    task = ICRecallTask(spec)
+    model = build_model(spec, "full", dtype="float64", seed=0)
+    Din = model.cfg.d_head
+    g = torch.Generator().manual_seed(5)
+    WKQ = 0.5 * torch.randn(Din, Din, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        model.blocks[0].attn.W_K[0, :Din, :Din] = WKQ
+    data = task.population(40, torch.Generator().manual_seed(0))
+    phi = orthonormal_embeddings(spec.d_vocab, "random", spec.seed)
+    W, V = associative_memory(task, phi)
+    logits, cache = model.run_with_cache(data.tokens)
+    reference = paper_forward(task, phi, W, V, WKQ, data.tokens)
+    assert (logits - reference).abs().max() < 1e-10
+    pat = cache["blocks.0.attn.hook_pattern"][:, 0]
+    rel = logits[:, task.relation_pos, 2 * task.n : 2 * task.n + task.m]
+    ans = logits[:, task.answer_pos, task.n : 2 * task.n]
+    assert (
+        rel - closed_form_relation_logits(pat[:, task.relation_pos, : 2 * spec.k + 2], task, data)
+    ).abs().max() < 1e-10
+    assert (ans - closed_form_answer_logits(pat[:, task.answer_pos, : 2 * spec.k + 3], task, data)).abs().max() < 1e-10
+    # only W^KQ is trainable in full mode, and nothing but the position block in partial mode
+    assert [n for n, p in model.named_parameters() if p.requires_grad] == ["blocks.0.attn.W_K"]
+    partial = build_model(spec, "partial", dtype="float64")
+    assert partial.mechrecall_entry_masks["blocks.0.attn.W_K"].sum() == model.cfg.n_ctx**2
+
+
+def test_memory_recalls_everything_with_the_exact_readout_values():
+    task = ICRecallTask(ICRecallSpec(8, 64, 2, "random", 0))
+    phi = orthonormal_embeddings(task.spec.d_vocab, "random", 0)
+    W, V = associative_memory(task, phi)
+    assert W.shape == V.shape == (3 * 64, task.spec.d_vocab)
+    assert memory_recall(task, W, V, phi) == {"sr->a": 1.0, "sa->r": 1.0, "ar->s": 1.0}
+    s, r = 3, 10
+    out = memory_readout(W, V, phi, phi[:, s] + phi[:, task.relation_id(r)])
+    a = task.answer_id(int(task.rel[r, s]))
+    assert out[a] == pytest.approx(4.0) and out[task.eos_id] == pytest.approx(0.0, abs=1e-12)
+    others = [i for i in range(8, 16) if i != a]
+    assert torch.allclose(out[others], torch.full((7,), 2.0, dtype=torch.float64))
+    assert torch.allclose(out[:8], torch.ones(8, dtype=torch.float64))
+    # (s, a) -> every relation mapping s to a scores 4
+    a_idx = int(task.rel[r, s])
+    out2 = memory_readout(W, V, phi, phi[:, s] + phi[:, task.answer_id(a_idx)])
+    hits = (task.rel[:, s] == a_idx).nonzero().flatten()
+    assert torch.allclose(out2[task.relation_id(hits)], torch.full((len(hits),), 4.0, dtype=torch.float64))
+
+
+def test_confusing_gap_and_answer_ties_at_eos():
+    task = ICRecallTask(ICRecallSpec(3, 6, 2, "all_bijections"))
+    pop = task.population()
+    v = torch.softmax(torch.randn(6, generator=torch.Generator().manual_seed(2), dtype=torch.float64), -1)
+    rel = closed_form_relation_logits(v, task, pop)
+    for b in range(len(pop)):
+        s, a = pop.subjects[b].tolist(), pop.answers[b].tolist()
+        conf = [r for r in range(6) if task.rel[r, s[0]] == a[1] and task.rel[r, s[1]] == a[0]]
+        assert len(conf) == 1
+        gap = rel[b, pop.relation[b]] - rel[b, conf[0]]
+        assert gap == pytest.approx(float(confusing_logit_gap(v)), abs=1e-12)
+    model = build_model(task.spec, "partial", dtype="float64")
+    set_scores(model, torch.log(v), torch.zeros(7, dtype=torch.float64))
+    eos = model(pop.tokens[:, :6])[:, -1, 3:6]
+    assert (eos.max(-1).values - eos.min(-1).values).max() < 1e-12  # Lemma B.1
+
+
+def test_fast_path_trains_to_the_same_parameters_as_the_tl_model():
+    task = ICRecallTask(ICRecallSpec(8, 64, 2, "random", 0))
+    data = task.sample(8, torch.Generator().manual_seed(1))
+    cfg = FinetuneConfig(T=0.05, lr=1e-2, steps=40)
+    init = initial_scores(2, 1e-3, 0)
+    fast = AnalyticICRecall(task)
+    finetune(fast, task, data, cfg, init=init)
+    tl = build_model(task.spec, "partial", dtype="float64")
+    frozen = {n: p.detach().clone() for n, p in tl.named_parameters()}
+    finetune(tl, task, data, cfg, init=init)
+    theta, omega = scores(tl, 2)
+    assert (theta - fast.theta.detach()).abs().max() < 1e-10
+    assert (omega - fast.omega.detach()).abs().max() < 1e-10
+    assert (theta - init[0]).abs().max() > 0.1  # it did train
+    W_K = tl.blocks[0].attn.W_K.detach()
+    mask = tl.mechrecall_entry_masks["blocks.0.attn.W_K"]
+    assert torch.equal(W_K[~mask], frozen["blocks.0.attn.W_K"][~mask])
+    for n, p in tl.named_parameters():
+        if n != "blocks.0.attn.W_K":
+            assert torch.equal(p, frozen[n]), n
+
+
+def test_one_gd_step_makes_the_query_subject_win_step_two():
+    """Lemma 4.5 / App. D: from ω = 0, one GD step at η1 makes ω largest on s3, by ≥ 32 η1 / (147 T)."""
+    T = 0.05
+    for spec in (ICRecallSpec(3, 6, 2, "all_bijections"), ICRecallSpec(7, 21, 2, "affine", 1)):
+        task = ICRecallTask(spec)
+        model = AnalyticICRecall(task)
+        cfg = FinetuneConfig(T=T, optimizer="pgd", t1=1, t2=0)
+        finetune(model, task, task.sample(64, torch.Generator().manual_seed(0)), cfg)
+        omega = model.omega.detach()
+        # the perturbation ξ of stage 2 is tiny (T³ scale) and cannot change the winner
+        assert int(omega.argmax()) == 4
+        others = torch.cat([omega[:4], omega[5:]])
+        assert float(omega[4] - others.max()) >= 32 * cfg.eta1 / (147 * T) * (1 - 1e-3) - 2 * cfg.radius
+
+
+def test_the_recipe_rebuilds_the_model_from_a_checkpoint(tmp_path):
+    from mechrecall.checkpoint import load_model, save_checkpoint
+
+    task = ICRecallTask(ICRecallSpec(4, 9, 2, "random", 2))
+    model = build_model(task.spec, "partial", dtype="float64", seed=3)
+    set_scores(model, *initial_scores(2, 0.5, 1))
+    save_checkpoint(tmp_path / "ckpt", model)
+    again = load_model(tmp_path / "ckpt")
+    data = task.population()
+    assert torch.equal(again(data.tokens), model(data.tokens))
+    assert again.mechrecall_spec["surgeries"][6]["kind"] == "ic_recall_weights"
