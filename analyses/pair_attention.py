@@ -22,8 +22,8 @@ For pair masses ``m_s(i), m_a(i)`` and ``P_i = m_s(i) + m_a(i)``:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pandas as pd
 import torch
@@ -41,22 +41,22 @@ class PairAttentionStats:
 
     subject_mass: Float[torch.Tensor, "batch pairs"]
     answer_mass: Float[torch.Tensor, "batch pairs"]
-    within: Float[torch.Tensor, "batch"]
-    across: Float[torch.Tensor, "batch"]
-    query_mass: Float[torch.Tensor, "batch"]
-    end_mass: Float[torch.Tensor, "batch"]
-    other_mass: Float[torch.Tensor, "batch"]
+    within: Float[torch.Tensor, " batch"]
+    across: Float[torch.Tensor, " batch"]
+    query_mass: Float[torch.Tensor, " batch"]
+    end_mass: Float[torch.Tensor, " batch"]
+    other_mass: Float[torch.Tensor, " batch"]
 
     @property
     def pair_mass(self) -> Float[torch.Tensor, "batch pairs"]:
         return self.subject_mass + self.answer_mass
 
     @property
-    def rest(self) -> Float[torch.Tensor, "batch"]:
+    def rest(self) -> Float[torch.Tensor, " batch"]:
         return self.query_mass + self.end_mass
 
     @property
-    def score(self) -> Float[torch.Tensor, "batch"]:
+    def score(self) -> Float[torch.Tensor, " batch"]:
         return (1 - self.within) * self.across * (1 - self.rest)
 
 
@@ -96,7 +96,7 @@ def pair_attention_stats(
 
 def is_pairwise(
     stats: PairAttentionStats, *, within_tol: float = 0.1, min_across: float = 0.05, max_rest: float = 0.05
-) -> Bool[torch.Tensor, "batch"]:
+) -> Bool[torch.Tensor, " batch"]:
     """The pairwise pattern: equal within pairs (``within <= within_tol``), different across
     (``across >= min_across``), little on the query and end (``rest <= max_rest``)."""
     return (stats.within <= within_tol) & (stats.across >= min_across) & (stats.rest <= max_rest)
@@ -107,7 +107,7 @@ def head_pair_scores(
     model: HookedTransformer,
     tokens: Int[torch.Tensor, "batch pos"],
     roles: Int[torch.Tensor, "batch pos"],
-    query_pos: Int[torch.Tensor, "batch"] | int,
+    query_pos: Int[torch.Tensor, " batch"] | int,
     layers: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Score every layer × head: one row per head with the prompt-mean ``within``, ``across``, ``rest``,

@@ -118,7 +118,7 @@ def test_figures_hold_the_plotted_data():
 def test_bad_input_is_one_line_and_exit_2_before_any_work(args, message, tmp_path, capsys):
     import analyses.ic_recall as entry
 
-    code = entry.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress"] + args)
+    code = entry.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
     err = capsys.readouterr().err
     assert code == 2, err
     assert message in err and "Traceback" not in err
@@ -128,7 +128,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_work(args, message, tmp_pat
 
 def test_bad_input_from_the_shell_exits_2_without_traceback(tmp_path):
     proc = subprocess.run(
-        ENV_CMD + ["--preset", "micro", "--out", str(tmp_path), "--temperature", "-1"],
+        [*ENV_CMD, "--preset", "micro", "--out", str(tmp_path), "--temperature", "-1"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -141,7 +141,7 @@ def test_bad_input_from_the_shell_exits_2_without_traceback(tmp_path):
 
 def test_help_is_fast_and_lists_the_parts():
     started = time.perf_counter()
-    proc = subprocess.run(ENV_CMD + ["--help"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([*ENV_CMD, "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     for part in ("exact", "pattern", "sample_complexity", "algorithm1", "pretrained_mlp", "benchmark", "pretrained"):
         assert part in proc.stdout
@@ -157,9 +157,9 @@ def test_help_is_fast_and_lists_the_parts():
 
 
 def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
+    import pretrained
     from analyses.papers.ic_recall.pretrained_heads import fact_prompts, prompt_vocab
     from pretrained.testing import tiny_checkpoint
-    import pretrained
 
     tiny = tiny_checkpoint(tmp_path / "tiny", "gpt_neox", vocab=prompt_vocab(), seed=0, n_layers=2)
     import analyses.ic_recall as entry
@@ -209,9 +209,9 @@ def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
 
 
 def test_no_weights_gives_not_run_claims(tmp_path, monkeypatch):
-    from mechrecall.experiment import Context
     import analyses.ic_recall as entry
     from analyses.papers.ic_recall.pretrained_heads import part_pretrained
+    from mechrecall.experiment import Context
 
     ctx = Context(entry.EXPERIMENT, tmp_path, "micro", 0, {"model": "pythia-14m"})
     result = part_pretrained(ctx)

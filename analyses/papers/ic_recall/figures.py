@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -19,7 +19,7 @@ def position_labels(k: int, last: str = "r*") -> list[str]:
     labels = []
     for i in range(1, k + 1):
         labels += [f"s{i}", f"a{i}"]
-    return labels + [f"s{k + 1}", "EoS", last]
+    return [*labels, f"s{k + 1}", "EoS", last]
 
 
 def attention_heatmaps(panels: Sequence[dict], title: str):

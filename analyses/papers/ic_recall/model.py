@@ -31,11 +31,10 @@ from typing import ClassVar
 import torch
 from jaxtyping import Float
 
+from analyses.papers.ic_recall.task import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
 from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import SURGERIES, SetActivation, SetWeight, Surgery, TrainableEntries, ZeroBiases
-
-from analyses.papers.ic_recall.task import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
 
 MODES = ("partial", "full", "pretrain", "frozen")
 EMBEDDINGS = ("random", "identity")
@@ -132,7 +131,7 @@ class ICRecallWeights(Surgery):
             V = torch.randn(width, d, generator=generator, dtype=torch.float64) / math.sqrt(width)
         dtype = model.cfg.dtype
         with torch.no_grad():
-            for name, block in (
+            for name, _block in (
                 ("embed.W_E", None),
                 ("unembed.W_U", None),
                 ("blocks.0.mlp.W_in", None),

@@ -23,12 +23,11 @@ from typing import Any
 
 import torch
 
+from analyses.papers.ic_recall.sweep import Cell, run_cells
 from mechrecall.claims import at_least, at_most, between, is_true, near, spread_of
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
 from mechrecall.io import atomic_write_json
-
-from analyses.papers.ic_recall.sweep import Cell, run_cells
 
 P = "pattern"
 TL_CHECK = 4096  # test sequences on which the TL model and the fast path are compared
@@ -157,7 +156,7 @@ def check(ctx: Context) -> None:
     if o.get("workers") is not None and o["workers"] < 1:
         raise UsageError(f"--workers {o['workers']}; expected an integer >= 1")
     try:
-        for name, cell in pattern_configs(ctx).items():
+        for _name, cell in pattern_configs(ctx).items():
             spec = ICRecallSpec(cell.n, cell.m, cell.k, cell.family, 0)
             spec.validate()
             check_temperature(cell.T)
@@ -296,8 +295,8 @@ def part_exact(ctx: Context) -> PartResult:
     no_cot = no_cot_answer_accuracy(m3, t3, pop3)
     v = torch.softmax(theta, -1)
     rel = closed_form_relation_logits(v, t3, pop3)
-    conf_r = (t3.rel[:, pop3.subjects[:, 0]].T == pop3.answers[:, 1:2]) & (
-        t3.rel[:, pop3.subjects[:, 1]].T == pop3.answers[:, 0:1]
+    conf_r = (pop3.answers[:, 1:2] == t3.rel[:, pop3.subjects[:, 0]].T) & (
+        pop3.answers[:, 0:1] == t3.rel[:, pop3.subjects[:, 1]].T
     )
     gap = rel.gather(1, pop3.relation[:, None])[:, 0] - (rel * conf_r).sum(-1)
     gap_err = float((gap - confusing_logit_gap(v)).abs().max())
@@ -436,7 +435,7 @@ def _tl_readout(cell: Cell, row: dict) -> dict[str, Any]:
 def _roles(k: int, with_relation: bool = False) -> torch.Tensor:
     from analyses.pair_attention import END, QUERY
 
-    roles = list(range(2 * k)) + [QUERY, END]
+    roles = [*list(range(2 * k)), QUERY, END]
     return torch.tensor(roles + ([END] if with_relation else []))
 
 
@@ -591,8 +590,7 @@ def part_pattern(ctx: Context) -> PartResult:
             ctx.claim(
                 P,
                 f"{name}_pairwise_pattern",
-                f"{tag}: pairwise pattern from EoS (share of seeds with within ≤ 0.1, across ≥ 0.05, "
-                "s_q + EoS ≤ 0.05)",
+                f"{tag}: pairwise pattern from EoS (share of seeds with within ≤ 0.1, across ≥ 0.05, s_q + EoS ≤ 0.05)",
                 float(pairwise.double().mean()),
                 at_least(1.0, partial=0.6),
                 **common,
@@ -697,7 +695,7 @@ def part_sample_complexity(ctx: Context) -> PartResult:
     curve = _mean_by(ra)
     at8 = {n: d.get(8) for n, d in curve.items()}
     nm = [n * (n * (n - 1) // 2) for n in cfg["affine_n"]]
-    n_star = min_samples(curve, {n: 0.99 for n in curve})
+    n_star = min_samples(curve, dict.fromkeys(curve, 0.99))
     results.update(affine_curve=curve, affine_N_star=n_star)
     common = dict(seeds=tuple(cfg["seeds"]), where="Fig 3, Theorem 4.1")
     claims = []
@@ -757,7 +755,7 @@ def part_sample_complexity(ctx: Context) -> PartResult:
     )
     # full mode: N* grows with n
     fcurve = _mean_by(rf)
-    f_star = min_samples(fcurve, {n: 0.99 for n in fcurve})
+    f_star = min_samples(fcurve, dict.fromkeys(fcurve, 0.99))
     results.update(
         full_curve=fcurve, full_N_star=f_star, full_second_step=_mean_by(rf, metric="acc_answer_teacher_forced")
     )

@@ -17,10 +17,9 @@ from typing import Any
 
 import torch
 
+from analyses.pair_attention import END, OTHER, QUERY
 from mechrecall.claims import at_least
 from mechrecall.experiment import Context, PartResult
-
-from analyses.pair_attention import END, OTHER, QUERY
 
 FACTS = Path(__file__).with_name("facts.json")
 PROMPTS = {"micro": 24, "smoke": 120, "paper": 300}
@@ -35,7 +34,7 @@ def load_facts(path: str | Path = FACTS) -> dict[str, list[tuple[str, str]]]:
 def prompt_vocab(path: str | Path = FACTS) -> list[str]:
     """Every word the prompts use (for a test tokenizer): subjects, answers and the punctuation."""
     words = {w for pairs in load_facts(path).values() for pair in pairs for w in pair}
-    return sorted(words) + [":", "."]
+    return [*sorted(words), ":", "."]
 
 
 def fact_prompts(

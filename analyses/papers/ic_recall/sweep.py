@@ -13,10 +13,10 @@ import json
 import multiprocessing
 import os
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 import torch
 
@@ -109,7 +109,7 @@ def run_cells(
     """Run every cell not already finished in ``out_dir``; return (results in ``cells`` order, info).
 
     ``info``: ``skipped`` (finished earlier), ``ran``, ``workers``, ``seconds`` (wall time of this call)."""
-    import analyses.papers.ic_recall.evaluation  # noqa: F401  (imported once here, shared by forked workers)
+    import analyses.papers.ic_recall.evaluation
     import analyses.papers.ic_recall.training  # noqa: F401
 
     out = Path(out_dir)

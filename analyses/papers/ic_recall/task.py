@@ -36,7 +36,7 @@ MAX_POPULATION = 50_000
 
 
 def is_prime(n: int) -> bool:
-    return n >= 2 and all(n % p for p in range(2, int(math.isqrt(n)) + 1))
+    return n >= 2 and all(n % p for p in range(2, math.isqrt(n) + 1))
 
 
 def max_relations(n: int, family: str) -> int:
@@ -116,7 +116,7 @@ def check_sample_count(spec: ICRecallSpec, N: int) -> None:
     """``N`` fine-tuning samples must not exceed the number of distinct sequences (an error naming it)."""
     if not isinstance(N, int) or N < 1:
         raise ValueError(f"N={N!r}; expected an integer >= 1")
-    if N > spec.population_size:
+    if spec.population_size < N:
         raise ValueError(
             f"N={N} fine-tuning samples exceed the {spec.population_size} distinct IC-recall "
             f"sequences of n={spec.n}, m={spec.m}, k={spec.k}"
@@ -132,7 +132,7 @@ class ICRecallData:
     """
 
     tokens: Int[torch.Tensor, "batch seq"]
-    relation: Int[torch.Tensor, "batch"]
+    relation: Int[torch.Tensor, " batch"]
     subjects: Int[torch.Tensor, "batch k1"]
     answers: Int[torch.Tensor, "batch k1"]
 
@@ -140,7 +140,7 @@ class ICRecallData:
         return self.tokens.shape[0]
 
     @property
-    def answer(self) -> Int[torch.Tensor, "batch"]:
+    def answer(self) -> Int[torch.Tensor, " batch"]:
         return self.answers[:, -1]
 
     @property
@@ -214,7 +214,7 @@ class ICRecallTask:
         relation = torch.arange(self.m).repeat_interleave(len(tuples))
         return self.make(relation, tuples.repeat(self.m, 1))
 
-    def pretraining_population(self) -> tuple[Int[torch.Tensor, "b 2"], Int[torch.Tensor, "b"]]:
+    def pretraining_population(self) -> tuple[Int[torch.Tensor, "b 2"], Int[torch.Tensor, " b"]]:
         """All ``6nm`` pretraining sequences ``(u1, u2)`` -> the third element of a fact (§5)."""
         s = torch.arange(self.n).repeat(self.m)
         r = torch.arange(self.m).repeat_interleave(self.n)

@@ -10,19 +10,19 @@ path: same parameters θ, ω, same losses, same numbers up to float rounding).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from mechrecall._tl import HookedTransformer
-from mechrecall.batch import Batch
-from mechrecall.trainer import TrainConfig, train
-
 from analyses.papers.ic_recall.model import AnalyticICRecall, scores, set_scores
 from analyses.papers.ic_recall.task import ICRecallData, ICRecallTask, check_temperature
 from analyses.papers.ic_recall.task import check_sample_count as check_spec_samples
+from mechrecall._tl import HookedTransformer
+from mechrecall.batch import Batch
+from mechrecall.trainer import TrainConfig, train
 
 OPTIMIZERS = ("adam", "pgd")
 
