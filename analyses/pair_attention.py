@@ -61,7 +61,9 @@ class PairAttentionStats:
 
 
 def pair_attention_stats(
-    attention: Float[torch.Tensor, "batch key"], roles: Int[torch.Tensor, "batch key"], n_pairs: int | None = None
+    attention: Float[torch.Tensor, "batch key"] | Float[torch.Tensor, " key"],
+    roles: Int[torch.Tensor, "batch key"] | Int[torch.Tensor, " key"],
+    n_pairs: int | None = None,
 ) -> PairAttentionStats:
     """Statistics of one query's attention ``[batch, key]`` over keys labelled by ``roles`` (same shape).
 

@@ -742,13 +742,14 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
                             style,
                             marker="o",
                             ms=3,
-                            label=f"{label} {variant}",
+                            label=f"{label}, {'full model' if variant == 'full' else 'LASER'}",
                         )
                 ax.set(
                     xscale="log",
                     xlabel="training step (0 plotted at 0.5)",
                     ylabel="probability",
-                    title=f"{name}: {experiment} across training",
+                    title=f"Fig 5 ({'right' if experiment == 'factual' else 'left'}): {model_key(name)}, "
+                    f"{experiment} across training",
                 )
                 ax.legend(fontsize=7)
                 fig.tight_layout()
@@ -761,6 +762,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
                 top = row[variant]["top5"]
                 ax.barh([t["token"] for t in top][::-1], [t["p"] for t in top][::-1])
                 ax.set(title=f"{variant}: top-5 after '{MADRID.prompt}'", xlabel="probability")
+            fig.suptitle(f"Table 1: {model_key(name)}, full model vs LASER")
             fig.tight_layout()
             figs[f"table1_{_slug(name)}.png"] = fig
     if experiment in ("ioi", "factual20"):
@@ -774,10 +776,11 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
                 for variant in ("full", "laser"):
                     values = row[variant][key] if experiment == "ioi" else [p[key] for p in row[variant]["per_prompt"]]
                     data.append(values)
-                    labels.append(f"{key.removeprefix('p_')}\n{variant}")
+                    labels.append(f"P({key.removeprefix('p_')})\n{'full' if variant == 'full' else 'LASER'}")
             ax.boxplot(data)
             ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
-            ax.set(title=name, ylabel="probability")
+            ax.set(title=model_key(name), ylabel="probability")
+        fig.suptitle(f"Fig {15 if experiment == 'ioi' else 16}: {experiment}, full model vs LASER")
         fig.tight_layout()
         figs[f"fig{15 if experiment == 'ioi' else 16}_{experiment}.png"] = fig
     if experiment == "prepositions":
@@ -793,8 +796,15 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
                         ms=3,
                         label=name,
                     )
-            ax.set(xscale="log", yscale="log", xlabel="training step", ylabel="mean rank of ' the'", title=label)
+            ax.set(
+                xscale="log",
+                yscale="log",
+                xlabel="training step",
+                ylabel="mean rank of ' the'",
+                title=label.replace("_", " "),
+            )
             ax.legend(fontsize=7)
+        fig.suptitle("Fig 14: rank of ' the' after prepositions across training")
         fig.tight_layout()
         figs["fig14_prepositions.png"] = fig
     if experiment == "gpt2-ioi":
@@ -812,6 +822,7 @@ def figures_for(experiment: str, results: dict) -> dict[str, Any]:
                     ax.plot(*zip(*pts), marker="o", ms=3, label=word)
                 ax.set(xlabel="ρ (kept rank fraction)", ylabel="probability", title=f"layer {layer} W_in")
             axes[0][0].legend(fontsize=7)
+            fig.suptitle(f"Fig 17: {model_key(name)}, LASER on W_in, P(next token) vs ρ")
             fig.tight_layout()
             figs[f"fig17_{_slug(name)}.png"] = fig
     return figs

@@ -276,7 +276,7 @@ def initial_scores(k: int, std: float, seed: int) -> tuple[torch.Tensor, torch.T
 
 
 def closed_form_relation_logits(
-    v: Float[torch.Tensor, "batch pos"], task: ICRecallTask, data: ICRecallData
+    v: Float[torch.Tensor, "batch pos"] | Float[torch.Tensor, " pos"], task: ICRecallTask, data: ICRecallData
 ) -> Float[torch.Tensor, "batch m"]:
     """Eq. (16), any k: ``l(r) = Σ_{i ≤ 2k+1} v_i² + 2 Σ_{i ≤ k+1, j ≤ k} v_{s_i} v_{a_j} 1{r(s_i) = a_j}``.
 
