@@ -1,0 +1,57 @@
+"""What each report preset runs: per experiment, the experiment's own preset and the parts.
+
+``quick`` (the default) fits in about 15 minutes on 2 CPU cores: the cheap exact / construction parts at
+``smoke`` size where they are cheap, the training parts at ``micro`` size. ``smoke`` is the more faithful laptop
+run; ``paper`` runs the papers' sizes (a GPU). An experiment that is not in a plan (one merged later) runs its
+default parts at the plan's fallback preset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One experiment of a plan: the experiment preset and the parts (``None``: the experiment's defaults)."""
+
+    preset: str
+    parts: tuple[str, ...] | None = None
+
+
+REPORT_PRESETS = ("quick", "smoke", "paper")
+
+# fmt: off
+#            experiment               quick                                         smoke                                           paper  # noqa: E501
+PLANS: dict[str, dict[str, Step]] = {
+    "quick": {
+        "noisy_icl":           Step("micro", ("main", "ff_variants", "theory")),
+        "induction_emergence": Step("micro", ("demo", "exact", "ode", "standard")),
+        "contextual_recall":   Step("micro", ("construction", "world_r")),
+        "ic_recall":           Step("micro", None),
+        "laser_pythia":        Step("paper", ("factual",)),
+    },
+    "smoke": {
+        "noisy_icl":           Step("smoke", ("main", "ff_variants", "finetune", "multi_trigger", "theory")),
+        "induction_emergence": Step("smoke", ("demo", "exact", "ode", "disentangled", "standard")),
+        "contextual_recall":   Step("smoke", ("construction", "world_r", "world_g")),
+        "ic_recall":           Step("smoke", None),
+        "laser_pythia":        Step("paper", ("factual",)),
+    },
+    "paper": {
+        "noisy_icl":           Step("paper", ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory")),
+        "induction_emergence": Step("paper", ("demo", "exact", "ode", "disentangled", "weights", "standard",
+                                              "sgd_scaling", "pythia")),
+        "contextual_recall":   Step("paper", ("construction", "world_r", "world_r_absolute", "world_g",
+                                              "pretrained")),
+        "ic_recall":           Step("paper", None),
+        "laser_pythia":        Step("paper", ("factual", "factual20", "ioi", "prepositions", "gpt2-ioi")),
+    },
+}
+# fmt: on
+FALLBACK = {"quick": "micro", "smoke": "smoke", "paper": "paper"}
+
+
+def step(report_preset: str, experiment: str) -> Step:
+    """The step of ``experiment`` in the plan ``report_preset`` (the fallback for one the plan does not name)."""
+    return PLANS[report_preset].get(experiment) or Step(FALLBACK[report_preset], None)
