@@ -101,6 +101,19 @@ figcaption{font-size:13px;color:#555}iframe{width:100%;height:640px;border:1px s
 """
 
 
+# After loading, mark every figure as rendered or not (a decoded image; an attention view whose heads were drawn):
+# a reader sees nothing of it, a headless browser's DOM dump shows it (tests/test_reproduce.py).
+MARK_RENDERED = """
+function markRendered(){
+  document.querySelectorAll('figure img').forEach(function(i){i.dataset.rendered=i.naturalWidth>0?'yes':'no';});
+  document.querySelectorAll('figure iframe').forEach(function(f){
+    var n=0;try{n=f.contentDocument.querySelectorAll('canvas').length;}catch(e){}
+    f.dataset.rendered=n>0?'yes':'no';f.dataset.canvases=String(n);});
+}
+window.addEventListener('load',function(){markRendered();setTimeout(markRendered,1500);});
+"""
+
+
 def _figure_html(root: Path, fig: Mapping[str, Any]) -> str:
     path = root / fig["file"]
     caption = html.escape(f"{fig['file']} — {fig['caption']}")
@@ -154,7 +167,7 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
             parts += [_figure_html(root, fig) for fig in s["figures"]]
             parts.append("</div>")
         parts.append("</section>")
-    parts.append("</body></html>")
+    parts.append(f"<script>{MARK_RENDERED}</script></body></html>")
     return "\n".join(parts)
 
 
