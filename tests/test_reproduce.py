@@ -135,7 +135,7 @@ def test_cli_help_is_fast():
 
 
 def _attention_section(root: Path) -> None:
-    """An experiment folder whose part saved a CircuitsVis attention page (as the demos do)."""
+    """An experiment folder whose part saved two CircuitsVis attention pages (as the demos do)."""
     from analyses.attention_html import save_attention_html
     from mechrecall.builder import build_toy_model
 
@@ -143,10 +143,11 @@ def _attention_section(root: Path) -> None:
         dict(n_layers=1, n_heads=2, d_model=16, d_head=8, d_vocab=20, n_ctx=16, attn_only=True), [], seed=0
     )
     save_attention_html(root / "toy" / "attention.html", model, torch.tensor([1, 2, 3, 1, 2, 3]), 0)
+    save_attention_html(root / "toy" / "attention_h1.html", model, torch.tensor([4, 5, 4, 5]), 0, heads=[1])
     payload = {
         "paper": "A toy paper",
         "config": {"preset": "micro", "seed": 0},
-        "parts": {"demo": {"status": "done", "figures": ["attention.html"], "claims": []}},
+        "parts": {"demo": {"status": "done", "figures": ["attention.html", "attention_h1.html"], "claims": []}},
         "claims": [],
     }
     (root / "toy" / "results.json").write_text(json.dumps(payload))
@@ -181,10 +182,11 @@ def test_report_html_renders_offline_in_headless_chromium(run, tmp_path):
             assert table, f"no claims table for {s['experiment']}"
             assert table.group(1).count('<tr class="claim"') == len(rows)
         for fig in s["figures"]:
-            tag = "iframe" if fig["file"].endswith(".html") else "img"
+            tag = "div" if fig["file"].endswith(".html") else "img"
             found = re.findall(rf'<{tag}\b[^>]*title="{re.escape(fig["file"])}[^"]*"[^>]*>', dom) or re.findall(
                 rf'<{tag}\b[^>]*alt="{re.escape(fig["file"])}[^"]*"[^>]*>', dom
             )
             assert found, f"figure {fig['file']} missing"
             assert 'data-rendered="yes"' in found[0], f"figure {fig['file']} did not render: {found[0][:300]}"
     assert 'class="failed"' in dom
+    assert html.count("var CircuitsVis=") == 1, "the CircuitsVis bundle is not included exactly once"

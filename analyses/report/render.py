@@ -1,13 +1,16 @@
 """The report as Markdown (``report.md``), one self-contained HTML page (``report.html``) and a claims table.
 
 The HTML page opens offline: PNG/SVG figures are embedded as base64 data URIs and each CircuitsVis attention
-page (itself self-contained, its JavaScript bundle inlined) is embedded whole in an ``<iframe srcdoc>``.
+view is inlined (its ``<div>`` in the figure, its render call in one module script at the end of the page, with
+CircuitsVis' JavaScript bundle included once); an HTML page of another form is embedded whole in an
+``<iframe srcdoc>``.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -109,12 +112,45 @@ function markRendered(){
   document.querySelectorAll('figure iframe').forEach(function(f){
     var n=0;try{n=f.contentDocument.querySelectorAll('canvas').length;}catch(e){}
     f.dataset.rendered=n>0?'yes':'no';f.dataset.canvases=String(n);});
+  document.querySelectorAll('figure div.attention').forEach(function(d){
+    var n=d.querySelectorAll('canvas').length;d.dataset.rendered=n>0?'yes':'no';d.dataset.canvases=String(n);});
 }
 window.addEventListener('load',function(){markRendered();setTimeout(markRendered,1500);});
 """
 
 
-def _figure_html(root: Path, fig: Mapping[str, Any]) -> str:
+_CV = re.compile(
+    r'<div id="(?P<id>circuits-vis-[^"]+)"[^>]*?/?>\s*<script crossorigin type="module">(?P<bundle>.*)'
+    r"CircuitsVis\.render\(\s*\"(?P=id)\",(?P<call>.*?)\)\s*</script>",
+    re.S,
+)
+
+
+class _Bundle:
+    """The CircuitsVis bundle, included once, and the render calls of every attention view on the page."""
+
+    def __init__(self) -> None:
+        self.code: str | None = None
+        self.calls: list[str] = []
+
+    def add(self, page: str) -> str | None:
+        """The ``<div>`` that holds ``page``'s view once the bundle runs (None: not a CircuitsVis page like ours)."""
+        match = _CV.search(page)
+        if match is None or (self.code is not None and match.group("bundle") != self.code):
+            return None
+        self.code = match.group("bundle")
+        target = f"cv-view-{len(self.calls)}"
+        self.calls.append(f'CircuitsVis.render("{target}",{match.group("call")});')
+        return target
+
+    def script(self) -> str:
+        if self.code is None:
+            return ""
+        # one module script: the bundle's `var CircuitsVis` is module-scoped, so the calls go in the same one
+        return '<script type="module">' + self.code + "\n" + "\n".join(self.calls) + "</script>"
+
+
+def _figure_html(root: Path, fig: Mapping[str, Any], bundle: _Bundle | None = None) -> str:
     path = root / fig["file"]
     caption = html.escape(f"{fig['file']} — {fig['caption']}")
     try:
@@ -122,7 +158,10 @@ def _figure_html(root: Path, fig: Mapping[str, Any]) -> str:
     except OSError as exc:
         return f'<figure class="missing"><figcaption>{caption} (missing: {html.escape(str(exc))})</figcaption></figure>'
     suffix = path.suffix.lower()
-    if suffix == ".html":
+    inline = bundle.add(data.decode("utf-8")) if suffix == ".html" and bundle is not None else None
+    if inline is not None:
+        body = f'<div class="attention" id="{inline}" title="{caption}"></div>'
+    elif suffix == ".html":  # any other self-contained page: embedded whole
         doc = html.escape(data.decode("utf-8"), quote=True)
         body = f'<iframe class="attention" title="{caption}" srcdoc="{doc}"></iframe>'
     elif suffix in (".png", ".svg", ".jpg", ".jpeg"):
@@ -136,6 +175,7 @@ def _figure_html(root: Path, fig: Mapping[str, Any]) -> str:
 def html_page(report: Mapping[str, Any], root: str | Path) -> str:
     """``report.html``: one self-contained page (figures embedded; nothing is fetched)."""
     root = Path(root)
+    bundle = _Bundle()
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>Reproduction report ({html.escape(report['preset'])})</title><style>{CSS}</style></head><body>",
@@ -164,9 +204,10 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
                 parts.append(f'<table class="claims" data-experiment="{name}"><tr>{head}</tr>{body}</table>')
             else:
                 parts.append("<p><em>No claims recorded.</em></p>")
-            parts += [_figure_html(root, fig) for fig in s["figures"]]
+            parts += [_figure_html(root, fig, bundle) for fig in s["figures"]]
             parts.append("</div>")
         parts.append("</section>")
+    parts.append(bundle.script())
     parts.append(f"<script>{MARK_RENDERED}</script></body></html>")
     return "\n".join(parts)
 
