@@ -40,6 +40,7 @@ def reproduce(
 
     if preset not in REPORT_PRESETS:
         raise UsageError(f"--preset {preset!r}; expected one of {', '.join(REPORT_PRESETS)}")
+    out = Path(out)
     jobs = list(jobs) if jobs is not None else plan_jobs(preset, only, model, seed)
     records = run_all(jobs, out, workers=workers, seed=seed, progress=progress)
     report = collect(out, [j.name for j in jobs], records, preset)
