@@ -95,7 +95,7 @@ def test_markdown_and_readme_table(run):
         if s["paper"]:
             assert f"## {s['paper']}" in md
         for fig in s["figures"]:
-            assert fig["file"] in md
+            assert (fig["file"] or fig["caption"]) in md
     table = readme_table(out)
     assert table.splitlines()[0].startswith("| experiment | claim | paper | ours | rule | verdict")
     assert len(table.splitlines()) == 2 + len(report["claims"])
@@ -109,6 +109,7 @@ def test_a_rerun_skips_what_is_finished(run):
     again = reproduce(out, jobs=JOBS[:2], workers=1, progress=False)
     assert results.stat().st_mtime_ns == before, "a finished part was run again"
     assert again["records"]["contextual_recall"]["status"] == "done"
+    assert again["records"]["contextual_recall"]["parts"] == {"construction": "done earlier, kept"}
     assert time.perf_counter() - started < 30
 
 
@@ -135,7 +136,7 @@ def test_cli_help_is_fast():
 
 
 def _attention_section(root: Path) -> None:
-    """An experiment folder whose part saved two CircuitsVis attention pages (as the demos do)."""
+    """An experiment folder whose part saved two CircuitsVis attention pages (as the demos do) and a checkpoint."""
     from analyses.attention_html import save_attention_html
     from mechrecall.builder import build_toy_model
 
@@ -151,6 +152,13 @@ def _attention_section(root: Path) -> None:
         "claims": [],
     }
     (root / "toy" / "results.json").write_text(json.dumps(payload))
+    # a trained toy model left behind by a run: the hand-built induction circuit, as the trainer saves it
+    from mechrecall.checkpoint import save_checkpoint
+    from tests.handbuilt import handbuilt_induction_model
+
+    checkpoints = root / "toy" / "runs" / "demo" / "checkpoints"
+    save_checkpoint(checkpoints / "step-00000001", handbuilt_induction_model(), step=1)
+    (checkpoints / "latest.json").write_text(json.dumps({"name": "step-00000001", "step": 1}))
 
 
 def test_report_html_renders_offline_in_headless_chromium(run, tmp_path):
@@ -181,12 +189,14 @@ def test_report_html_renders_offline_in_headless_chromium(run, tmp_path):
             table = re.search(rf'<table class="claims" data-experiment="{s["experiment"]}">(.*?)</table>', dom, re.S)
             assert table, f"no claims table for {s['experiment']}"
             assert table.group(1).count('<tr class="claim"') == len(rows)
-        for fig in s["figures"]:
+        for fig in [f for f in s["figures"] if f["file"]]:
             tag = "div" if fig["file"].endswith(".html") else "img"
             found = re.findall(rf'<{tag}\b[^>]*title="{re.escape(fig["file"])}[^"]*"[^>]*>', dom) or re.findall(
                 rf'<{tag}\b[^>]*alt="{re.escape(fig["file"])}[^"]*"[^>]*>', dom
             )
             assert found, f"figure {fig['file']} missing"
             assert 'data-rendered="yes"' in found[0], f"figure {fig['file']} did not render: {found[0][:300]}"
+    circuit = [f for s in full["experiments"] for f in s["figures"] if "circuits/toy/" in f["file"]]
+    assert len(circuit) == 1 and "L0H0 → L1H1 by K-composition" in circuit[0]["caption"]
     assert 'class="failed"' in dom
     assert html.count("var CircuitsVis=") == 1, "the CircuitsVis bundle is not included exactly once"

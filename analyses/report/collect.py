@@ -27,11 +27,13 @@ def collect(
     names: Sequence[str],
     records: Mapping[str, Mapping[str, Any]] | None = None,
     report_preset: str = "",
+    circuits: bool = True,
 ) -> dict[str, Any]:
     """The report's data: one section per experiment (paper, parts, figures, errors) and every claim row.
 
     Rows are read from ``OUT/<name>/results.json`` as written; each verdict is recomputed with
-    :func:`mechrecall.claims.judge_row` (a row whose written verdict disagrees keeps it as ``verdict_written``)."""
+    :func:`mechrecall.claims.judge_row` (a row whose written verdict disagrees keeps it as ``verdict_written``).
+    ``circuits``: add a circuit view of each trained toy model (``analyses.report.circuits``)."""
     out = Path(out)
     records = records or {}
     sections, rows = [], []
@@ -73,6 +75,10 @@ def collect(
                 section["figures"].append(
                     {"file": f"{name}/{figure}", "part": part, "caption": f"part {part}: {helps.get(part, '')}"}
                 )
+        if circuits:
+            from analyses.report.circuits import circuit_views
+
+            section["figures"] += circuit_views(out, name)
         for row in payload.get("claims", []):
             row = dict(row)
             verdict = judge_row(row)

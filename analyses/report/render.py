@@ -87,7 +87,9 @@ def markdown(report: Mapping[str, Any]) -> str:
             out += [claims_table_md(rows) if rows else "_No claims recorded._", ""]
             for fig in s["figures"]:
                 caption = _md_escape(f"{fig['file']} — {fig['caption']}")
-                if fig["file"].endswith(".html"):
+                if not fig["file"]:
+                    out += [f"- {_md_escape(fig['caption'])}"]
+                elif fig["file"].endswith(".html"):
                     out += [f"- [{caption}](../{fig['file']}) (interactive attention view)"]
                 else:
                     out += [f"![{caption}](../{fig['file']})", "", f"*{caption}*", ""]
@@ -151,6 +153,8 @@ class _Bundle:
 
 
 def _figure_html(root: Path, fig: Mapping[str, Any], bundle: _Bundle | None = None) -> str:
+    if not fig["file"]:
+        return f'<p class="note">{html.escape(fig["caption"])}</p>'
     path = root / fig["file"]
     caption = html.escape(f"{fig['file']} — {fig['caption']}")
     try:

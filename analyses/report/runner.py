@@ -114,6 +114,22 @@ def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, An
     return record
 
 
+def finished(out: Path, job: Job, seed: int) -> bool:
+    """Whether ``OUT/<name>/results.json`` already holds every planned part, done, with this configuration (then
+    no worker is started for it; anything less goes to a worker, where the experiment resumes or refuses)."""
+    try:
+        payload = json.loads((out / job.name / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    config = payload.get("config", {})
+    if config.get("preset") != job.preset or config.get("seed") != seed or not job.parts:
+        return False
+    if any(config.get("options", {}).get(k) != json.loads(json.dumps(v)) for k, v in job.options.items()):
+        return False
+    parts = payload.get("parts", {})
+    return all(parts.get(p, {}).get("status") == "done" for p in job.parts)
+
+
 def _parts_done(out: Path, name: str) -> int:
     try:
         payload = json.loads((out / name / "results.json").read_text())
@@ -164,6 +180,11 @@ def run_all(
     with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
         futures: dict[Future, Job] = {}
         for job in jobs:
+            if finished(out, job, seed):
+                records[job.name] = {"name": job.name, "status": "done", "error": "", "parts": {}, "seconds": 0.0}
+                records[job.name]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
+                display.state[job.name] = "done earlier, kept"
+                continue
             futures[pool.submit(run_job, job, str(out), seed)] = job
         running = set(futures)
         # a worker takes jobs in order: the first `workers` pending ones are the running ones
