@@ -119,6 +119,7 @@ def test_plan_and_options():
     jobs = {j.name: j for j in plan_jobs("quick", only=["laser_pythia", "contextual_recall"], model="/m")}
     assert set(jobs) == {"laser_pythia", "contextual_recall"}
     assert jobs["laser_pythia"].options == {"model": ["/m"]} and jobs["contextual_recall"].options == {"model": "/m"}
+    assert not jobs["laser_pythia"].offline and all(j.offline for j in plan_jobs("quick"))
     with pytest.raises(UsageError, match="unknown experiment"):
         plan_jobs("quick", only=["nope"])
 

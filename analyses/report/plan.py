@@ -2,8 +2,10 @@
 
 ``quick`` (the default) fits in about 15 minutes on 2 CPU cores: the cheap exact / construction parts at
 ``smoke`` size where they are cheap, the training parts at ``micro`` size. ``smoke`` is the more faithful laptop
-run; ``paper`` runs the papers' sizes (a GPU). An experiment that is not in a plan (one merged later) runs its
-default parts at the plan's fallback preset.
+run; ``paper`` runs the papers' sizes (a GPU). The parts on pretrained models (LASER, Pythia checkpoints) are in
+every plan: ``quick`` and ``smoke`` never download weights unless ``--model`` names some (the workers run with
+``HF_HUB_OFFLINE=1``: a local hub cache is used, else the claims say ``not run`` and why). An experiment
+that is not in a plan (one merged later) runs its default parts at the plan's fallback preset.
 """
 
 from __future__ import annotations
@@ -26,15 +28,15 @@ REPORT_PRESETS = ("quick", "smoke", "paper")
 PLANS: dict[str, dict[str, Step]] = {
     "quick": {
         "noisy_icl":           Step("micro", ("main", "ff_variants", "theory")),
-        "induction_emergence": Step("micro", ("demo", "exact", "ode", "standard")),
-        "contextual_recall":   Step("micro", ("construction", "world_r")),
+        "induction_emergence": Step("micro", ("demo", "exact", "ode", "standard", "pythia")),
+        "contextual_recall":   Step("micro", ("construction", "world_r", "pretrained")),
         "ic_recall":           Step("micro", None),
         "laser_pythia":        Step("paper", ("factual",)),
     },
     "smoke": {
         "noisy_icl":           Step("smoke", ("main", "ff_variants", "finetune", "multi_trigger", "theory")),
-        "induction_emergence": Step("smoke", ("demo", "exact", "ode", "disentangled", "standard")),
-        "contextual_recall":   Step("smoke", ("construction", "world_r", "world_g")),
+        "induction_emergence": Step("smoke", ("demo", "exact", "ode", "disentangled", "standard", "pythia")),
+        "contextual_recall":   Step("smoke", ("construction", "world_r", "world_g", "pretrained")),
         "ic_recall":           Step("smoke", None),
         "laser_pythia":        Step("paper", ("factual",)),
     },
@@ -50,6 +52,11 @@ PLANS: dict[str, dict[str, Step]] = {
 }
 # fmt: on
 FALLBACK = {"quick": "micro", "smoke": "smoke", "paper": "paper"}
+
+
+def offline(report_preset: str, model: str | None) -> bool:
+    """Whether the workers must not download weights: the laptop presets without ``--model``."""
+    return model is None and report_preset != "paper"
 
 
 def step(report_preset: str, experiment: str) -> Step:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analyses.report.plan import Step, step
+from analyses.report.plan import Step, offline, step
 
 
 @dataclass
@@ -35,6 +35,7 @@ class Job:
     parts: tuple[str, ...] | None = None
     options: dict[str, Any] = field(default_factory=dict)
     module: str = ""
+    offline: bool = False  # HF_HUB_OFFLINE=1 in the worker: use a local hub cache, never download
 
     def __post_init__(self) -> None:
         self.module = self.module or f"analyses.{self.name}"
@@ -70,7 +71,7 @@ def plan_jobs(
             for option in experiment.options:
                 if option.dest == "model":
                     options["model"] = [model] if option.kwargs.get("nargs") else model
-        jobs.append(Job(name, s.preset, s.parts, options))
+        jobs.append(Job(name, s.preset, s.parts, options, offline=offline(report_preset, model)))
     return jobs
 
 
@@ -88,6 +89,8 @@ def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, An
         contextlib.redirect_stderr(stream),
     ):
         try:
+            if job.offline:
+                os.environ["HF_HUB_OFFLINE"] = "1"
             import torch
 
             torch.set_num_threads(threads)
