@@ -36,6 +36,7 @@ class Job:
     options: dict[str, Any] = field(default_factory=dict)
     module: str = ""
     offline: bool = False  # HF_HUB_OFFLINE=1 in the worker: use a local hub cache, never download
+    minutes: float = 1.0  # rough cost: the longest jobs start first
 
     def __post_init__(self) -> None:
         self.module = self.module or f"analyses.{self.name}"
@@ -71,7 +72,7 @@ def plan_jobs(
             for option in experiment.options:
                 if option.dest == "model":
                     options["model"] = [model] if option.kwargs.get("nargs") else model
-        jobs.append(Job(name, s.preset, s.parts, options, offline=offline(report_preset, model)))
+        jobs.append(Job(name, s.preset, s.parts, options, offline=offline(report_preset, model), minutes=s.minutes))
     return jobs
 
 
@@ -182,7 +183,7 @@ def run_all(
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
         futures: dict[Future, Job] = {}
-        for job in jobs:
+        for job in sorted(jobs, key=lambda j: -j.minutes):  # longest first: the pool's tail is short
             if finished(out, job, seed):
                 records[job.name] = {"name": job.name, "status": "done", "error": "", "parts": {}, "seconds": 0.0}
                 records[job.name]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
@@ -192,7 +193,7 @@ def run_all(
         running = set(futures)
         # a worker takes jobs in order: the first `workers` pending ones are the running ones
         while running:
-            pending = [futures[f] for f in futures if f in running]
+            pending = [futures[f] for f in futures if f in running]  # in submission order
             for job in pending[: max(1, workers)]:
                 if display.state[job.name] == "waiting":
                     display.state[job.name] = "running"
