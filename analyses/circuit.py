@@ -114,9 +114,10 @@ def circuit_figure(
                 shrinkB=0,
             ),
         )
+        f = {"Q": 0.4, "K": 0.55, "V": 0.7}.get(str(r.mode), 0.5)  # staggered: parallel edges keep their labels apart
         ax.text(
-            0.35 * r.src_head + 0.65 * r.dst_head + dx + 0.04,
-            0.35 * r.src_layer + 0.65 * r.dst_layer,
+            (1 - f) * r.src_head + f * r.dst_head + dx + 0.04,
+            (1 - f) * r.src_layer + f * r.dst_layer,
             f"{r.mode} {r.score:.2f}",
             fontsize=7,
             color=MODE_COLOURS.get(str(r.mode), "k"),
