@@ -65,6 +65,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"{parser().prog}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(
+            f"\n{parser().prog}: interrupted; finished parts are kept under {args.out}/. "
+            "Rerun the same command to resume.",
+            file=sys.stderr,
+        )
+        return 130
     counts = ", ".join(f"{n} {v}" for v, n in report["summary"].items() if n)
     print(f"claims: {counts}")
     print(f"wrote {report['paths']['html']}, {report['paths']['md']}, {report['paths']['claims']}")
