@@ -10,7 +10,7 @@ install:
 	@bash scripts/install.sh $(VENV)
 
 run: install
-	$(PY) -m analyses.induction_emergence --experiment demo --out $(OUT)
+	$(PY) -m analyses.reproduce --out $(OUT)
 
 test: install
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)

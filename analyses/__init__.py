@@ -10,6 +10,7 @@ module              what it holds
 ``lowrank``         LASER sweeps over layers x matrices x rho (one SVD per matrix), spectra
 ``attention_html``  circuitsvis attention patterns as self-contained, offline HTML
 ``plotting``        tidy tables → heatmaps and curves (matplotlib)
+``circuit``         heads (with their roles) and Q/K/V-composition edges between successive layers
 ==================  ==========================================================================
 
 Each paper has one package under ``analyses/papers/`` (its data, models, probes, theory, figures and
@@ -22,7 +23,7 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import Any
 
-_MODULES = ("heads", "ov", "task_vectors", "lowrank", "attention_html", "plotting", "papers")
+_MODULES = ("circuit", "heads", "ov", "task_vectors", "lowrank", "attention_html", "plotting", "papers")
 _LAZY = {
     **dict.fromkeys(
         (
@@ -44,6 +45,7 @@ _LAZY = {
         ),
         "analyses.heads",
     ),
+    **dict.fromkeys(("circuit_figure", "composition_table", "strongest_edges"), "analyses.circuit"),
     **dict.fromkeys(("DEFAULT_RHOS", "SweepResult", "laser_sweep", "singular_values"), "analyses.lowrank"),
     **dict.fromkeys(
         (

@@ -1,0 +1,230 @@
+"""The report as Markdown (``report.md``), one self-contained HTML page (``report.html``) and a claims table.
+
+The HTML page opens offline: PNG/SVG figures are embedded as base64 data URIs and each CircuitsVis attention
+view is inlined (its ``<div>`` in the figure, its render call in one module script at the end of the page, with
+CircuitsVis' JavaScript bundle included once); an HTML page of another form is embedded whole in an
+``<iframe srcdoc>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("claim", "paper", "ours", "rule", "verdict", "preset", "seeds")
+VERDICT_COLOURS = {"reproduced": "#d7f5dd", "partial": "#fff3c4", "not reproduced": "#fbd5d5", "not run": "#e8e8e8"}
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "—"
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return str(x)
+
+
+def _cell(row: Mapping[str, Any], column: str) -> str:
+    value = row.get(column)
+    if column in ("paper", "ours"):
+        return _num(value)
+    if column == "seeds":
+        return ", ".join(str(s) for s in value or []) or "—"
+    if column == "claim":
+        where = f" ({row['where']})" if row.get("where") else ""
+        return f"{value}{where}"
+    if column == "verdict" and row.get("reason") and value == "not run":
+        return f"not run: {row['reason']}"
+    return "" if value is None else str(value)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table_md(rows: Iterable[Mapping[str, Any]], experiment_column: bool = False) -> str:
+    columns = (("experiment",) if experiment_column else ()) + COLUMNS
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_md_escape(_cell(row, c)) for c in columns) + " |")
+    return "\n".join(lines)
+
+
+def _summary_line(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no claims"
+
+
+def _by_paper(report: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
+    papers: dict[str, list[Mapping[str, Any]]] = {}
+    for section in report["experiments"]:
+        papers.setdefault(section["paper"] or section["experiment"], []).append(section)
+    return papers
+
+
+def _rows(report: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
+    return [r for r in report["claims"] if r["experiment"] == name]
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """``report.md``: a section per paper, per experiment its claims table and its figures with captions."""
+    out = [
+        f"# Reproduction report ({report['preset']} preset)",
+        "",
+        f"Created {report['created']}. Claims: {_summary_line(report['summary'])}. "
+        "Every row comes from the experiments' `results.json`; verdicts are recomputed from each row's rule.",
+        "",
+    ]
+    for paper, sections in _by_paper(report).items():
+        out += [f"## {paper}", ""]
+        for s in sections:
+            out += [f"### `{s['experiment']}` — preset {s['preset'] or '?'}, seed {s['seed']}", ""]
+            if s["status"] == "failed":
+                out += [f"**Failed:** `{_md_escape(s['error'])}` (log: `report/logs/{s['experiment']}.log`)", ""]
+            rows = _rows(report, s["experiment"])
+            out += [claims_table_md(rows) if rows else "_No claims recorded._", ""]
+            for fig in s["figures"]:
+                caption = _md_escape(f"{fig['file']} — {fig['caption']}")
+                if not fig["file"]:
+                    out += [f"- {_md_escape(fig['caption'])}"]
+                elif fig["file"].endswith(".html"):
+                    out += [f"- [{caption}](../{fig['file']}) (interactive attention view)"]
+                else:
+                    out += [f"![{caption}](../{fig['file']})", "", f"*{caption}*", ""]
+            out.append("")
+    return "\n".join(out)
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}td,th{border:1px solid #ccc;padding:4px 6px;
+vertical-align:top}th{background:#f3f3f3}figure{margin:1.5em 0}figure img{max-width:100%}
+figcaption{font-size:13px;color:#555}iframe{width:100%;height:640px;border:1px solid #ccc}
+.failed{background:#fbd5d5;padding:.5em;border-left:4px solid #c00;white-space:pre-wrap;font-family:monospace}
+"""
+
+
+# After loading, mark every figure as rendered or not (a decoded image; an attention view whose heads were drawn):
+# a reader sees nothing of it, a headless browser's DOM dump shows it (tests/test_reproduce.py).
+MARK_RENDERED = """
+function markRendered(){
+  document.querySelectorAll('figure img').forEach(function(i){i.dataset.rendered=i.naturalWidth>0?'yes':'no';});
+  document.querySelectorAll('figure iframe').forEach(function(f){
+    var n=0;try{n=f.contentDocument.querySelectorAll('canvas').length;}catch(e){}
+    f.dataset.rendered=n>0?'yes':'no';f.dataset.canvases=String(n);});
+  document.querySelectorAll('figure div.attention').forEach(function(d){
+    var n=d.querySelectorAll('canvas').length;d.dataset.rendered=n>0?'yes':'no';d.dataset.canvases=String(n);});
+}
+window.addEventListener('load',function(){markRendered();setTimeout(markRendered,1500);});
+"""
+
+
+_CV = re.compile(
+    r'<div id="(?P<id>circuits-vis-[^"]+)"[^>]*?/?>\s*<script crossorigin type="module">(?P<bundle>.*)'
+    r"CircuitsVis\.render\(\s*\"(?P=id)\",(?P<call>.*?)\)\s*</script>",
+    re.S,
+)
+
+
+class _Bundle:
+    """The CircuitsVis bundle, included once, and the render calls of every attention view on the page."""
+
+    def __init__(self) -> None:
+        self.code: str | None = None
+        self.calls: list[str] = []
+
+    def add(self, page: str) -> str | None:
+        """The ``<div>`` that holds ``page``'s view once the bundle runs (None: not a CircuitsVis page like ours)."""
+        match = _CV.search(page)
+        if match is None or (self.code is not None and match.group("bundle") != self.code):
+            return None
+        self.code = match.group("bundle")
+        target = f"cv-view-{len(self.calls)}"
+        self.calls.append(f'CircuitsVis.render("{target}",{match.group("call")});')
+        return target
+
+    def script(self) -> str:
+        if self.code is None:
+            return ""
+        # one module script: the bundle's `var CircuitsVis` is module-scoped, so the calls go in the same one
+        return '<script type="module">' + self.code + "\n" + "\n".join(self.calls) + "</script>"
+
+
+def _figure_html(root: Path, fig: Mapping[str, Any], bundle: _Bundle | None = None) -> str:
+    if not fig["file"]:
+        return f'<p class="note">{html.escape(fig["caption"])}</p>'
+    path = root / fig["file"]
+    caption = html.escape(f"{fig['file']} — {fig['caption']}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return f'<figure class="missing"><figcaption>{caption} (missing: {html.escape(str(exc))})</figcaption></figure>'
+    suffix = path.suffix.lower()
+    inline = bundle.add(data.decode("utf-8")) if suffix == ".html" and bundle is not None else None
+    if inline is not None:
+        body = f'<div class="attention" id="{inline}" title="{caption}"></div>'
+    elif suffix == ".html":  # any other self-contained page: embedded whole
+        doc = html.escape(data.decode("utf-8"), quote=True)
+        body = f'<iframe class="attention" title="{caption}" srcdoc="{doc}"></iframe>'
+    elif suffix in (".png", ".svg", ".jpg", ".jpeg"):
+        mime = {".png": "image/png", ".svg": "image/svg+xml"}.get(suffix, "image/jpeg")
+        body = f'<img alt="{caption}" src="data:{mime};base64,{base64.b64encode(data).decode()}">'
+    else:
+        body = f"<p>{html.escape(path.name)} ({len(data)} bytes, not embedded)</p>"
+    return f"<figure>{body}<figcaption>{caption}</figcaption></figure>"
+
+
+def html_page(report: Mapping[str, Any], root: str | Path) -> str:
+    """``report.html``: one self-contained page (figures embedded; nothing is fetched)."""
+    root = Path(root)
+    bundle = _Bundle()
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>Reproduction report ({html.escape(report['preset'])})</title><style>{CSS}</style></head><body>",
+        f"<h1>Reproduction report ({html.escape(report['preset'])} preset)</h1>",
+        f"<p>Created {html.escape(report['created'])}. Claims: {html.escape(_summary_line(report['summary']))}.</p>",
+    ]
+    for paper, sections in _by_paper(report).items():
+        parts.append(f'<section class="paper"><h2>{html.escape(paper)}</h2>')
+        for s in sections:
+            name = html.escape(s["experiment"])
+            parts.append(
+                f'<div class="experiment" id="{name}"><h3>{name} — preset {html.escape(s["preset"] or "?")}, '
+                f"seed {s['seed']}</h3>"
+            )
+            if s["status"] == "failed":
+                parts.append(f'<div class="failed">Failed: {html.escape(s["error"])}</div>')
+            rows = _rows(report, s["experiment"])
+            if rows:
+                head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+                body = "".join(
+                    f'<tr class="claim" style="background:{VERDICT_COLOURS.get(r["verdict"], "#fff")}">'
+                    + "".join(f"<td>{html.escape(_cell(r, c))}</td>" for c in COLUMNS)
+                    + "</tr>"
+                    for r in rows
+                )
+                parts.append(f'<table class="claims" data-experiment="{name}"><tr>{head}</tr>{body}</table>')
+            else:
+                parts.append("<p><em>No claims recorded.</em></p>")
+            parts += [_figure_html(root, fig, bundle) for fig in s["figures"]]
+            parts.append("</div>")
+        parts.append("</section>")
+    parts.append(bundle.script())
+    parts.append(f"<script>{MARK_RENDERED}</script></body></html>")
+    return "\n".join(parts)
+
+
+def write_report(report: Mapping[str, Any], root: str | Path) -> dict[str, Path]:
+    """Write ``claims.json``, ``report.md`` and ``report.html`` under ``root/report/``; returns their paths."""
+    from mechrecall.io import atomic_write_json, atomic_write_text
+
+    root = Path(root)
+    folder = root / "report"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {"claims": folder / "claims.json", "md": folder / "report.md", "html": folder / "report.html"}
+    atomic_write_json(paths["claims"], dict(report))
+    atomic_write_text(paths["md"], markdown(report))
+    atomic_write_text(paths["html"], html_page(report, root))
+    return paths

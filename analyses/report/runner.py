@@ -1,0 +1,216 @@
+"""Run the experiments of a report plan in worker processes, one torch thread each, with a progress display.
+
+Each experiment runs in its own worker (``ProcessPoolExecutor``), part by part, into ``OUT/<experiment>/``; a
+part that fails is recorded as failed in that experiment's ``results.json`` and the next part still runs, and an
+experiment that fails as a whole (a bad option, an import error) is reported with its error: the others go on.
+Rerunning into the same folder skips finished parts (the experiments resume on their own).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import multiprocessing
+import os
+import sys
+import time
+import traceback
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analyses.report.plan import Step, offline, step
+
+
+@dataclass
+class Job:
+    """One experiment to run: its name, preset, parts and options (``module``: where its ``EXPERIMENT`` is)."""
+
+    name: str
+    preset: str
+    parts: tuple[str, ...] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    module: str = ""
+    offline: bool = False  # HF_HUB_OFFLINE=1 in the worker: use a local hub cache, never download
+    minutes: float = 1.0  # rough cost: the longest jobs start first
+
+    def __post_init__(self) -> None:
+        self.module = self.module or f"analyses.{self.name}"
+
+
+def discover() -> list[str]:
+    """Every runnable experiment (``mechrecall.__main__.experiments``), in the report's order."""
+    from mechrecall.__main__ import experiments
+
+    order = ["noisy_icl", "laser_pythia", "contextual_recall", "ic_recall", "induction_emergence"]
+    names = experiments()
+    return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
+
+
+def plan_jobs(
+    report_preset: str, only: Sequence[str] | None = None, model: str | None = None, seed: int = 0
+) -> list[Job]:
+    """The jobs of a report preset: every discovered experiment (or ``only``), ``--model`` passed where taken."""
+    from mechrecall.errors import UsageError
+
+    names = discover()
+    if only:
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise UsageError(f"--only {' '.join(unknown)}: unknown experiment; expected some of {', '.join(names)}")
+        names = [n for n in names if n in only]
+    jobs = []
+    for name in names:
+        s: Step = step(report_preset, name)
+        options: dict[str, Any] = {}
+        if model:
+            experiment = importlib.import_module(f"analyses.{name}").EXPERIMENT
+            for option in experiment.options:
+                if option.dest == "model":
+                    options["model"] = [model] if option.kwargs.get("nargs") else model
+        jobs.append(Job(name, s.preset, s.parts, options, offline=offline(report_preset, model), minutes=s.minutes))
+    return jobs
+
+
+def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, Any]:
+    """Run one experiment part by part (in a worker); its output goes to ``OUT/report/logs/<name>.log``.
+
+    Returns ``{name, status: done|failed, error, seconds, parts: {part: status}}``; never raises."""
+    started = time.perf_counter()
+    log = Path(out) / "report" / "logs" / f"{job.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {"name": job.name, "status": "done", "error": "", "parts": {}}
+    with (
+        open(log, "a", encoding="utf-8") as stream,
+        contextlib.redirect_stdout(stream),
+        contextlib.redirect_stderr(stream),
+    ):
+        try:
+            if job.offline:
+                os.environ["HF_HUB_OFFLINE"] = "1"
+            import torch
+
+            torch.set_num_threads(threads)
+            module, _, attr = job.module.partition(":")
+            experiment = getattr(importlib.import_module(module), attr or "EXPERIMENT")
+            parts = experiment.select_parts(job.parts, job.preset)
+            for part in parts:
+                try:
+                    experiment.run(
+                        out, preset=job.preset, parts=[part], seed=seed, options=job.options, threads=threads
+                    )
+                    record["parts"][part] = "done"
+                except Exception as exc:  # recorded in results.json (a part) or here (a usage error)
+                    traceback.print_exc()
+                    record["parts"][part] = "failed"
+                    record["status"] = "failed"
+                    record["error"] = record["error"] or f"{part}: {type(exc).__name__}: {exc}"
+                    if type(exc).__name__ == "UsageError":  # the configuration is wrong: no part can run
+                        break
+        except Exception as exc:
+            traceback.print_exc()
+            record.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+    record["seconds"] = time.perf_counter() - started
+    return record
+
+
+def finished(out: Path, job: Job, seed: int) -> bool:
+    """Whether ``OUT/<name>/results.json`` already holds every planned part, done, with this configuration (then
+    no worker is started for it; anything less goes to a worker, where the experiment resumes or refuses)."""
+    try:
+        payload = json.loads((out / job.name / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    config = payload.get("config", {})
+    if config.get("preset") != job.preset or config.get("seed") != seed or not job.parts:
+        return False
+    if any(config.get("options", {}).get(k) != json.loads(json.dumps(v)) for k, v in job.options.items()):
+        return False
+    parts = payload.get("parts", {})
+    return all(parts.get(p, {}).get("status") == "done" for p in job.parts)
+
+
+def _parts_done(out: Path, name: str) -> int:
+    try:
+        payload = json.loads((out / name / "results.json").read_text())
+    except (OSError, ValueError):
+        return 0
+    return sum(1 for p in payload.get("parts", {}).values() if p.get("status") == "done")
+
+
+class Progress:
+    """Which experiments are waiting, running (parts done / planned) and done; one line per change."""
+
+    def __init__(self, out: Path, jobs: Sequence[Job], enabled: bool = True, stream: io.TextIOBase | None = None):
+        self.out, self.jobs, self.enabled = out, list(jobs), enabled
+        self.stream = stream or sys.stderr
+        self.state = {j.name: "waiting" for j in jobs}
+        self.started = time.perf_counter()
+        self._last = ""
+
+    def set(self, name: str, state: str) -> None:
+        self.state[name] = state
+        self.show()
+
+    def show(self) -> None:
+        if not self.enabled:
+            return
+        items = []
+        for job in self.jobs:
+            state = self.state[job.name]
+            if state == "running":
+                total = len(job.parts) if job.parts else "?"
+                state = f"running {_parts_done(self.out, job.name)}/{total}"
+            items.append(f"{job.name}: {state}")
+        line = " | ".join(items)
+        if line != self._last:
+            self._last = line
+            print(f"[reproduce {time.perf_counter() - self.started:6.0f} s] {line}", file=self.stream, flush=True)
+
+
+def run_all(
+    jobs: Sequence[Job], out: str | os.PathLike, *, workers: int = 1, seed: int = 0, progress: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Run ``jobs`` on ``workers`` processes (spawned, one torch thread each); returns each job's record."""
+    out = Path(out)
+    (out / "report").mkdir(parents=True, exist_ok=True)
+    display = Progress(out, jobs, progress)
+    records: dict[str, dict[str, Any]] = {}
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
+        futures: dict[Future, Job] = {}
+        for job in sorted(jobs, key=lambda j: -j.minutes):  # longest first: the pool's tail is short
+            if finished(out, job, seed):
+                records[job.name] = {"name": job.name, "status": "done", "error": "", "parts": {}, "seconds": 0.0}
+                records[job.name]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
+                display.state[job.name] = "done earlier, kept"
+                continue
+            futures[pool.submit(run_job, job, str(out), seed)] = job
+        running = set(futures)
+        # a worker takes jobs in order: the first `workers` pending ones are the running ones
+        while running:
+            pending = [futures[f] for f in futures if f in running]  # in submission order
+            for job in pending[: max(1, workers)]:
+                if display.state[job.name] == "waiting":
+                    display.state[job.name] = "running"
+            display.show()
+            done, running = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
+            for future in done:
+                job = futures[future]
+                try:
+                    records[job.name] = future.result()
+                except Exception as exc:  # the worker died (e.g. killed for memory)
+                    records[job.name] = {"name": job.name, "status": "failed", "error": f"worker: {exc}", "parts": {}}
+                record = records[job.name]
+                display.set(job.name, f"{record['status']} ({record.get('seconds', 0):.0f} s)")
+    return {j.name: records[j.name] for j in jobs}
+
+
+def job_table(jobs: Sequence[Job]) -> list[Mapping[str, Any]]:
+    return [
+        {"experiment": j.name, "preset": j.preset, "parts": list(j.parts or ()), "options": j.options} for j in jobs
+    ]

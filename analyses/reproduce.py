@@ -1,0 +1,85 @@
+"""Every paper's claims, checked, in one report — ``python -m analyses.reproduce --help``.
+
+The logic lives in ``analyses/report/`` (plan, runner, collection, rendering); this module is its command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m analyses.reproduce",
+        description="Run every paper's experiments and write OUT/report/ (report.html: one self-contained page; "
+        "report.md; claims.json: every claim row with its verdict).",
+        epilog="A rerun into the same --out skips finished parts; a killed run resumes where it stopped.",
+    )
+    p.add_argument(
+        "--preset",
+        default="quick",
+        choices=("quick", "smoke", "paper"),
+        help="quick: <= 15 min on 2 CPU cores; smoke: the more faithful laptop run; paper: the papers' sizes (a GPU)"
+        " (default %(default)s)",
+    )
+    p.add_argument("--only", nargs="+", metavar="NAME", default=None, help="run only these experiments")
+    p.add_argument("--out", default="runs", help="output folder (default %(default)s)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: the cores)")
+    p.add_argument("--model", default=None, help="hub name or local folder for the pretrained-model parts")
+    p.add_argument("--seed", type=int, default=0, help="seed of every experiment (default %(default)s)")
+    p.add_argument("--no-progress", action="store_true", help="no progress display")
+    p.add_argument(
+        "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from analyses.report import readme_table, reproduce
+    from mechrecall.errors import UsageError
+
+    if args.readme_table:
+        try:
+            print(readme_table(args.out))
+        except FileNotFoundError:
+            print(f"{parser().prog}: error: no report in {args.out}/report/; run it first", file=sys.stderr)
+            return 2
+        return 0
+    if args.workers < 1:
+        print(f"{parser().prog}: error: --workers {args.workers}; expected >= 1", file=sys.stderr)
+        return 2
+    try:
+        report = reproduce(
+            args.out,
+            preset=args.preset,
+            only=args.only,
+            workers=args.workers,
+            model=args.model,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
+    except UsageError as exc:
+        print(f"{parser().prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"\n{parser().prog}: interrupted; finished parts are kept under {args.out}/. "
+            "Rerun the same command to resume.",
+            file=sys.stderr,
+        )
+        return 130
+    counts = ", ".join(f"{n} {v}" for v, n in report["summary"].items() if n)
+    print(f"claims: {counts}")
+    print(f"wrote {report['paths']['html']}, {report['paths']['md']}, {report['paths']['claims']}")
+    failed = [r["name"] for r in report["records"].values() if r["status"] != "done"]
+    if failed:
+        print(f"failed: {', '.join(failed)} (see their sections and {args.out}/report/logs/)", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,203 @@
+"""The main job end to end on a tiny plan: ``analyses.report.reproduce`` with two workers.
+
+Two small parts of two experiments (contextual recall's construction at the micro preset; LASER's factual part,
+``not run`` here without Pythia weights) and one experiment that fails (a bad option): the claims file must hold
+exactly the experiments' own rows, the failure must stay in its section, a rerun must skip what is finished, and
+``report.html`` must render offline in headless Chromium with every claims table and figure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from analyses.report import readme_table, reproduce
+from analyses.report.collect import collect
+from analyses.report.render import write_report
+from analyses.report.runner import Job, plan_jobs
+from mechrecall.claims import judge_row
+from mechrecall.errors import UsageError
+
+torch.set_num_threads(1)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--proxy-server=http://127.0.0.1:9",  # every http(s) fetch fails ...
+    "--host-resolver-rules=MAP * ~NOTFOUND",  # ... and so does every DNS lookup
+    "--virtual-time-budget=5000",
+    "--window-size=1200,1400",
+]
+JOBS = [
+    Job("contextual_recall", "micro", ("construction",)),
+    Job("laser_pythia", "paper", ("factual",)),
+    Job("induction_emergence", "micro", ("exact",), {"thresholds": "5,5,5"}),  # fails: thresholds outside (0, 1)
+]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reproduce")
+    report = reproduce(out, jobs=JOBS, workers=2, progress=False)
+    return out, report
+
+
+def test_claims_json_holds_every_experiments_own_rows(run):
+    out, report = run
+    saved = json.loads((out / "report" / "claims.json").read_text())
+    expected = []
+    for name in ("contextual_recall", "laser_pythia"):
+        expected += [
+            dict(row, experiment=name) for row in json.loads((out / name / "results.json").read_text())["claims"]
+        ]
+    assert expected, "the experiments wrote no claims"
+    assert [(r["id"], r["ours"], r["claim"], r["rule"]) for r in saved["claims"]] == [
+        (r["id"], r["ours"], r["claim"], r["rule"]) for r in expected
+    ]
+    assert [r["verdict"] for r in saved["claims"]] == [judge_row(r) for r in expected]
+    assert saved["summary"] == {v: sum(r["verdict"] == v for r in expected) for v in saved["summary"]}
+    laser = [r for r in saved["claims"] if r["experiment"] == "laser_pythia"]
+    assert laser and all(r["verdict"] == "not run" and r["reason"] for r in laser)
+    assert report["records"]["contextual_recall"]["status"] == "done"
+
+
+def test_a_failing_experiment_stays_in_its_section(run):
+    out, report = run
+    sections = {s["experiment"]: s for s in report["experiments"]}
+    assert sections["induction_emergence"]["status"] == "failed"
+    assert "thresholds" in sections["induction_emergence"]["error"]
+    assert sections["contextual_recall"]["status"] == "done" and sections["laser_pythia"]["status"] == "done"
+    md = (out / "report" / "report.md").read_text()
+    section = md.split("### `induction_emergence`")[1]
+    assert "**Failed:**" in section and "thresholds" in section
+    assert "thresholds" in (out / "report" / "logs" / "induction_emergence.log").read_text()
+
+
+def test_markdown_and_readme_table(run):
+    out, report = run
+    md = (out / "report" / "report.md").read_text()
+    for s in report["experiments"]:
+        if s["paper"]:
+            assert f"## {s['paper']}" in md
+        for fig in s["figures"]:
+            assert (fig["file"] or fig["caption"]) in md
+    table = readme_table(out)
+    assert table.splitlines()[0].startswith("| experiment | claim | paper | ours | rule | verdict")
+    assert len(table.splitlines()) == 2 + len(report["claims"])
+
+
+def test_a_rerun_skips_what_is_finished(run):
+    out, _ = run
+    results = out / "contextual_recall" / "results.json"
+    before = results.stat().st_mtime_ns
+    started = time.perf_counter()
+    again = reproduce(out, jobs=JOBS[:2], workers=1, progress=False)
+    assert results.stat().st_mtime_ns == before, "a finished part was run again"
+    assert again["records"]["contextual_recall"]["status"] == "done"
+    assert again["records"]["contextual_recall"]["parts"] == {"construction": "done earlier, kept"}
+    assert time.perf_counter() - started < 30
+
+
+def test_plan_and_options():
+    names = [j.name for j in plan_jobs("quick")]
+    assert {"noisy_icl", "laser_pythia", "contextual_recall", "induction_emergence"} <= set(names)
+    jobs = {j.name: j for j in plan_jobs("quick", only=["laser_pythia", "contextual_recall"], model="/m")}
+    assert set(jobs) == {"laser_pythia", "contextual_recall"}
+    assert jobs["laser_pythia"].options == {"model": ["/m"]} and jobs["contextual_recall"].options == {"model": "/m"}
+    assert not jobs["laser_pythia"].offline and all(j.offline for j in plan_jobs("quick"))
+    with pytest.raises(UsageError, match="unknown experiment"):
+        plan_jobs("quick", only=["nope"])
+
+
+def test_cli_help_is_fast():
+    import sys
+
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "analyses.reproduce", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--readme-table" in done.stdout
+    assert time.perf_counter() - started < 5
+
+
+# --------------------------------------------------------------------------- the page in a browser
+
+
+def _attention_section(root: Path) -> None:
+    """An experiment folder whose part saved two CircuitsVis attention pages (as the demos do) and a checkpoint."""
+    from analyses.attention_html import save_attention_html
+    from mechrecall.builder import build_toy_model
+
+    model = build_toy_model(
+        dict(n_layers=1, n_heads=2, d_model=16, d_head=8, d_vocab=20, n_ctx=16, attn_only=True), [], seed=0
+    )
+    save_attention_html(root / "toy" / "attention.html", model, torch.tensor([1, 2, 3, 1, 2, 3]), 0)
+    save_attention_html(root / "toy" / "attention_h1.html", model, torch.tensor([4, 5, 4, 5]), 0, heads=[1])
+    payload = {
+        "paper": "A toy paper",
+        "config": {"preset": "micro", "seed": 0},
+        "parts": {"demo": {"status": "done", "figures": ["attention.html", "attention_h1.html"], "claims": []}},
+        "claims": [],
+    }
+    (root / "toy" / "results.json").write_text(json.dumps(payload))
+    # a trained toy model left behind by a run: the hand-built induction circuit, as the trainer saves it
+    from mechrecall.checkpoint import save_checkpoint
+    from tests.handbuilt import handbuilt_induction_model
+
+    checkpoints = root / "toy" / "runs" / "demo" / "checkpoints"
+    save_checkpoint(checkpoints / "step-00000001", handbuilt_induction_model(), step=1)
+    (checkpoints / "latest.json").write_text(json.dumps({"name": "step-00000001", "step": 1}))
+
+
+def test_report_html_renders_offline_in_headless_chromium(run, tmp_path):
+    if CHROMIUM is None:
+        pytest.skip("Chromium not installed: no `chromium` or `chromium-browser` on PATH")
+    out, report = run
+    _attention_section(out)
+    names = [j.name for j in JOBS] + ["toy"]
+    full = collect(out, names, report["records"], "test")
+    page = write_report(full, out)["html"]
+    html = page.read_text()
+    assert not re.search(r"<(script|img|link)[^>]*\b(src|href)=[\"']?(https?:)?//", html), "fetches from the network"
+
+    done = subprocess.run(
+        [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = re.sub(r"<script\b.*?</script\s*>", "", done.stdout, flags=re.S | re.I)
+    papers = {s["paper"] for s in full["experiments"] if s["paper"]}
+    for paper in papers:
+        assert f"<h2>{paper}</h2>".replace("&", "&amp;") in dom
+    for s in full["experiments"]:
+        rows = [r for r in full["claims"] if r["experiment"] == s["experiment"]]
+        if rows:
+            table = re.search(rf'<table class="claims" data-experiment="{s["experiment"]}">(.*?)</table>', dom, re.S)
+            assert table, f"no claims table for {s['experiment']}"
+            assert table.group(1).count('<tr class="claim"') == len(rows)
+        for fig in [f for f in s["figures"] if f["file"]]:
+            tag = "div" if fig["file"].endswith(".html") else "img"
+            found = re.findall(rf'<{tag}\b[^>]*title="{re.escape(fig["file"])}[^"]*"[^>]*>', dom) or re.findall(
+                rf'<{tag}\b[^>]*alt="{re.escape(fig["file"])}[^"]*"[^>]*>', dom
+            )
+            assert found, f"figure {fig['file']} missing"
+            assert 'data-rendered="yes"' in found[0], f"figure {fig['file']} did not render: {found[0][:300]}"
+    circuit = [f for s in full["experiments"] for f in s["figures"] if "circuits/toy/" in f["file"]]
+    assert len(circuit) == 1 and "L0H0 → L1H1 by K-composition" in circuit[0]["caption"]
+    assert 'class="failed"' in dom
+    assert html.count("var CircuitsVis=") == 1, "the CircuitsVis bundle is not included exactly once"
