@@ -73,6 +73,8 @@ PRESETS = {
     "micro": Preset(d_model=32, seq_len=32, batch=32, d_mlp=128, steps=25, n_test=256, finetune_steps=10,
                     ioi_layers=(3,), adam_layers=(3,)),  # IOI here only exercises the pipeline
     "smoke": Preset(d_model=64, seq_len=64, batch=64, d_mlp=256, steps=600, n_test=512, finetune_steps=300),
+    # width, not steps, closes smoke's gap to the paper's p(ȳ | drop F₂) (Fig 3): at d = 64 it plateaus below 0.8
+    "laptop": Preset(d_model=128, seq_len=64, batch=64, d_mlp=512, steps=1000, n_test=512, finetune_steps=500),
     "paper": Preset(d_model=256, seq_len=256, batch=512, d_mlp=1024, steps=2000, n_test=1024,
                     ioi_layers=(3, 4, 5, 6, 7), adam_layers=(3, 4, 5), finetune_steps=2000),
 }
@@ -92,9 +94,21 @@ class RunConfig:
     weight_decay: float = 1e-4
     steps: int | None = None  # default: the preset's
     device: str | None = None
+    d_model: int | None = None  # None: the preset's (likewise seq_len, batch, d_mlp)
+    seq_len: int | None = None
+    batch: int | None = None
+    d_mlp: int | None = None
 
     def scale(self) -> Preset:
-        return PRESETS[self.preset]
+        """The preset's sizes with this run's overrides (``--d-model``, ``--seq-len``, ``--batch``, ``--d-mlp``)."""
+        overrides = {k: v for k, v in self.size_overrides().items()}
+        return dataclasses.replace(PRESETS[self.preset], **overrides)
+
+    def size_overrides(self) -> dict[str, int]:
+        """The sizes set on the command line that differ from the preset's."""
+        base = PRESETS[self.preset]
+        return {k: v for k in ("d_model", "seq_len", "batch", "d_mlp")
+                if (v := getattr(self, k)) is not None and v != getattr(base, k)}
 
 
 def eval_steps(steps: int) -> tuple[int, ...]:
@@ -182,12 +196,13 @@ def run_config(ctx: Context) -> RunConfig:
     """The training configuration of this invocation (preset, seed, device and the experiment's options)."""
     o = ctx.options
     return RunConfig(preset=ctx.preset, data_preset=o["data_preset"], alpha=o["alpha"], seed=ctx.seed, lr=o["lr"],
-                     steps=o["steps"], device=ctx.device)
+                     steps=o["steps"], device=ctx.device, d_model=o.get("d_model"), seq_len=o.get("seq_len"),
+                     batch=o.get("batch"), d_mlp=o.get("d_mlp"))
 
 
 def _footer(rc: RunConfig) -> str:
     scale = rc.scale()
-    return (f"{rc.steps or scale.steps} steps, d = T = {scale.d_model}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
+    return (f"{rc.steps or scale.steps} steps, d = {scale.d_model}, T = {scale.seq_len}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
             f"α = {rc.alpha}, {rc.data_preset} data")
 
 
@@ -200,6 +215,9 @@ def check(ctx: Context) -> None:
         raise UsageError(f"--steps {o['steps']}; expected an integer >= 1")
     if not o["lr"] > 0:
         raise UsageError(f"--lr {o['lr']}; expected > 0")
+    for key in ("d_model", "seq_len", "batch", "d_mlp"):
+        if o.get(key) is not None and o[key] < 1:
+            raise UsageError(f"--{key.replace('_', '-')} {o[key]}; expected an integer >= 1")
     try:
         _data_config(run_config(ctx))
     except ValueError as exc:
