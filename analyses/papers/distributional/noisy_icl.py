@@ -67,6 +67,7 @@ class Preset:
     ioi_layers: tuple[int, ...] = ()
     adam_layers: tuple[int, ...] = ()
     finetune_steps: int = 0
+    sparse_evals: bool = False  # evaluate at fewer steps (each eval is 7 forward passes over n_test sequences)
 
 
 PRESETS = {
@@ -74,7 +75,8 @@ PRESETS = {
                     ioi_layers=(3,), adam_layers=(3,)),  # IOI here only exercises the pipeline
     "smoke": Preset(d_model=64, seq_len=64, batch=64, d_mlp=256, steps=600, n_test=512, finetune_steps=300),
     # width, not steps, closes smoke's gap to the paper's p(ȳ | drop F₂) (Fig 3): at d = 64 it plateaus below 0.8
-    "laptop": Preset(d_model=128, seq_len=64, batch=64, d_mlp=512, steps=1000, n_test=512, finetune_steps=500),
+    "laptop": Preset(d_model=128, seq_len=64, batch=64, d_mlp=512, steps=1000, n_test=256, finetune_steps=500,
+                     sparse_evals=True),
     "paper": Preset(d_model=256, seq_len=256, batch=512, d_mlp=1024, steps=2000, n_test=1024,
                     ioi_layers=(3, 4, 5, 6, 7), adam_layers=(3, 4, 5), finetune_steps=2000),
 }
@@ -111,8 +113,12 @@ class RunConfig:
                 if (v := getattr(self, k)) is not None and v != getattr(base, k)}
 
 
-def eval_steps(steps: int) -> tuple[int, ...]:
-    """Every step below 20, every 10th below 200, every 50th after."""
+def eval_steps(steps: int, sparse: bool = False) -> tuple[int, ...]:
+    """Every step below 20, every 10th below 200, every 50th after. ``sparse``: every step up to 10 (the claims
+    on the first steps need them), every 20th below 200, every 100th after, and the last."""
+    if sparse:
+        return tuple(s for s in range(1, steps + 1) if s <= 10 or (s < 200 and s % 20 == 0) or s % 100 == 0
+                     or s == steps)
     return tuple(s for s in range(1, steps + 1) if s < 20 or (s < 200 and s % 10 == 0) or s % 50 == 0)
 
 
@@ -164,11 +170,13 @@ def train_run(
     tc = TrainConfig(
         steps=steps, optimizer=rc.optimizer, lr=rc.lr if rc.optimizer == "sgd" else 3e-3,
         momentum=rc.momentum, weight_decay=rc.weight_decay, betas=(0.9, 0.99), loss_positions="mask",
-        eval_steps=eval_steps(steps), checkpoint_every=max(1, steps // 4), keep_checkpoints=1, seed=rc.seed,
+        eval_steps=eval_steps(steps, scale.sparse_evals), checkpoint_every=max(1, steps // 4), keep_checkpoints=1, seed=rc.seed,
         progress=progress,
     )
-    batch_fn = noisy_icl_batch_fn(data, scale.batch) if sampler is sample_noisy_icl else \
-        (lambda step, gen: sampler(data, scale.batch, gen))
+    # drawn on the model's device (the CPU draws with the trainer's generator itself: same numbers as before)
+    device = next(model.parameters()).device
+    batch_fn = noisy_icl_batch_fn(data, scale.batch, device=None if device.type == "cpu" else device,
+                                  task="recall" if sampler is sample_noisy_icl else "ioi")
     started = time.perf_counter()
     result = train(model, batch_fn, tc, evals={"test": evaluate}, out_dir=run_dir)
     return {"model": model, "history": result.history, "clean": clean, "noisy": noisy, "data": data,
