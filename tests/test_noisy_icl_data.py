@@ -219,7 +219,8 @@ def test_official_code_invariants():
 
 
 # The authors' generator (leichen2018/ATTN_vs_MLP) at T = 256, α = 0.5, trigger id 1, τ = id 2, per sequence:
-# triggers among z_1..z_T, [q→τ] and [q→non-τ] pairs (z_t, z_{t+1}) for t ≤ T, fraction of z_1..z_T that are id 2.
+# triggers among z_1..z_T, [q→τ] and [q→non-τ] pairs (z_t, z_{t+1}) for t ≤ T, fraction of z_1..z_T that
+# are id 2.
 OFFICIAL_STATS = {"n_q": 36.9, "pairs_tau": 18.7, "pairs_other": 18.2, "frac_tau": 0.074}
 OFFICIAL_ROUNDING = {"n_q": 0.05, "pairs_tau": 0.05, "pairs_other": 0.05, "frac_tau": 0.0005}
 

@@ -1,6 +1,7 @@
 """``python -m analyses.noisy_icl`` and its probes: the models, the measurements, and a ``micro`` run end to end."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -179,6 +180,8 @@ def _results(out):
     (["--experiment", "fly"], "--experiment fly: unknown part"),
     (["--steps", "0"], "--steps 0; expected an integer >= 1"),
     (["--lr", "-1"], "--lr -1.0; expected > 0"),
+    (["--d-model", "0"], "--d-model 0; expected an integer >= 1"),
+    (["--batch", "-4"], "--batch -4; expected an integer >= 1"),
 ])
 def test_bad_arguments_fail_before_any_work(tmp_path, capsys, args, message):
     from analyses.noisy_icl import main
@@ -197,6 +200,7 @@ def test_help_documents_every_option_and_part(capsys):
     text = capsys.readouterr().out
     for option in ("--preset", "--experiment", "--out", "--data-preset", "--alpha", "--seed", "--steps", "--lr",
                    "--device", "--threads", "--no-progress", "--fresh", "main", "ff_variants", "theory",
+                   "--d-model", "--seq-len", "--batch", "--d-mlp", "laptop",
                    "Chen, Bruna & Bietti"):
         assert option in text
     assert "spec" not in text.lower() and "``" not in text
@@ -351,3 +355,19 @@ def test_theory_model_one_sgd_step_with_the_trainer_matches_theorem1_closed_form
     np.testing.assert_allclose(ours_ff, closed["ff"], atol=2e-6)
     np.testing.assert_allclose(ours_attn, closed["attn"], atol=2e-6)
     assert np.abs(closed["attn"]).max() > 1e-3  # a non-trivial comparison
+
+
+def test_size_options_override_the_preset_and_every_claim_says_so():
+    from analyses.papers.distributional.noisy_icl import PRESETS, RunConfig, _part_result
+    from mechrecall.claims import Claim, at_least
+
+    rc = RunConfig(preset="laptop", d_model=96, batch=64, steps=300)  # batch 64 is the preset's own
+    assert rc.scale() == dataclasses.replace(PRESETS["laptop"], d_model=96)
+    assert rc.size_overrides() == {"d_model": 96}
+    claims = [Claim(id="noisy_icl.main.a", claim="x", ours=0.95, rule=at_least(0.9)),
+              Claim(id="noisy_icl.main.b", claim="y", ours=0.5, rule=at_least(0.9), note="kept")]
+    out = _part_result({}, claims, {}, rc).claims
+    assert [c.rule for c in out] == [c.rule for c in claims] and [c.ours for c in out] == [0.95, 0.5]  # still judged
+    assert out[0].note == "sizes changed on the command line: d_model 96 (preset 128), steps 300 (preset 1000)"
+    assert out[1].note.startswith("kept; sizes changed")
+    assert _part_result({}, claims, {}, RunConfig(preset="laptop")).claims == claims  # the preset's run: no note

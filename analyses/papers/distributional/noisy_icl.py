@@ -170,7 +170,8 @@ def train_run(
     tc = TrainConfig(
         steps=steps, optimizer=rc.optimizer, lr=rc.lr if rc.optimizer == "sgd" else 3e-3,
         momentum=rc.momentum, weight_decay=rc.weight_decay, betas=(0.9, 0.99), loss_positions="mask",
-        eval_steps=eval_steps(steps, scale.sparse_evals), checkpoint_every=max(1, steps // 4), keep_checkpoints=1, seed=rc.seed,
+        eval_steps=eval_steps(steps, scale.sparse_evals), checkpoint_every=max(1, steps // 4), keep_checkpoints=1,
+        seed=rc.seed,
         progress=progress,
     )
     # drawn on the model's device (the CPU draws with the trainer's generator itself: same numbers as before)
@@ -210,8 +211,21 @@ def run_config(ctx: Context) -> RunConfig:
 
 def _footer(rc: RunConfig) -> str:
     scale = rc.scale()
-    return (f"{rc.steps or scale.steps} steps, d = {scale.d_model}, T = {scale.seq_len}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
+    return (f"{rc.steps or scale.steps} steps, d = {scale.d_model}, T = {scale.seq_len}, batch {scale.batch}, "
+            f"d_mlp {scale.d_mlp}, "
             f"α = {rc.alpha}, {rc.data_preset} data")
+
+
+def _part_result(results: dict, claims: list[Claim], figures: dict, rc: RunConfig) -> PartResult:
+    """The part's result; with sizes or steps changed on the command line every claim still runs, its rule
+    unchanged, and its note says what differs from the preset (so that no reader takes it for the preset's run)."""
+    changed = [f"{k} {v} (preset {getattr(PRESETS[rc.preset], k)})" for k, v in rc.size_overrides().items()]
+    if rc.steps is not None and rc.steps != PRESETS[rc.preset].steps:
+        changed.append(f"steps {rc.steps} (preset {PRESETS[rc.preset].steps})")
+    if changed:
+        text = "sizes changed on the command line: " + ", ".join(changed)
+        claims = [dataclasses.replace(c, note=f"{c.note}; {text}" if c.note else text) for c in claims]
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 def check(ctx: Context) -> None:
@@ -292,7 +306,7 @@ def part_main(ctx: Context) -> PartResult:
     from analyses.attention_html import attention_pattern_html
 
     figures["attention_layer2.html"] = attention_pattern_html(model, noisy.tokens[:1].cpu(), layer=1)
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 #: Figs 11-13: each FF variant's drops and the paper's statement about them.
@@ -336,7 +350,7 @@ def part_ff_variants(ctx: Context) -> PartResult:
                                     final["drop_F1.p_noise"] - final["full.p_noise"], at_least(0.0), where=fig))
         figures[f"{fig.lower().replace(' ', '')}_{variant}.png"] = _fig_drops(
             run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})")
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def _rho_sweep(model, clean, data, kind: str, rhos=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)) -> list[dict]:
@@ -375,7 +389,7 @@ def part_finetune(ctx: Context) -> PartResult:
     figures = {"fig8_finetune.png": _fig_noise_fraction(history, "Fig 8 (right): fine-tuning on noisy data after clean "
                                                                  "pre-training"),
                "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)")}
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def part_multi_trigger(ctx: Context) -> PartResult:
@@ -396,7 +410,7 @@ def part_multi_trigger(ctx: Context) -> PartResult:
                         at_least(5, partial=3), paper=5, where="Fig 9 right")]
     figures = {"fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 (right): five triggers", "query token j",
                                                      "previous token i")}
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def part_ioi(ctx: Context) -> PartResult:
@@ -422,7 +436,7 @@ def part_ioi(ctx: Context) -> PartResult:
                                     note=f"full {final['full.acc']:.3f}, edited {final[f'{key}.acc']:.3f}"))
         if histories:
             figures[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = _fig_ioi(histories, optimizer)
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def part_theory(ctx: Context) -> PartResult:
