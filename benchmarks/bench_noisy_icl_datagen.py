@@ -40,7 +40,8 @@ def candidates(preset: str, device: torch.device) -> dict:
     p = PRESETS[preset]
     cfg = NoisyICLConfig.preset("official_code", seq_len=p.seq_len, alpha=0.5)
     model = two_layer_model(d_vocab=cfg.d_vocab, n_ctx=p.seq_len, d_model=p.d_model, d_mlp=p.d_mlp, seed=0)
-    model.to(device)
+    if device.type != "cpu":
+        model.to(device)
     batch_fn = noisy_icl_batch_fn(cfg, p.batch, device=None if device.type == "cpu" else device)
     batch = batch_fn(0, torch.Generator().manual_seed(0)).to(device)
     params = [q for q in model.parameters() if q.requires_grad]

@@ -295,6 +295,19 @@ def test_micro_other_parts_measure_what_they_claim(tmp_path):
     ft = part["finetune"]
     assert claims["noisy_icl.finetune.p_noise_full"]["ours"] == pytest.approx(ft["phase2_final"]["full.p_noise"])
     assert ft["phase1_final"]["full.p_noise"] < 0.05  # trained on clean data only: no τ
+    # Values (micro, 25 steps, seed 0; the mechanism's first phase, not the paper's end state). In brackets: measured.
+    # Fine-tuning on noisy data teaches τ at once [0.003 → 0.66], and F₂ holds much of it [drop F₂: 0.33].
+    ph1, ph2 = ft["phase1_final"], ft["phase2_final"]
+    assert ph2["noisy.p_noise"] > ph1["noisy.p_noise"] + 0.3
+    assert ph2["drop_F2.p_noise"] < 0.75 * ph2["full.p_noise"]
+    # FF variants: each trained F₂ stores trigger → τ [margins 1.52, 1.54]; MLP/linear: dropping the linear F₂
+    # removes most of τ [0.34 → 0.10]; no FF: truncating W¹_V W¹_O to ρ = 0.01 removes most of τ [0.39 → 0.06]
+    ml, lm = part["ff_variants"]["mlp_linear"]["final"], part["ff_variants"]["linear_mlp"]["final"]
+    assert ml["ff_margin"] > 0.5 and lm["ff_margin"] > 0.5
+    assert ml["drop_F2.p_noise"] < 0.5 * ml["full.p_noise"]
+    assert none_final["OV1_rho0.01.p_noise"] < 0.5 * none_final["full.p_noise"]
+    # five triggers: F₂ maps every one of them to τ (the minimum margin over the five) [0.45], p(τ) ≈ α [0.45]
+    assert mt["final"]["ff_margin"] > 0.1 and 0.25 < mt["final"]["full.p_noise"] < 0.65
     assert {"fig19_ioi_sgd.png", "fig20_ioi_adam.png", "fig11_mlp_linear.png", "fig12_linear_mlp.png",
             "fig13_no_ff.png", "fig8_finetune.png", "fig4_finetune_attention.png",
             "fig9_multi_trigger.png"} == set(data["figures"])
@@ -376,7 +389,8 @@ def test_size_options_override_the_preset_and_every_claim_says_so():
 
 # --------------------------------------------------------------------------- the effect itself
 
-EFFECT = dict(d_model=64, seq_len=32, batch=64, d_mlp=256, steps=800)  # measured: see the assertions
+# d = 64, T = 32, 500 steps (seed 0): the induction head has formed (it does from step ≈ 300), not yet converged
+EFFECT = dict(d_model=64, seq_len=32, batch=64, d_mlp=256, steps=500)
 
 
 @pytest.fixture(scope="module")
@@ -399,8 +413,9 @@ def test_dropping_f2_removes_the_noise_and_recalls_the_answer(trained_effect_run
     from analyses.papers.distributional.noisy_icl import _final
 
     final = _final(trained_effect_run["history"])
+    print({k: round(v, 3) for k, v in final.items() if "p_" in k})
     assert 0.35 < final["full.p_noise"] < 0.65  # ≈ α = 0.5
-    assert final["drop_F2.p_correct"] > final["full.p_correct"] + 0.2
-    assert final["drop_F2.p_noise"] < 0.1
+    assert final["drop_F2.p_correct"] > 0.5 and final["drop_F2.p_correct"] > final["full.p_correct"] + 0.1
+    assert final["drop_F2.p_noise"] < 0.08
     # the effect is F₂'s: dropping F₁ instead keeps the noise (Fig 10)
     assert final["drop_F1.p_noise"] > 0.25
