@@ -500,3 +500,15 @@ def test_batch_fn_trains():
 def test_bad_input_raises_clear_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_batch_fn_draws_on_the_requested_device():
+    cfg = NoisyICLConfig.preset("official_code", seq_len=32)
+    direct = sample_noisy_icl(cfg, 8, gen(21))
+    for device in (None, "cpu", torch.device("cpu")):  # the CPU: the trainer's generator itself, same numbers
+        assert torch.equal(noisy_icl_batch_fn(cfg, 8, device=device)(0, gen(21)).tokens, direct.tokens)
+    if torch.cuda.is_available():
+        fn = noisy_icl_batch_fn(cfg, 8, device="cuda")
+        a, b = fn(0, gen(21)), fn(0, gen(21))
+        assert a.tokens.device.type == "cuda" and torch.equal(a.tokens, b.tokens)  # deterministic per (seed, step)
+        assert not torch.equal(fn(0, gen(22)).tokens, a.tokens)
