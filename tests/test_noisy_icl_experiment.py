@@ -413,9 +413,11 @@ def test_dropping_f2_removes_the_noise_and_recalls_the_answer(trained_effect_run
     from analyses.papers.distributional.noisy_icl import _final
 
     final = _final(trained_effect_run["history"])
-    print({k: round(v, 3) for k, v in final.items() if "p_" in k})
-    assert 0.35 < final["full.p_noise"] < 0.65  # ≈ α = 0.5
-    assert final["drop_F2.p_correct"] > 0.5 and final["drop_F2.p_correct"] > final["full.p_correct"] + 0.1
-    assert final["drop_F2.p_noise"] < 0.08
+    seen = {k: round(v, 3) for k, v in final.items() if "p_" in k}
+    # seed 0 measured: p(τ | full) 0.515, p(ȳ | full) 0.459, p(ȳ | drop F₂) 0.637, p(τ | drop F₂) 0.020,
+    # p(τ | drop F₁) 0.584
+    assert 0.35 < final["full.p_noise"] < 0.65, seen  # ≈ α = 0.5
+    assert final["drop_F2.p_correct"] > 0.5 and final["drop_F2.p_correct"] > final["full.p_correct"] + 0.1, seen
+    assert final["drop_F2.p_noise"] < 0.08, seen
     # the effect is F₂'s: dropping F₁ instead keeps the noise (Fig 10)
-    assert final["drop_F1.p_noise"] > 0.25
+    assert final["drop_F1.p_noise"] > 0.3, seen
