@@ -409,7 +409,7 @@ def trained_effect_run(tmp_path_factory):
 
 
 def test_dropping_f2_removes_the_noise_and_recalls_the_answer(trained_effect_run):
-    """§3, Fig 3: the full model predicts τ with probability ≈ α; without F₂ it predicts ȳ and almost never τ."""
+    """§3, Fig 3: the full model predicts τ with probability ≈ α; without F₂ it predicts ȳ, almost never τ."""
     from analyses.papers.distributional.noisy_icl import _final
 
     final = _final(trained_effect_run["history"])
