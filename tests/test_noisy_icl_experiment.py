@@ -390,7 +390,7 @@ def test_size_options_override_the_preset_and_every_claim_says_so():
 # --------------------------------------------------------------------------- the effect itself
 
 # d = 64, T = 32, 500 steps (seed 0): the induction head has formed (it does from step ≈ 300), not yet converged
-EFFECT = dict(d_model=64, seq_len=32, batch=64, d_mlp=256, steps=500)
+EFFECT = {"d_model": 64, "seq_len": 32, "batch": 64, "d_mlp": 256, "steps": 500}
 
 
 @pytest.fixture(scope="module")
