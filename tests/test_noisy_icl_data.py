@@ -206,7 +206,12 @@ def test_official_code_invariants():
     assert ((tgt == ybar[:, None]) | (tgt == 2))[is_q].all()
     assert torch.equal(ex["clean_target"], torch.where(is_q, ybar[:, None], -100))
     assert (ex["noise"] <= (succ & (tok == 2))).all() and ex["noise"].any()
-    assert 0.4 < ex["noise"][succ].float().mean() < 0.6
+    # τ marked as noise after a trigger: P = α · 64/65 (ȳ = τ with probability 1/65 makes τ the answer); a ratio
+    # estimator over sequences (ȳ is shared within one), within 4 standard errors
+    k, m = (ex["noise"] & succ).sum(1).double(), succ.sum(1).double()
+    ratio = k.sum() / m.sum()
+    se = float(((k - ratio * m).pow(2).sum()).sqrt() / m.sum())
+    assert abs(ratio.item() - 0.5 * 64 / 65) <= 4 * se, (ratio.item(), se)
     assert not (tok[:, -1] == 1).all()  # the last token is not forced
     clean = sample_noisy_icl(cfg, 400, gen(6), alpha=0.0)
     s = clean.extras["trigger_successor"]
@@ -214,6 +219,57 @@ def test_official_code_invariants():
     assert (clean.tokens == clean.extras["ybar"][:, None])[s].all()  # with α = 0 no τ after a trigger
     m = clean.loss_mask
     assert torch.equal(clean.targets[m], clean.extras["clean_target"][m]) and m.sum(1).float().mean() > 3
+
+
+# The authors' generator (leichen2018/ATTN_vs_MLP) at T = 256, α = 0.5, trigger id 1, τ = id 2, per sequence:
+# triggers among z_1..z_T, [q→τ] and [q→non-τ] pairs (z_t, z_{t+1}) for t ≤ T, fraction of z_1..z_T that
+# are id 2.
+OFFICIAL_STATS = {"n_q": 36.9, "pairs_tau": 18.7, "pairs_other": 18.2, "frac_tau": 0.074}
+OFFICIAL_ROUNDING = {"n_q": 0.05, "pairs_tau": 0.05, "pairs_other": 0.05, "frac_tau": 0.0005}
+
+
+def test_official_code_statistics_match_the_authors_generator():
+    """Means within 4 standard errors (of our sample) plus the published values' rounding."""
+    n = 4000
+    b = sample_noisy_icl(NoisyICLConfig.preset("official_code", seq_len=256, alpha=0.5), n, gen(11))
+    is_q = b.tokens == 1
+    per_seq = {
+        "n_q": is_q.sum(1).double(),
+        "pairs_tau": (is_q & (b.targets == 2)).sum(1).double(),
+        "pairs_other": (is_q & (b.targets != 2)).sum(1).double(),
+        "frac_tau": (b.tokens == 2).double().mean(1),
+    }
+    assert torch.equal(per_seq["n_q"], per_seq["pairs_tau"] + per_seq["pairs_other"])
+    for key, published in OFFICIAL_STATS.items():
+        x = per_seq[key]
+        se = x.std().item() / math.sqrt(n)
+        tol = 4 * se + OFFICIAL_ROUNDING[key]
+        assert abs(x.mean().item() - published) <= tol, (key, x.mean().item(), published, tol)
+    # the bands have teeth: α = 0.4 moves the τ pairs by > 10 tolerances
+    off = sample_noisy_icl(NoisyICLConfig.preset("official_code", seq_len=256, alpha=0.4), n, gen(12))
+    pairs = ((off.tokens == 1) & (off.targets == 2)).sum(1).double()
+    assert abs(pairs.mean().item() - OFFICIAL_STATS["pairs_tau"]) > 10 * (4 * pairs.std().item() / math.sqrt(n))
+
+
+def test_official_code_bigram_transitions_match_pi_b():
+    """Transitions out of every non-trigger token follow π_b (τ = '!' is an ordinary character here; G-test)."""
+    s = load_char_stats()
+    b = sample_noisy_icl(NoisyICLConfig.preset("official_code", seq_len=256), 1000, gen(13))
+    prev, nxt = b.tokens.flatten(), b.targets.flatten()
+    keep = prev != 1  # the trigger's successor is p_{α,ȳ}, not π_b
+    obs = torch.zeros(65, 65, dtype=torch.float64)
+    obs.index_put_((prev[keep], nxt[keep]), torch.ones(int(keep.sum()), dtype=torch.float64), accumulate=True)
+    exp = obs.sum(1, keepdim=True) * s.pi_b.double()
+    rows = obs.sum(1) > 0
+    o, e = obs[rows], exp[rows]
+    assert ((o > 0) <= (e > 0)).all()  # no transition the bigram model forbids
+    nz = o > 0
+    g = 2 * float((o[nz] * torch.log(o[nz] / e[nz])).sum())
+    df = int(((e > 0).sum(1) - 1).clamp(min=0).sum())
+    assert chi2_sf(g, df) > 1e-4, (g, df)
+    # the test has teeth: the unigram in place of π_b is rejected
+    uni = obs.sum(1, keepdim=True) * (s.unigram_counts.double() / s.unigram_counts.sum())[None]
+    assert chi2_sf(2 * float((o[nz] * torch.log(o[nz] / uni[rows][nz])).sum()), df) < 1e-10
 
 
 def test_multi_trigger():
@@ -474,3 +530,15 @@ def test_batch_fn_trains():
 def test_bad_input_raises_clear_value_error(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_batch_fn_draws_on_the_requested_device():
+    cfg = NoisyICLConfig.preset("official_code", seq_len=32)
+    direct = sample_noisy_icl(cfg, 8, gen(21))
+    for device in (None, "cpu", torch.device("cpu")):  # the CPU: the trainer's generator itself, same numbers
+        assert torch.equal(noisy_icl_batch_fn(cfg, 8, device=device)(0, gen(21)).tokens, direct.tokens)
+    if torch.cuda.is_available():
+        fn = noisy_icl_batch_fn(cfg, 8, device="cuda")
+        a, b = fn(0, gen(21)), fn(0, gen(21))
+        assert a.tokens.device.type == "cuda" and torch.equal(a.tokens, b.tokens)  # deterministic per (seed, step)
+        assert not torch.equal(fn(0, gen(22)).tokens, a.tokens)

@@ -458,11 +458,18 @@ def noisy_icl_batch_fn(
     *,
     alpha: float | None = None,
     task: str = "recall",
+    device: str | torch.device | None = None,
 ) -> Callable[[int, torch.Generator], Batch]:
     """``batch_fn(step, generator) -> Batch`` for ``mechrecall.trainer.train`` (use ``loss_positions="mask"``).
 
     ``task="recall"``: ``sample_noisy_icl``; ``task="ioi"``: ``sample_synthetic_ioi``. The step is unused:
     the trainer seeds the generator from ``(seed, step)``.
+
+    ``device``: draw the batch there (the model's device, e.g. ``"cuda"``), so that on an accelerator the
+    generator's ``T`` sequential steps run there and no batch crosses the bus. The trainer's CPU generator then
+    only seeds a generator on ``device``: the batches are a deterministic function of ``(seed, step, device)``
+    (the same on every run on that kind of device, not the same numbers as on the CPU). ``None`` or a CPU
+    device: drawn with the trainer's generator itself (unchanged).
     """
     if not isinstance(cfg, NoisyICLConfig):
         raise ValueError(f"cfg={cfg!r}; expected a NoisyICLConfig")
@@ -475,8 +482,14 @@ def noisy_icl_batch_fn(
     if task == "ioi":
         _check_ioi(cfg)
     sampler = samplers[task]
+    target = torch.device(device) if device is not None else None
+    if target is not None and target.type == "cuda" and target.index is None:
+        target = torch.device("cuda", torch.cuda.current_device())
 
     def batch_fn(step: int, generator: torch.Generator) -> Batch:
+        if target is not None and generator.device != target:
+            seed = int(torch.randint(0, 2**62, (1,), generator=generator, device=generator.device))
+            generator = torch.Generator(device=target).manual_seed(seed)
         return sampler(cfg, batch, generator, alpha=alpha)
 
     return batch_fn

@@ -67,6 +67,7 @@ class Preset:
     ioi_layers: tuple[int, ...] = ()
     adam_layers: tuple[int, ...] = ()
     finetune_steps: int = 0
+    sparse_evals: bool = False  # evaluate at fewer steps (each eval is 7 forward passes over n_test sequences)
 
 
 PRESETS = {
@@ -82,6 +83,10 @@ PRESETS = {
         adam_layers=(3,),
     ),  # IOI here only exercises the pipeline
     "smoke": Preset(d_model=64, seq_len=64, batch=64, d_mlp=256, steps=600, n_test=512, finetune_steps=300),
+    # width, not steps, closes smoke's gap to the paper's p(ȳ | drop F₂) (Fig 3): at d = 64 it plateaus below 0.8
+    "laptop": Preset(
+        d_model=128, seq_len=64, batch=64, d_mlp=512, steps=1000, n_test=256, finetune_steps=500, sparse_evals=True
+    ),
     "paper": Preset(
         d_model=256,
         seq_len=256,
@@ -110,13 +115,33 @@ class RunConfig:
     weight_decay: float = 1e-4
     steps: int | None = None  # default: the preset's
     device: str | None = None
+    d_model: int | None = None  # None: the preset's (likewise seq_len, batch, d_mlp)
+    seq_len: int | None = None
+    batch: int | None = None
+    d_mlp: int | None = None
 
     def scale(self) -> Preset:
-        return PRESETS[self.preset]
+        """The preset's sizes with this run's overrides (``--d-model``, ``--seq-len``, ``--batch``, ``--d-mlp``)."""
+        overrides = dict(self.size_overrides().items())
+        return dataclasses.replace(PRESETS[self.preset], **overrides)
+
+    def size_overrides(self) -> dict[str, int]:
+        """The sizes set on the command line that differ from the preset's."""
+        base = PRESETS[self.preset]
+        return {
+            k: v
+            for k in ("d_model", "seq_len", "batch", "d_mlp")
+            if (v := getattr(self, k)) is not None and v != getattr(base, k)
+        }
 
 
-def eval_steps(steps: int) -> tuple[int, ...]:
-    """Every step below 20, every 10th below 200, every 50th after."""
+def eval_steps(steps: int, sparse: bool = False) -> tuple[int, ...]:
+    """Every step below 20, every 10th below 200, every 50th after. ``sparse``: every step up to 10 (the claims
+    on the first steps need them), every 20th below 200, every 100th after, and the last."""
+    if sparse:
+        return tuple(
+            s for s in range(1, steps + 1) if s <= 10 or (s < 200 and s % 20 == 0) or s % 100 == 0 or s == steps
+        )
     return tuple(s for s in range(1, steps + 1) if s < 20 or (s < 200 and s % 10 == 0) or s % 50 == 0)
 
 
@@ -187,16 +212,19 @@ def train_run(
         weight_decay=rc.weight_decay,
         betas=(0.9, 0.99),
         loss_positions="mask",
-        eval_steps=eval_steps(steps),
+        eval_steps=eval_steps(steps, scale.sparse_evals),
         checkpoint_every=max(1, steps // 4),
         keep_checkpoints=1,
         seed=rc.seed,
         progress=progress,
     )
-    batch_fn = (
-        noisy_icl_batch_fn(data, scale.batch)
-        if sampler is sample_noisy_icl
-        else (lambda step, gen: sampler(data, scale.batch, gen))
+    # drawn on the model's device (the CPU draws with the trainer's generator itself: same numbers as before)
+    device = next(model.parameters()).device
+    batch_fn = noisy_icl_batch_fn(
+        data,
+        scale.batch,
+        device=None if device.type == "cpu" else device,
+        task="recall" if sampler is sample_noisy_icl else "ioi",
     )
     started = time.perf_counter()
     result = train(model, batch_fn, tc, evals={"test": evaluate}, out_dir=run_dir)
@@ -239,15 +267,32 @@ def run_config(ctx: Context) -> RunConfig:
         lr=o["lr"],
         steps=o["steps"],
         device=ctx.device,
+        d_model=o.get("d_model"),
+        seq_len=o.get("seq_len"),
+        batch=o.get("batch"),
+        d_mlp=o.get("d_mlp"),
     )
 
 
 def _footer(rc: RunConfig) -> str:
     scale = rc.scale()
     return (
-        f"{rc.steps or scale.steps} steps, d = T = {scale.d_model}, batch {scale.batch}, d_mlp {scale.d_mlp}, "
+        f"{rc.steps or scale.steps} steps, d = {scale.d_model}, T = {scale.seq_len}, batch {scale.batch}, "
+        f"d_mlp {scale.d_mlp}, "
         f"α = {rc.alpha}, {rc.data_preset} data"
     )
+
+
+def _part_result(results: dict, claims: list[Claim], figures: dict, rc: RunConfig) -> PartResult:
+    """The part's result; with sizes or steps changed on the command line every claim still runs, its rule
+    unchanged, and its note says what differs from the preset (so that no reader takes it for the preset's run)."""
+    changed = [f"{k} {v} (preset {getattr(PRESETS[rc.preset], k)})" for k, v in rc.size_overrides().items()]
+    if rc.steps is not None and rc.steps != PRESETS[rc.preset].steps:
+        changed.append(f"steps {rc.steps} (preset {PRESETS[rc.preset].steps})")
+    if changed:
+        text = "sizes changed on the command line: " + ", ".join(changed)
+        claims = [dataclasses.replace(c, note=f"{c.note}; {text}" if c.note else text) for c in claims]
+    return PartResult(results, claims, figures, footer=_footer(rc))
 
 
 def check(ctx: Context) -> None:
@@ -259,6 +304,9 @@ def check(ctx: Context) -> None:
         raise UsageError(f"--steps {o['steps']}; expected an integer >= 1")
     if not o["lr"] > 0:
         raise UsageError(f"--lr {o['lr']}; expected > 0")
+    for key in ("d_model", "seq_len", "batch", "d_mlp"):
+        if o.get(key) is not None and o[key] < 1:
+            raise UsageError(f"--{key.replace('_', '-')} {o[key]}; expected an integer >= 1")
     try:
         _data_config(run_config(ctx))
     except ValueError as exc:
@@ -380,7 +428,7 @@ def part_main(ctx: Context) -> PartResult:
     from analyses.attention_html import attention_pattern_html
 
     figures["attention_layer2.html"] = attention_pattern_html(model, noisy.tokens[:1].cpu(), layer=1)
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 #: Figs 11-13: each FF variant's drops and the paper's statement about them.
@@ -476,7 +524,7 @@ def part_ff_variants(ctx: Context) -> PartResult:
         figures[f"{fig.lower().replace(' ', '')}_{variant}.png"] = _fig_drops(
             run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})"
         )
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def _rho_sweep(model, clean, data, kind: str, rhos=(0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)) -> list[dict]:
@@ -547,7 +595,7 @@ def part_finetune(ctx: Context) -> PartResult:
         ),
         "fig4_finetune_attention.png": _fig_attention(fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)"),
     }
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def part_multi_trigger(ctx: Context) -> PartResult:
@@ -580,7 +628,7 @@ def part_multi_trigger(ctx: Context) -> PartResult:
     figures = {
         "fig9_multi_trigger.png": _fig_matrix(qk, "Fig 9 (right): five triggers", "query token j", "previous token i")
     }
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def part_ioi(ctx: Context) -> PartResult:
@@ -619,7 +667,7 @@ def part_ioi(ctx: Context) -> PartResult:
             )
         if histories:
             figures[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = _fig_ioi(histories, optimizer)
-    return PartResult(results, claims, figures, footer=_footer(rc))
+    return _part_result(results, claims, figures, rc)
 
 
 def part_theory(ctx: Context) -> PartResult:
