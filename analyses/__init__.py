@@ -11,6 +11,7 @@ module              what it holds
 ``attention_html``  circuitsvis attention patterns as self-contained, offline HTML
 ``plotting``        tidy tables → heatmaps and curves (matplotlib)
 ``circuit``         heads (with their roles) and Q/K/V-composition edges between successive layers
+``pair_attention``  how a query's attention is structured over (subject, answer) pairs, for any model
 ==================  ==========================================================================
 
 Each paper has one package under ``analyses/papers/`` (its data, models, probes, theory, figures and
@@ -23,7 +24,18 @@ from __future__ import annotations
 import importlib as _importlib
 from typing import Any
 
-_MODULES = ("circuit", "heads", "ov", "task_vectors", "lowrank", "attention_html", "plotting", "papers")
+_MODULES = (
+    "circuit",
+    "heads",
+    "ov",
+    "pair_attention",
+    "task_vectors",
+    "lowrank",
+    "attention_html",
+    "plotting",
+    "papers",
+    "report",
+)
 _LAZY = {
     **dict.fromkeys(
         (
