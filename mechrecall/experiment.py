@@ -309,7 +309,7 @@ class Experiment:
         if unknown:
             raise UsageError(f"unknown option(s) {sorted(unknown)} for {self.name}; expected some of {sorted(opts)}")
         opts.update(options or {})
-        root = _check_out(Path(out), self.name)
+        root = check_out_folder(Path(out), self.name)
         device = check_device(device)
         if threads is not None:
             if threads < 1:
@@ -450,7 +450,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _check_out(out: Path, name: str) -> Path:
+def check_out_folder(out: Path, name: str) -> Path:
     """``out/<name>``, checked (not created) to be a folder we can make and write, before any work."""
     for path in (out, out / name):
         if path.exists() and not path.is_dir():

@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -201,3 +202,15 @@ def test_report_html_renders_offline_in_headless_chromium(run, tmp_path):
     assert len(circuit) == 1 and "L0H0 → L1H1 by K-composition" in circuit[0]["caption"]
     assert 'class="failed"' in dom
     assert html.count("var CircuitsVis=") == 1, "the CircuitsVis bundle is not included exactly once"
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_experiment_runs(tmp_path):
+    (tmp_path / "file").write_text("")
+    done = subprocess.run(
+        [sys.executable, "-m", "analyses.reproduce", "--out", str(tmp_path / "file"), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "exists and is not a folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -37,10 +37,12 @@ def reproduce(
     from analyses.report.render import write_report
     from analyses.report.runner import plan_jobs, run_all
     from mechrecall.errors import UsageError
+    from mechrecall.experiment import check_out_folder
 
     if preset not in REPORT_PRESETS:
         raise UsageError(f"--preset {preset!r}; expected one of {', '.join(REPORT_PRESETS)}")
     out = Path(out)
+    check_out_folder(out, "report")  # before any experiment runs: an --out that is a file, or not writable
     jobs = list(jobs) if jobs is not None else plan_jobs(preset, only, model, seed)
     records = run_all(jobs, out, workers=workers, seed=seed, progress=progress)
     report = collect(out, [j.name for j in jobs], records, preset)

@@ -33,6 +33,7 @@ probabilities, ratios, ranks and top-k tokens of that part; the paper's numbers 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -688,28 +689,13 @@ def part(ctx: Context, experiment: str) -> PartResult:
     return PartResult({"models": models, "results": results, "missing": ctx.cache.get("missing", {})}, claims, figures)
 
 
-def part_factual(ctx: Context) -> PartResult:
-    return part(ctx, "factual")
-
-
-def part_factual20(ctx: Context) -> PartResult:
-    return part(ctx, "factual20")
-
-
-def part_ioi(ctx: Context) -> PartResult:
-    return part(ctx, "ioi")
-
-
-def part_prepositions(ctx: Context) -> PartResult:
-    return part(ctx, "prepositions")
-
-
-def part_gpt2_ioi(ctx: Context) -> PartResult:
-    return part(ctx, "gpt2-ioi")
-
-
-def part_sweep(ctx: Context) -> PartResult:
-    return part(ctx, "sweep")
+# One part per experiment of the paper (the entry module names them "module:part_<name>").
+part_factual = functools.partial(part, experiment="factual")
+part_factual20 = functools.partial(part, experiment="factual20")
+part_ioi = functools.partial(part, experiment="ioi")
+part_prepositions = functools.partial(part, experiment="prepositions")
+part_gpt2_ioi = functools.partial(part, experiment="gpt2-ioi")
+part_sweep = functools.partial(part, experiment="sweep")
 
 
 # ----------------------------------------------------------------------------------- figures
