@@ -104,6 +104,27 @@ def test_recall_metrics_by_hand():
     assert (target == batch.extras["clean_target"][batch.loss_mask]).all()  # α = 0: the target is ȳ
 
 
+def test_ioi_metrics_by_hand_read_the_subject_of_each_sequence():
+    from analyses.papers.distributional.data import sample_synthetic_ioi
+
+    model = _model()
+    batch = sample_synthetic_ioi(
+        NoisyICLConfig.preset("official_code", seq_len=32), 16, torch.Generator().manual_seed(3)
+    )
+    batch = dataclasses.replace(batch, targets=batch.extras["clean_target"])  # test on ȳ, as at α = 0
+    logits = model(batch.tokens)[:, -1]  # the one measured position: the last
+    io, s = batch.extras["ybar"], batch.extras["y_distractor"]
+    rows = torch.arange(16)
+    margin = logits[rows, io] - logits[rows, s]
+    m = recall_metrics(model, batch, noise_token=2)
+    assert m["io_s_margin"] == pytest.approx(margin.mean().item(), rel=1e-4, abs=1e-6)
+    assert m["io_over_s"] == pytest.approx((margin > 0).float().mean().item())
+    assert m["p_distractor"] == pytest.approx(logits.softmax(-1)[rows, s].mean().item(), rel=1e-5)
+    # S follows the trigger twice and IO once: the subject is read per sequence, not one token for all
+    assert (io != s).all() and len(set(s.tolist())) > 1
+    assert "io_s_margin" not in recall_metrics(model, _batch(alpha=0.0), noise_token=2)
+
+
 @torch.no_grad()
 def test_dropping_an_ff_by_rank_zero_equals_ablating_its_output():
     """With zero biases, W_in at rank 0 is exactly removing the MLP (``hooks.ablate`` at hook_mlp_out)."""
@@ -332,6 +353,12 @@ def test_micro_other_parts_measure_what_they_claim(tmp_path):
     assert claims["noisy_icl.ioi.adam_L3_accuracy_gain"]["ours"] == pytest.approx(
         adam["F3_rho0.01.acc"] - adam["full.acc"]
     )
+    assert claims["noisy_icl.ioi.adam_L3_io_s_margin_kept"]["ours"] == pytest.approx(
+        adam["F3_rho0.01.io_s_margin"] - adam["full.io_s_margin"]
+    )
+    assert claims["noisy_icl.ioi.sgd_L3_noise_removed"]["ours"] == pytest.approx(
+        sgd["drop_F3.p_noise"] / sgd["full.p_noise"]
+    )
     sweep = part["ff_variants"]["none"]["ov1_rho_sweep"]
     assert [r["rho"] for r in sweep] == [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]
     none_final = part["ff_variants"]["none"]["final"]
@@ -468,9 +495,31 @@ def test_size_options_override_the_preset_and_every_claim_says_so():
     ]
     out = _part_result({}, claims, {}, rc).claims
     assert [c.rule for c in out] == [c.rule for c in claims] and [c.ours for c in out] == [0.95, 0.5]  # still judged
-    assert out[0].note == "sizes changed on the command line: d_model 96 (preset 128), steps 300 (preset 1000)"
+    assert out[0].note == "sizes changed on the command line: d_model 96 (preset 192), steps 300 (preset 1000)"
     assert out[1].note.startswith("kept; sizes changed")
     assert _part_result({}, claims, {}, RunConfig(preset="laptop")).claims == claims  # the preset's run: no note
+
+
+def test_ioi_runs_at_the_presets_ioi_sizes_unless_the_command_line_sets_them():
+    from analyses.papers.distributional.noisy_icl import PRESETS, RunConfig, ioi_config
+
+    sizes = PRESETS["laptop"].ioi
+    scale = ioi_config(RunConfig(preset="laptop")).scale()
+    assert (
+        (scale.d_model, scale.seq_len, scale.batch, scale.d_mlp)
+        == (64, 16, 256, 256)
+        == (
+            sizes.d_model,
+            sizes.seq_len,
+            sizes.batch,
+            sizes.d_mlp,
+        )
+    )
+    assert ioi_config(RunConfig(preset="laptop")).steps == sizes.steps
+    given = ioi_config(RunConfig(preset="laptop", d_model=32, steps=7))
+    assert (given.scale().d_model, given.steps, given.scale().seq_len) == (32, 7, 16)
+    paper = RunConfig(preset="paper")
+    assert ioi_config(paper) == paper  # the paper trains IOI at its main sizes (App. J)
 
 
 # --------------------------------------------------------------------------- the effect itself
@@ -507,3 +556,31 @@ def test_dropping_f2_removes_the_noise_and_recalls_the_answer(trained_effect_run
     assert final["drop_F2.p_noise"] < 0.08, seen
     # the effect is F₂'s: dropping F₁ instead keeps the noise (Fig 10)
     assert final["drop_F1.p_noise"] > 0.3, seen
+
+
+def test_paper_preset_has_the_papers_sizes_and_its_models_take_a_training_step(tmp_path, monkeypatch):
+    """§3.1 and App. J at the paper's d, T and d_mlp (batch and test set cut to 8 sequences: a CPU step at
+    batch 512 takes tens of seconds): the two-layer model and the deepest IOI model train one step each."""
+    from analyses.papers.distributional import noisy_icl
+    from analyses.papers.distributional.data import sample_synthetic_ioi
+
+    p = noisy_icl.PRESETS["paper"]
+    assert (p.d_model, p.seq_len, p.batch, p.d_mlp, p.steps, p.finetune_steps) == (256, 256, 512, 1024, 2000, 2000)
+    assert (p.ioi_layers, p.adam_layers, p.ioi) == ((3, 4, 5, 6, 7), (3, 4, 5), None)
+    monkeypatch.setitem(noisy_icl.PRESETS, "paper", dataclasses.replace(p, batch=8, n_test=8))
+    monkeypatch.setattr(noisy_icl, "eval_steps", lambda steps, sparse=False: ())
+    rc = noisy_icl.RunConfig(preset="paper", steps=1)
+    main = noisy_icl.train_run(tmp_path / "main", rc, progress=False)
+    assert main["model"].cfg.d_model == 256 and main["model"].cfg.n_ctx == 256 and main["model"].cfg.d_mlp == 1024
+    assert [r["step"] for r in main["history"]["eval"]] == [0, 1]
+    assert main["history"]["eval"][-1]["test.full.loss"] != main["history"]["eval"][0]["test.full.loss"]
+    ioi = noisy_icl.train_run(
+        tmp_path / "ioi",
+        dataclasses.replace(noisy_icl.ioi_config(rc), optimizer="adam"),
+        ff=("mlp",) * 7,
+        sampler=sample_synthetic_ioi,
+        rhos=(0.01,),
+        progress=False,
+    )
+    last = ioi["history"]["eval"][-1]
+    assert ioi["model"].cfg.n_layers == 7 and {"test.drop_F7.io_s_margin", "test.F7_rho0.01.acc"} <= set(last)

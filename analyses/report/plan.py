@@ -1,12 +1,13 @@
 """What each report preset runs: per experiment, the experiment's own preset and the parts.
 
-``quick`` (the default) fits in about 15 minutes on 2 CPU cores: each paper's main figure at ``smoke`` size
-(the qualitative effect), without the long sweeps (noisy_icl's ff_variants / finetune, induction_emergence's
-disentangled / sgd_scaling, contextual_recall's world_g). ``smoke`` is the more faithful laptop run; ``paper``
-runs the papers' sizes (a GPU). The parts on pretrained models (LASER, Pythia checkpoints) are in every plan:
-``quick`` and ``smoke`` never download weights unless ``--model`` names some (the workers run with
-``HF_HUB_OFFLINE=1``: a local hub cache is used, else the claims say ``not run`` and why). An experiment that is
-not in a plan (one merged later) runs its default parts at the plan's fallback preset.
+``quick`` (the default) fits in about 15 minutes on 2 CPU cores: each paper's main figure at a laptop size
+(the qualitative effect; noisy_icl's headline at its ``laptop`` preset), without the long sweeps (noisy_icl's
+ff_variants / finetune, induction_emergence's disentangled / sgd_scaling, contextual_recall's world_g).
+``smoke`` is the more faithful laptop run; ``paper`` runs the papers' sizes (a GPU). The parts on pretrained
+models (LASER, Pythia checkpoints) are in every plan: ``quick`` and ``smoke`` never download weights unless
+``--model`` names some (the workers run with ``HF_HUB_OFFLINE=1``: a local hub cache is used, else the claims say
+``not run`` and why). An experiment that is not in a plan (one merged later) runs its default parts at the plan's
+fallback preset.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ REPORT_PRESETS = ("quick", "smoke", "paper")
 # experiment                           its preset and parts (minutes: a rough cost, for the order of the runs)
 PLANS: dict[str, dict[str, Step]] = {
     "quick": {
-        "noisy_icl":           Step("smoke", ("main", "theory"), minutes=5),
+        "noisy_icl":           Step("laptop", ("main", "theory"), minutes=8),
         "induction_emergence": Step("smoke", ("demo", "exact", "ode", "standard", "pythia"), minutes=4),
         "contextual_recall":   Step("smoke", ("construction", "world_r", "pretrained"), minutes=3),
         "ic_recall":           Step("micro", None),
         "laser_pythia":        Step("paper", ("factual",), minutes=0.1),
     },
     "smoke": {
-        "noisy_icl":           Step("smoke", ("main", "ff_variants", "finetune", "multi_trigger", "theory")),
+        "noisy_icl":           Step("laptop", ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory")),
         "induction_emergence": Step("smoke", ("demo", "exact", "ode", "disentangled", "standard", "pythia")),
         "contextual_recall":   Step("smoke", ("construction", "world_r", "world_g", "pretrained")),
         "ic_recall":           Step("smoke", None),

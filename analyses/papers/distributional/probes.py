@@ -61,19 +61,32 @@ def recall_metrics(model: HookedTransformer, batch: Batch, noise_token: int) -> 
 
     ``p_correct`` = p(ȳ) (the target there), ``p_noise`` = p(τ), ``loss`` = cross-entropy (the "clean test
     loss"), ``acc`` = argmax accuracy, ``argmax_noise`` = fraction of argmax = τ.
+
+    On a synthetic-IOI batch (App. J: extras ``y_distractor [B]``, the token that follows the trigger twice —
+    the IOI task's subject S, while ȳ, the one that follows it once, is the indirect object IO) also
+    ``p_distractor`` = p(S), ``io_s_margin`` = mean logit(IO) − logit(S) and ``io_over_s`` = the fraction of
+    sequences with logit(IO) > logit(S): whether the model counts, apart from how much mass τ takes.
     """
     logits = model(batch.tokens)[batch.loss_mask]  # [n, d_vocab]
     target = batch.targets[batch.loss_mask]
     logprobs = logits.float().log_softmax(-1)
     probs = logprobs.exp()
     argmax = logits.argmax(-1)
-    return {
+    out = {
         "p_correct": probs.gather(-1, target[:, None]).mean().item(),
         "p_noise": probs[:, noise_token].mean().item(),
         "loss": -logprobs.gather(-1, target[:, None]).mean().item(),
         "acc": (argmax == target).float().mean().item(),
         "argmax_noise": (argmax == noise_token).float().mean().item(),
     }
+    if "y_distractor" in batch.extras:
+        rows = batch.loss_mask.nonzero()[:, 0]  # the sequence of each measured position
+        subject = batch.extras["y_distractor"].to(rows.device)[rows]
+        margin = logprobs.gather(-1, target[:, None]) - logprobs.gather(-1, subject[:, None])
+        out["p_distractor"] = probs.gather(-1, subject[:, None]).mean().item()
+        out["io_s_margin"] = margin.mean().item()
+        out["io_over_s"] = (margin > 0).float().mean().item()
+    return out
 
 
 def metrics_under_interventions(
