@@ -45,7 +45,7 @@ EXPERIMENT = Experiment(
         "smoke": "d = T = 64, batch 64, 600 steps: a few minutes on a laptop CPU (p(ȳ | drop F₂) ≈ 0.7)",
         "laptop": "d = 192, T = 64, batch 64, d_mlp = 768, 1,000 steps: ≈ 5-9 minutes on one CPU core "
         "(the paper's headline p(ȳ | drop F₂) = 0.98; ours over seeds 0-4 in analyses/papers/distributional/"
-        "README.md); ioi: L = 3 at d = 64, T = 16, batch 256, 1,000 steps",
+        "README.md); ioi: Adam, L = 3 at d = 64, T = 16, batch 256, 1,000 steps (Fig 20)",
         "paper": "d = T = 256, batch 512, d_mlp = 1024, 2,000 steps (a GPU)",
     },
     options=(

@@ -269,6 +269,13 @@ class Experiment:
         except UsageError as exc:
             print(f"{parser.prog}: error: {exc}", file=sys.stderr)
             return 2
+        except FloatingPointError as exc:  # a diverging training run (mechrecall.trainer): the user's to fix
+            print(
+                f"{parser.prog}: error: training diverged: {exc}; the part is marked failed in "
+                f"{Path(args.out) / self.name / 'results.json'} (a changed option needs --fresh or another --out)",
+                file=sys.stderr,
+            )
+            return 1
         except KeyboardInterrupt:
             print(
                 f"\n{parser.prog}: interrupted; finished parts are kept in "

@@ -71,6 +71,8 @@ def _part(name, value):
         CALLS.append(name)
         if ctx.options["fail"] == name:
             raise RuntimeError(f"{name} broke")
+        if ctx.options["fail"] == f"{name}:nan":  # what mechrecall.trainer raises on a diverging run
+            raise FloatingPointError("training loss is nan at step 3; lower the learning rate")
         return PartResult(
             {"value": value, "seed": ctx.seed},
             [ctx.claim(name, "value", f"{name} value", value, at_least(1.0, partial=0.5))],
@@ -149,6 +151,15 @@ def test_bad_input_is_refused_before_any_work(tmp_path):
     with pytest.raises(UsageError, match="exists and is not a folder"):
         TOY.run(tmp_path / "file", preset="micro")
     assert TOY.run(tmp_path / "y", preset="paper", parts=["big"])["summary"]["not reproduced"] == 1
+
+
+def test_a_diverging_run_ends_in_one_line_and_is_marked_failed(tmp_path, capsys):
+    code = TOY.main(["--preset", "micro", "--out", str(tmp_path), "--fail", "second:nan", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "training diverged: training loss is nan at step 3" in err and "results.json" in err
+    data = _read(tmp_path)
+    assert data["parts"]["first"]["status"] == "done" and data["parts"]["second"]["status"] == "failed"
 
 
 def test_claims_carry_preset_seed_and_a_micro_note(tmp_path):

@@ -518,6 +518,7 @@ def test_ioi_runs_at_the_presets_ioi_sizes_unless_the_command_line_sets_them():
     assert ioi_config(RunConfig(preset="laptop")).steps == sizes.steps
     given = ioi_config(RunConfig(preset="laptop", d_model=32, steps=7))
     assert (given.scale().d_model, given.steps, given.scale().seq_len) == (32, 7, 16)
+    assert (PRESETS["laptop"].ioi_layers, PRESETS["laptop"].adam_layers) == ((), (3,))  # Fig 20 only (README)
     paper = RunConfig(preset="paper")
     assert ioi_config(paper) == paper  # the paper trains IOI at its main sizes (App. J)
 
@@ -584,3 +585,28 @@ def test_paper_preset_has_the_papers_sizes_and_its_models_take_a_training_step(t
     )
     last = ioi["history"]["eval"][-1]
     assert ioi["model"].cfg.n_layers == 7 and {"test.drop_F7.io_s_margin", "test.F7_rho0.01.acc"} <= set(last)
+
+
+def test_a_diverging_ioi_run_is_reported_not_run_and_the_others_go_on(tmp_path, monkeypatch):
+    """App. J: Adam at L = 5 "fails to converge"; a run whose loss turns nan gives `not run` claims saying so."""
+    from analyses.noisy_icl import EXPERIMENT
+    from analyses.papers.distributional import noisy_icl
+
+    real = noisy_icl.train_run
+
+    def diverging_sgd(run_dir, rc, **kwargs):
+        if rc.optimizer == "sgd":
+            raise FloatingPointError("training loss is nan at step 7; lower the learning rate")
+        return real(run_dir, rc, **kwargs)
+
+    monkeypatch.setattr(noisy_icl, "train_run", diverging_sgd)
+    data = EXPERIMENT.run(tmp_path, preset="micro", parts=["ioi"], options={"steps": 3})
+    claims = {c["id"].removeprefix("noisy_icl.ioi."): c for c in data["claims"]}
+    sgd = [c for k, c in claims.items() if k.startswith("sgd_L3_")]
+    assert len(sgd) == 4 and all(c["verdict"] == "not run" and "diverged" in c["reason"] for c in sgd)
+    assert data["parts"]["ioi"]["results"]["sgd_L3"] == {
+        "diverged": "training loss is nan at step 7; lower the learning rate"
+    }
+    adam = data["parts"]["ioi"]["results"]["adam_L3"]
+    assert claims["adam_L3_accuracy_gain"]["ours"] == pytest.approx(adam["F3_rho0.01.acc"] - adam["full.acc"])
+    assert data["figures"] == ["fig20_ioi_adam.png"]

@@ -107,8 +107,10 @@ PRESETS = {
         finetune_steps=500,
         sparse_evals=True,
         # IOI's loss is on one position per sequence: at d = 128, T = 64, batch 64 nothing was learned in 700 SGD
-        # steps; a short context and a wide batch learn to copy the trigger's successors within 1,000 Adam steps
-        ioi_layers=(3,),
+        # steps; a short context and a wide batch learn to copy the trigger's successors within 1,000 Adam steps.
+        # SGD (Fig 19) is left to the paper preset: at these sizes lr 0.03 diverged on seeds 2 and 3 (loss nan / inf
+        # at steps 869 / 959) and lr 0.01 had learned nothing by step 700
+        ioi_layers=(),
         adam_layers=(3,),
         ioi=IOISizes(d_model=64, seq_len=16, batch=256, d_mlp=256, steps=1000),
     ),
@@ -656,6 +658,63 @@ def part_multi_trigger(ctx: Context) -> PartResult:
     return _part_result(results, claims, figures, rc)
 
 
+def _ioi_claims(ctx: Context, optimizer: str, n_layers: int, final: dict | None, reason: str = "") -> list[Claim]:
+    """Figs 19-20's claims for one IOI run (``final``: its last evaluation; ``None``: not measured, ``reason``)."""
+    key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
+    fig = "Fig 19" if optimizer == "sgd" else "Fig 20"
+    edit = "dropping" if optimizer == "sgd" else "truncating (ρ = 0.01)"
+    run = f"IOI, {optimizer}, L = {n_layers}"
+    f = final or {}
+    rows = [
+        (
+            "counts",
+            f"{run}: the trained model counts — logit(IO) > logit(S), IO following the trigger once and S twice "
+            "(fraction of test sequences, full model)",
+            lambda: f["full.io_over_s"],
+            at_least(0.9, partial=0.6),
+            'App. J ("this task also requires counting")',
+            lambda: "0.5: no counting (the model copies the trigger's successors without telling IO from S)",
+        ),
+        (
+            "accuracy_gain",
+            f"{run}: {edit} the last MLP raises accuracy (edited minus full)",
+            lambda: f[f"{key}.acc"] - f["full.acc"],
+            at_least(0.05, partial=0.0),
+            fig,
+            lambda: f"full {f['full.acc']:.3f}, edited {f[f'{key}.acc']:.3f}",
+        ),
+        (
+            "noise_removed",
+            f"{run}: {edit} the last MLP removes most of τ (p(τ) edited / full)",
+            lambda: f[f"{key}.p_noise"] / max(f["full.p_noise"], 1e-12),
+            at_most(0.5, partial=0.8),
+            f"{fig}, §3",
+            lambda: f"p(τ) full {f['full.p_noise']:.3f}, edited {f[f'{key}.p_noise']:.3f}",
+        ),
+        (
+            "io_s_margin_kept",
+            f"{run}: {edit} the last MLP leaves the IO/S logit margin (the in-context counting) where it was "
+            "(edited minus full, in logits)",
+            lambda: f[f"{key}.io_s_margin"] - f["full.io_s_margin"],
+            near(0.0, 0.25, partial_tol=0.5),
+            f"{fig}, §3",
+            lambda: (
+                f"margin full {f['full.io_s_margin']:.3f}, edited {f[f'{key}.io_s_margin']:.3f}; IO preferred "
+                f"to S on {f['full.io_over_s']:.2f} of the sequences (full), {f[f'{key}.io_over_s']:.2f} (edited)"
+            ),
+        ),
+    ]
+    if final is None:
+        return [
+            ctx.claim("ioi", f"{optimizer}_L{n_layers}_{name}", text, None, rule, where=where, reason=reason)
+            for name, text, _, rule, where, _ in rows
+        ]
+    return [
+        ctx.claim("ioi", f"{optimizer}_L{n_layers}_{name}", text, value(), rule, where=where, note=note())
+        for name, text, value, rule, where, note in rows
+    ]
+
+
 def ioi_config(rc: RunConfig) -> RunConfig:
     """The IOI runs' configuration: the preset's IOI sizes (``Preset.ioi``) unless set on the command line."""
     sizes = PRESETS[rc.preset].ioi
@@ -678,68 +737,24 @@ def part_ioi(ctx: Context) -> PartResult:
     results, claims, figures = {}, [], {}
     for optimizer, layers in (("sgd", scale.ioi_layers), ("adam", scale.adam_layers)):
         histories = {}
-        fig = "Fig 19" if optimizer == "sgd" else "Fig 20"
         for n_layers in layers:
-            name = f"ioi_{optimizer}_L{n_layers}"
-            run = train_run(
-                ctx.run_dir(name),
-                dataclasses.replace(ioi_rc, optimizer=optimizer),
-                ff=("mlp",) * n_layers,
-                sampler=sample_synthetic_ioi,
-                rhos=(0.01,),
-                progress=ctx.progress,
-            )
-            final = _final(run["history"])
-            histories[n_layers] = run["history"]
-            key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
-            results[f"{optimizer}_L{n_layers}"] = final
-            edit = "dropping" if optimizer == "sgd" else "truncating (ρ = 0.01)"
             run_id = f"{optimizer}_L{n_layers}"
-            counts = (
-                f"IO preferred to S on {final['full.io_over_s']:.2f} of the sequences (full), "
-                f"{final[f'{key}.io_over_s']:.2f} (edited)"
-            )
-            claims += [
-                ctx.claim(
-                    "ioi",
-                    f"{run_id}_counts",
-                    f"IOI, {optimizer}, L = {n_layers}: the trained model counts — logit(IO) > logit(S), IO "
-                    "following the trigger once and S twice (fraction of test sequences, full model)",
-                    final["full.io_over_s"],
-                    at_least(0.9, partial=0.6),
-                    where='App. J ("this task also requires counting")',
-                    note="0.5: no counting (the model copies the trigger's successors without telling IO from S)",
-                ),
-                ctx.claim(
-                    "ioi",
-                    f"{run_id}_accuracy_gain",
-                    f"IOI, {optimizer}, L = {n_layers}: {edit} the last MLP raises accuracy (edited minus full)",
-                    final[f"{key}.acc"] - final["full.acc"],
-                    at_least(0.05, partial=0.0),
-                    where=fig,
-                    note=f"full {final['full.acc']:.3f}, edited {final[f'{key}.acc']:.3f}",
-                ),
-                ctx.claim(
-                    "ioi",
-                    f"{run_id}_noise_removed",
-                    f"IOI, {optimizer}, L = {n_layers}: {edit} the last MLP removes most of τ (p(τ) edited / full)",
-                    final[f"{key}.p_noise"] / max(final["full.p_noise"], 1e-12),
-                    at_most(0.5, partial=0.8),
-                    where=f"{fig}, §3",
-                    note=f"p(τ) full {final['full.p_noise']:.3f}, edited {final[f'{key}.p_noise']:.3f}",
-                ),
-                ctx.claim(
-                    "ioi",
-                    f"{run_id}_io_s_margin_kept",
-                    f"IOI, {optimizer}, L = {n_layers}: {edit} the last MLP leaves the IO/S logit margin (the "
-                    "in-context counting) where it was (edited minus full, in logits)",
-                    final[f"{key}.io_s_margin"] - final["full.io_s_margin"],
-                    near(0.0, 0.25, partial_tol=0.5),
-                    where=f"{fig}, §3",
-                    note=f"margin full {final['full.io_s_margin']:.3f}, edited {final[f'{key}.io_s_margin']:.3f}; "
-                    + counts,
-                ),
-            ]
+            try:
+                run = train_run(
+                    ctx.run_dir(f"ioi_{run_id}"),
+                    dataclasses.replace(ioi_rc, optimizer=optimizer),
+                    ff=("mlp",) * n_layers,
+                    sampler=sample_synthetic_ioi,
+                    rhos=(0.01,),
+                    progress=ctx.progress,
+                )
+            except FloatingPointError as exc:  # App. J: Adam at L = 5 "fails to converge" (no normalization)
+                results[run_id] = {"diverged": str(exc)}
+                claims += _ioi_claims(ctx, optimizer, n_layers, None, reason=f"training diverged: {exc}")
+                continue
+            histories[n_layers] = run["history"]
+            results[run_id] = _final(run["history"])
+            claims += _ioi_claims(ctx, optimizer, n_layers, results[run_id])
         if histories:
             figures[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = _fig_ioi(histories, optimizer)
     part = _part_result(results, claims, figures, rc)
