@@ -354,13 +354,10 @@ class Experiment:
             if record and record.get("status") == STATUS_DONE:
                 ctx.say(f"{name}: done earlier, kept ({record.get('seconds', 0):.0f} s)")
                 continue
+            ctx.say(f"{name}: running ({preset} preset, seed {seed})")
             started = time.perf_counter()
             try:
-                # the part's module is imported before "running" is said: a Ctrl-C that lands inside a third-party
-                # import may be swallowed by a bare ``except:`` there (the Ctrl-C test once saw a run go on, under load)
-                function = functions[name].resolve()
-                ctx.say(f"{name}: running ({preset} preset, seed {seed})")
-                result = function(ctx)
+                result = functions[name].resolve()(ctx)
             except (UsageError, KeyboardInterrupt):
                 raise
             except Exception as exc:

@@ -45,16 +45,23 @@ def test_results_json_that_is_not_json_is_named(tmp_path):
 
 
 def test_ctrl_c_says_where_it_stopped_and_how_to_resume(tmp_path):
+    # A shell without job control starts background jobs with SIGINT ignored, and Python keeps an inherited
+    # SIG_IGN (no KeyboardInterrupt ever): the tests run in the background (`nohup make test &`) would then
+    # hang here. The child gets the default disposition, as a command typed at a terminal has.
     proc = subprocess.Popen(
         [*DEMO, "--steps", "100000", "--out", str(tmp_path), "--no-progress"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    assert "demo: running" in proc.stdout.readline()  # training has started
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    try:
+        assert "demo: running" in proc.stdout.readline()  # training has started
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()  # never leave a 100,000-step run behind
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err and "Rerun the same command to resume" in err
 
