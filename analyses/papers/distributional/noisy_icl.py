@@ -11,7 +11,8 @@ config → data (``data.py``) → model (``models.py``) → train (the one train
 - ``finetune``: clean pre-training, then noisy fine-tuning of all weights — Figs 4 (right), 8 (right).
 - ``multi_trigger``: five triggers Q = {1, 39, 43, 53, 58} — Fig 9 (right).
 - ``ioi``: synthetic IOI with L = 3..7 layers (SGD, drop the last MLP) and L = 3..5 (Adam, ρ = 0.01) —
-  Figs 19-20 (``paper`` preset; ``micro`` runs L = 3 only, to exercise the pipeline).
+  Figs 19-20 (``paper`` preset; ``laptop`` runs Adam at L = 3 at its own small sizes, ``Preset.ioi``; ``micro``
+  runs L = 3 only, to exercise the pipeline); accuracy, p(τ) and the IO/S logit margin.
 - ``theory``: Theorem 1 one-step margins, the App. B.3 recursion, Theorem 3 and the linear associative
   memory of Fig 18 (``theory.py``).
 """
