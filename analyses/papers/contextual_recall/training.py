@@ -8,7 +8,7 @@ same pool as the query), and for World-G ICL+Grm with S_ft = 1 (Fig. 15).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -124,20 +124,7 @@ def train_g(run: RunG, seed: int, out: Path, *, device=None, progress=False, fin
     for kind in finetune:
         m = _copy(model)
         grm = 0 if kind == "ICL" else run.grm_len
-        tcf = TrainConfig(
-            steps=run.ft_steps,
-            optimizer="adamw",
-            lr=run.ft_lr,
-            betas=(0.9, 0.95),
-            weight_decay=run.weight_decay,
-            param_groups=no_decay,
-            grad_clip=1.0,
-            loss_positions="mask",
-            eval_every=run.ft_eval_every,
-            checkpoint_every=run.checkpoint_every,
-            seed=seed + 1,
-            progress=progress,
-        )
+        tcf = replace(tc, steps=run.ft_steps, lr=run.ft_lr, eval_every=run.ft_eval_every, seed=seed + 1)
         r = train(
             m,
             lambda step, gen, grm=grm: sample_icl(world, run.batch, N, gen, demo_subjects=ft, grammar_len=grm),
@@ -180,17 +167,9 @@ def train_r(run: RunR, seed: int, out: Path, *, positions: str = "relative", dev
     )
     res = train(model, lambda step, gen: sample_pt_rel(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
     m = _copy(model)
-    tcf = TrainConfig(
-        steps=run.ft_steps,
-        optimizer="adamw",
-        lr=run.ft_lr,
-        weight_decay=run.weight_decay,
-        loss_positions="mask",
-        eval_every=run.ft_eval_every,
-        checkpoint_every=run.checkpoint_every,
-        seed=seed + 1,
-        progress=progress,
-    )
+    tcf = replace(
+        tc, steps=run.ft_steps, lr=run.ft_lr, schedule="constant", eval_every=run.ft_eval_every, seed=seed + 1
+    )  # fine-tuning: the same recipe at a constant learning rate
     r = train(
         m,
         lambda step, gen: sample_icl_rel(world, run.batch, N, gen, demo_subjects=ft),

@@ -51,6 +51,19 @@ PATTERN = {
     },
 }
 
+_SAMPLES_SMOKE = {
+    "affine_n": (5, 7, 11, 13),
+    "N": (1, 2, 4, 8, 16),
+    "seeds": tuple(range(5)),
+    "lr": 1e-2,
+    "steps": 1000,
+    "full_n": (5, 7, 11),
+    "full_N": (2, 8, 32, 128),
+    "full_seeds": (0, 1),
+    "full_steps": 1000,
+    "fig3": None,
+}
+
 SAMPLES = {
     "micro": {
         "affine_n": (5, 7),
@@ -64,28 +77,9 @@ SAMPLES = {
         "full_steps": 60,
         "fig3": None,
     },
-    "smoke": {
-        "affine_n": (5, 7, 11, 13),
-        "N": (1, 2, 4, 8, 16),
-        "seeds": tuple(range(5)),
-        "lr": 1e-2,
-        "steps": 1000,
-        "full_n": (5, 7, 11),
-        "full_N": (2, 8, 32, 128),
-        "full_seeds": (0, 1),
-        "full_steps": 1000,
-        "fig3": None,
-    },
-    "paper": {
-        "affine_n": (5, 7, 11, 13),
-        "N": (1, 2, 4, 8, 16),
-        "seeds": tuple(range(5)),
-        "lr": 1e-2,
-        "steps": 1000,
-        "full_n": (5, 7, 11),
-        "full_N": (2, 8, 32, 128),
-        "full_seeds": (0, 1),
-        "full_steps": 1000,
+    "smoke": _SAMPLES_SMOKE,
+    "paper": {  # smoke's runs, plus the Fig 3 sweep
+        **_SAMPLES_SMOKE,
         "fig3": {
             "n": (8, 16, 32, 64),
             "m": 64,
