@@ -27,23 +27,32 @@ EXPERIMENT = Experiment(
             f"{PKG}.parts:part_construction",
             "Prop. 1-4 weights in a HookedTransformer; Theorem 2's "
             "two-step cascade (exact population gradients where small)",
+            reports=("quick", "smoke", "paper"),
         ),
         Part(
             "world_r",
             f"{PKG}.parts:part_world_r",
             "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, OV slices (Figs. 9-12, 19-21)",
+            reports=("quick", "smoke", "paper"),
         ),
-        Part("world_r_absolute", f"{PKG}.parts:part_world_r_absolute", "Model B′ (absolute positions) (Figs. 22-26)"),
+        Part(
+            "world_r_absolute",
+            f"{PKG}.parts:part_world_r_absolute",
+            "Model B′ (absolute positions) (Figs. 22-26)",
+            reports=("paper",),
+        ),
         Part(
             "world_g",
             f"{PKG}.parts:part_world_g",
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
+            reports=("smoke", "paper"),
         ),
         Part(
             "pretrained",
             f"{PKG}.pretrained:part_pretrained",
             "extension (not in the paper): task-vector geometry "
             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
+            reports=("quick", "smoke", "paper"),
         ),
     ),
     options=(
@@ -65,6 +74,7 @@ EXPERIMENT = Experiment(
         Option("--checkpoint", type=int, default=None, help="pretrained part: Pythia training step"),
     ),
     check=f"{PKG}.parts:check",
+    report_presets={"quick": "smoke", "smoke": "smoke", "paper": "paper"},
 )
 
 main = EXPERIMENT.main

@@ -19,17 +19,48 @@ EXPERIMENT = Experiment(
     summary="A one-layer transformer with a frozen MLP associative memory learns in-context factual recall "
     "through a pairwise attention pattern, from a handful of fine-tuning samples.",
     parts=(
-        Part("exact", f"{PKG}.parts:part_exact", "the construction vs its closed-form logits, memory recall, ties"),
-        Part("pattern", f"{PKG}.parts:part_pattern", "Fig 2: pairwise attention, first/second step vs ceilings"),
-        Part("sample_complexity", f"{PKG}.parts:part_sample_complexity", "Fig 3: accuracy vs fine-tuning samples N"),
-        Part("algorithm1", f"{PKG}.parts:part_algorithm1", "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies"),
-        Part("pretrained_mlp", f"{PKG}.parts:part_pretrained_mlp", "Fig 4: pretrained MLP, full attention fine-tuning"),
-        Part("benchmark", f"{PKG}.parts:part_benchmark", "TL vs closed-form step time; sweep with 1 vs 2 workers"),
+        Part(
+            "exact",
+            f"{PKG}.parts:part_exact",
+            "the construction vs its closed-form logits, memory recall, ties",
+            reports=("quick", "smoke", "paper"),
+        ),
+        Part(
+            "pattern",
+            f"{PKG}.parts:part_pattern",
+            "Fig 2: pairwise attention, first/second step vs ceilings",
+            reports=("quick", "smoke", "paper"),
+        ),
+        Part(
+            "sample_complexity",
+            f"{PKG}.parts:part_sample_complexity",
+            "Fig 3: accuracy vs fine-tuning samples N",
+            reports=("quick", "smoke", "paper"),
+        ),
+        Part(
+            "algorithm1",
+            f"{PKG}.parts:part_algorithm1",
+            "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies",
+            reports=("quick", "smoke", "paper"),
+        ),
+        Part(
+            "pretrained_mlp",
+            f"{PKG}.parts:part_pretrained_mlp",
+            "Fig 4: pretrained MLP, full attention fine-tuning",
+            reports=("quick", "smoke", "paper"),
+        ),
+        Part(
+            "benchmark",
+            f"{PKG}.parts:part_benchmark",
+            "TL vs closed-form step time; sweep with 1 vs 2 workers",
+            reports=("quick", "smoke", "paper"),
+        ),
         Part(
             "pretrained",
             f"{PKG}.pretrained_heads:part_pretrained",
             "extension (not in the paper): pairwise-attention "
             "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
+            reports=("quick", "smoke", "paper"),
         ),
     ),
     options=(
@@ -46,6 +77,7 @@ EXPERIMENT = Experiment(
         Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF directory"),
     ),
     check=f"{PKG}.parts:check",
+    report_presets={"quick": "micro", "smoke": "smoke", "paper": "paper"},
 )
 
 main = EXPERIMENT.main

@@ -22,18 +22,26 @@ EXPERIMENT = Experiment(
             "demo",
             f"{PKG}.demo:part_demo",
             "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
+            reports=("quick", "smoke", "paper"),
         ),
         Part(
             "exact",
             f"{X}:part_exact",
             "exact checks: closed form = matrix model, TL embedding = plain torch "
             "(forward, gradients), Theorem 1 orbit residual (float64)",
+            reports=("quick", "smoke", "paper"),
         ),
-        Part("ode", f"{X}:part_ode", "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²"),
+        Part(
+            "ode",
+            f"{X}:part_ode",
+            "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²",
+            reports=("quick", "smoke", "paper"),
+        ),
         Part(
             "disentangled",
             f"{X}:part_disentangled",
             "Figs 3, 4 (15, 16): SGD on the disentangled transformer, all weights vs only α₃, β₂, γ₃",
+            reports=("smoke", "paper"),
         ),
         Part(
             "weights",
@@ -41,24 +49,30 @@ EXPERIMENT = Experiment(
             "Figs 6-14: weight heatmaps after the paper's numbers of steps "
             "(smoke: the disentangled part's snapshots instead)",
             presets=("micro", "paper"),
+            reports=("paper",),
         ),
         Part(
             "standard",
             f"{X}:part_standard",
             "Figs 2, 17: the §2 transformer on the token ICL task; head roles, interpretable QK/OV matrices",
+            reports=("quick", "smoke", "paper"),
         ),
         Part(
             "sgd_scaling",
             f"{X}:part_sgd_scaling",
             "t_ICL vs N from full SGD training at 3 N, several seeds (smoke: <= 15 min on 2 cores)",
+            reports=("paper",),
         ),
         Part(
             "pythia",
             f"{PKG}.pythia:part_pythia",
             "beyond the paper: head-role scores across Pythia checkpoints and "
             "when induction heads form (--model, --checkpoints)",
+            reports=("quick", "smoke", "paper"),
         ),
-        Part("benchmark", f"{X}:part_benchmark", "training step: HookedTransformer embedding vs plain torch"),
+        Part(
+            "benchmark", f"{X}:part_benchmark", "training step: HookedTransformer embedding vs plain torch", reports=()
+        ),
     ),
     default_parts=("demo", "exact", "ode", "disentangled", "weights", "standard", "pythia", "benchmark"),
     options=(
@@ -102,6 +116,7 @@ EXPERIMENT = Experiment(
     ),
     check=f"{X}:check",
     epilog="sgd_scaling is not in the default parts: run it with --experiment sgd_scaling.",
+    report_presets={"quick": "smoke", "smoke": "smoke", "paper": "paper"},
 )
 
 main = EXPERIMENT.main

@@ -22,12 +22,35 @@ EXPERIMENT = Experiment(
     "that feed-forward layers predict from distributional statistics and lets the in-context answer win "
     "(§4.1, App. C, I). Every truncation edits raw (unprocessed) weights and is undone bit-exact.",
     parts=(
-        Part("factual", f"{PKG}:part_factual", "'Madrid is located in' → ' Spain' on Pythia-1B (Table 1, Fig 5 right)"),
-        Part("factual20", f"{PKG}:part_factual20", "the 20 factual prompts of Table 5 on Pythia-1B/1.4B/2.8B (Fig 16)"),
-        Part("ioi", f"{PKG}:part_ioi", "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)"),
-        Part("prepositions", f"{PKG}:part_prepositions", "rank of ' the' after prepositions across training (Fig 14)"),
-        Part("gpt2-ioi", f"{PKG}:part_gpt2_ioi", "GPT-2 small IOI, layers 9-12 over a ρ grid (Fig 17)"),
-        Part("sweep", f"{PKG}:part_sweep", "LASER search over late layers x {W_in, W_out} x ρ on --prompts"),
+        Part(
+            "factual",
+            f"{PKG}:part_factual",
+            "'Madrid is located in' → ' Spain' on Pythia-1B (Table 1, Fig 5 right)",
+            reports=("quick", "smoke", "paper"),
+            minutes={"paper": 0.1},
+        ),
+        Part(
+            "factual20",
+            f"{PKG}:part_factual20",
+            "the 20 factual prompts of Table 5 on Pythia-1B/1.4B/2.8B (Fig 16)",
+            reports=("paper",),
+        ),
+        Part("ioi", f"{PKG}:part_ioi", "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)", reports=("paper",)),
+        Part(
+            "prepositions",
+            f"{PKG}:part_prepositions",
+            "rank of ' the' after prepositions across training (Fig 14)",
+            reports=("paper",),
+        ),
+        Part(
+            "gpt2-ioi",
+            f"{PKG}:part_gpt2_ioi",
+            "GPT-2 small IOI, layers 9-12 over a ρ grid (Fig 17)",
+            reports=("paper",),
+        ),
+        Part(
+            "sweep", f"{PKG}:part_sweep", "LASER search over late layers x {W_in, W_out} x ρ on --prompts", reports=()
+        ),
     ),
     default_parts=("factual",),
     presets=("paper",),
@@ -70,6 +93,7 @@ EXPERIMENT = Experiment(
     ),
     check=f"{PKG}:check",
     epilog="--seed is the seed of the IOI prompt draw.",
+    report_presets={"quick": "paper", "smoke": "paper", "paper": "paper"},
 )
 
 main = EXPERIMENT.main

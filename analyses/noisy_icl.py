@@ -25,18 +25,36 @@ EXPERIMENT = Experiment(
             "main",
             f"{PKG}:part_main",
             "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, 7, 8, 9, 10)",
+            reports=("quick", "smoke", "paper"),
+            minutes={"laptop": 8},
         ),
-        Part("ff_variants", f"{PKG}:part_ff_variants", "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)"),
-        Part("finetune", f"{PKG}:part_finetune", "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)"),
-        Part("multi_trigger", f"{PKG}:part_multi_trigger", "five triggers (Fig 9 right)"),
+        Part(
+            "ff_variants",
+            f"{PKG}:part_ff_variants",
+            "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)",
+            reports=("smoke", "paper"),
+        ),
+        Part(
+            "finetune",
+            f"{PKG}:part_finetune",
+            "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)",
+            reports=("smoke", "paper"),
+        ),
+        Part("multi_trigger", f"{PKG}:part_multi_trigger", "five triggers (Fig 9 right)", reports=("smoke", "paper")),
         Part(
             "ioi",
             f"{PKG}:part_ioi",
             "synthetic IOI with deeper models: accuracy, p(τ) and the IO/S margin, full vs the last MLP dropped or "
             "truncated (Figs 19, 20)",
             presets=("micro", "laptop", "paper"),
+            reports=("smoke", "paper"),
         ),
-        Part("theory", f"{PKG}:part_theory", "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)"),
+        Part(
+            "theory",
+            f"{PKG}:part_theory",
+            "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)",
+            reports=("quick", "smoke", "paper"),
+        ),
     ),
     default_parts=("main",),
     presets=("micro", "smoke", "laptop", "paper"),
@@ -65,6 +83,7 @@ EXPERIMENT = Experiment(
         Option("--lr", type=float, default=0.03, help="SGD learning rate (default %(default)s; Adam runs use 3e-3)"),
     ),
     check=f"{PKG}:check",
+    report_presets={"quick": "laptop", "smoke": "laptop", "paper": "paper"},
 )
 
 main = EXPERIMENT.main

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_help.py --quick    # 3 rounds, ~10 s
     .venv/bin/python benchmarks/bench_help.py --json runs/bench_help.json
 
-The experiments are the ones ``mechrecall`` finds (``mechrecall.__main__.experiments()``: the modules beside
+The experiments are the ones ``mechrecall`` finds (``analyses.registry.experiments()``: the modules beside
 ``analyses/__init__.py`` that declare an ``EXPERIMENT``), so a new one is benchmarked without editing this
 file. Each candidate is one subprocess, the output discarded: ``python -c pass`` (the baseline: interpreter
 start-up and ``site``) and ``python -m analyses.<name> --help`` for every experiment, with the same
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from timing import compare, row
 
-from mechrecall.__main__ import experiments
+from analyses.registry import experiments
 from mechrecall.io import atomic_write_json
 
 NAME = "help"

@@ -15,17 +15,24 @@ weights here, a preset that does not include the run, ...; ``reason`` says which
 
 Rules are built with :func:`at_least`, :func:`at_most`, :func:`between`, :func:`near` and
 :func:`is_true`; each may carry a looser ``partial`` band.
+
+A paper declares its claims once, as a table of :class:`ClaimSpec` (``analyses/papers/<paper>/claims.py``):
+the statement, where in the paper, the paper's number, the rule, the entry of the part's results it reads and
+its class (``paper``, ``extension`` beyond the paper, ``ablation``). The protocol evaluates the table against
+each part's results (:func:`evaluate`); no part builds a claim.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 VERDICTS = ("reproduced", "partial", "not reproduced", "not run")
 REPRODUCED, PARTIAL, NOT_REPRODUCED, NOT_RUN = VERDICTS
+KINDS = ("paper", "extension", "ablation")  # a claim's class: the paper's statement, ours beyond it, an ablation
+NOT_RUN_KEY = "not_run"  # a results entry {"not_run": "why"} (at any level of a path) makes its claims `not run`
 
 
 def _fmt(x: float) -> str:
@@ -156,6 +163,7 @@ class Claim:
     preset: str = ""
     seeds: tuple[int, ...] = ()
     spread: tuple[float, float] | None = None
+    kind: str = "paper"
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -167,6 +175,8 @@ class Claim:
             )
         if self.paper is not None and not isinstance(self.paper, (int, float)):
             raise TypeError(f"claim {self.id}: paper={self.paper!r}; expected a number or None")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind={self.kind!r}; expected one of {', '.join(KINDS)}")
 
     @property
     def verdict(self) -> str:
@@ -194,6 +204,7 @@ class Claim:
             "note": self.note,
             "reason": reason,
             "spread": list(self.spread) if self.spread is not None else None,
+            "class": self.kind,
             **dict(self.extra),
         }
 
@@ -230,3 +241,114 @@ def spread_of(values: Sequence[float]) -> tuple[float, float]:
     if not finite:
         raise ValueError("spread_of: no finite values")
     return (min(finite), max(finite))
+
+
+Results = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    """One claim, declared once; :meth:`evaluate` reads its number from a part's results.
+
+    Args:
+        id: ``<part>.<name>`` (the experiment's name is prefixed in the row: ``noisy_icl.main.p_noise_full``).
+        claim: the paper's statement in words.
+        reads: the results entry holding our number, keys joined by ``/`` (``"final/drop_F2.p_correct"``).
+        rule: a :class:`Rule`, or a function of the part's results returning one (a rule that depends on an
+            option, e.g. within ±0.1 of the training α).
+        where: section / figure / table / theorem in the paper.
+        paper: the paper's number (or a function of the results giving it), ``None`` where it states none.
+        kind: ``paper``, ``extension`` (ours, beyond the paper) or ``ablation``.
+        note: what a reader needs beside the number.
+    """
+
+    id: str
+    claim: str
+    reads: str
+    rule: Rule | Callable[[Results], Rule]
+    where: str = ""
+    paper: float | None | Callable[[Results], float | None] = None
+    kind: str = "paper"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.id.count(".") < 1 or any(c.isspace() for c in self.id):
+            raise ValueError(f"ClaimSpec.id={self.id!r}; expected '<part>.<name>' without spaces")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id}: kind={self.kind!r}; expected one of {', '.join(KINDS)}")
+
+    @property
+    def part(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def evaluate(
+        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
+    ) -> Claim:
+        """The claim row's data for this part's ``results`` (``not run`` with the reason where the entry is
+        missing or says ``{"not_run": why}``)."""
+        ours, reason = lookup(results, self.reads)
+        rule = self.rule(results) if callable(self.rule) else self.rule
+        paper = self.paper(results) if callable(self.paper) else self.paper
+        if ours is not None and not isinstance(ours, (bool, int, float)):
+            ours = float(ours)
+        notes = "; ".join(n for n in (self.note, note) if n)
+        return Claim(
+            id=f"{experiment}.{self.id}",
+            claim=self.claim,
+            ours=ours,
+            rule=rule,
+            paper=paper,
+            where=self.where,
+            note=notes,
+            reason=reason,
+            preset=preset,
+            seeds=tuple(seeds),
+            kind=self.kind,
+        )
+
+
+def lookup(results: Results, path: str) -> tuple[Any, str]:
+    """``(value, "")`` of the entry ``path`` (keys joined by ``/``), or ``(None, why)`` where it is missing, ``None``
+    or below a ``{"not_run": why}`` entry."""
+    node: Any = results
+    for key in path.split("/"):
+        if isinstance(node, Mapping) and NOT_RUN_KEY in node:
+            return None, str(node[NOT_RUN_KEY])
+        if not isinstance(node, Mapping) or key not in node:
+            return None, f"not measured: the results have no entry {path!r}"
+        node = node[key]
+    if isinstance(node, Mapping) and NOT_RUN_KEY in node:
+        return None, str(node[NOT_RUN_KEY])
+    if node is None:
+        return None, f"not measured: the results entry {path!r} is empty"
+    return node, ""
+
+
+def evaluate(
+    specs: Iterable[ClaimSpec],
+    part: str,
+    results: Results,
+    *,
+    experiment: str,
+    preset: str = "",
+    seeds: Sequence[int] = (),
+    note: str = "",
+) -> list[Claim]:
+    """The claims of ``part``: each spec of that part evaluated against the part's ``results``."""
+    return [
+        spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note)
+        for spec in specs
+        if spec.part == part
+    ]
+
+
+def check_table(specs: Sequence[ClaimSpec], parts: Iterable[str]) -> None:
+    """A claims table's own consistency: unique ids, each naming a part of the experiment (``ValueError``)."""
+    ids = [s.id for s in specs]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ValueError(f"claims declared twice: {duplicates}")
+    known = set(parts)
+    stray = sorted({s.part for s in specs} - known)
+    if stray:
+        raise ValueError(f"claims name parts {stray}; expected some of {sorted(known)}")

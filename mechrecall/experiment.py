@@ -1,19 +1,23 @@
 """The experiment protocol: one CLI, one run loop and one results file for every paper's experiment.
 
-An experiment declares its name, paper, parts (sub-experiments), presets and own options::
+An experiment declares its name, paper, parts (sub-experiments), presets, claims and own options::
 
     EXPERIMENT = Experiment(
         name="noisy_icl", paper="Distributional Associations vs In-Context Reasoning (Chen, Bruna & Bietti)",
         summary="FF layers store the noise association, attention recalls in context.",
-        parts=(Part("main", "analyses.papers.distributional.noisy_icl:part_main", "Figs 3, 4, 7-10"), ...),
-        options=(Option("--alpha", type=float, default=0.5, help="noise probability"),),
+        package="analyses.papers.distributional",          # presets: PKG.presets:PRESETS, claims: PKG.claims:CLAIMS
+        parts=(Part("main", "analyses.papers.distributional.parts:part_main", "Figs 3, 4, 7-10"), ...),
+        options=(Option("--steps", type=int, low=1, field="steps", help="training steps"),),
     )
     if __name__ == "__main__":
         sys.exit(EXPERIMENT.main())
 
 and gets ``--preset --experiment --seed --out --device --threads --no-progress --fresh --help`` plus
-its own options. A part is ``function(ctx: Context) -> PartResult``, named as ``"module:function"``
-and imported only after the options are parsed (so ``--help`` answers without importing torch).
+its own options. A part is ``function(ctx: Context) -> PartResult`` (its numbers and figures), named as
+``"module:function"`` and imported only after the options are parsed (so ``--help`` answers without importing
+torch). The protocol knows which part runs (``ctx.part``), hands it the typed preset with the options that
+override a preset field applied (``ctx.params``), and evaluates the paper's claims table against the part's
+results; every claim of a run whose sizes differ from the named preset says so in its note.
 
 Results go to ``OUT/<experiment>/results.json`` (schema ``mechrecall.results/2``), **rewritten after
 each part finishes**; a rerun into the same folder keeps finished parts and skips them (training runs
@@ -38,8 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mechrecall.claims import Claim, Rule, summary
+from mechrecall.claims import ClaimSpec, check_table, evaluate, summary
 from mechrecall.errors import UsageError
+from mechrecall.presets import Preset, describe_overrides, override
 
 RESULTS_SCHEMA = "mechrecall.results/2"
 PRESETS = ("micro", "smoke", "paper")
@@ -54,12 +59,24 @@ STATUS_DONE, STATUS_FAILED = "done", "failed"
 @dataclass(frozen=True)
 class Part:
     """A sub-experiment: ``run`` is ``function(ctx) -> PartResult`` or its ``"module:function"`` name (imported
-    only when the part runs, so ``--help`` stays fast)."""
+    only when the part runs, so ``--help`` stays fast).
+
+    ``presets``: the presets that include it (``None``: all). ``seeded``: whether ``--seed`` changes it (an exact
+    computation does not: another seed is refused, naming the part). ``reports``: the report presets
+    (``quick``, ``smoke``, ``paper``) whose plan runs it. ``minutes``: its rough cost on one core per preset (the
+    report starts the longest jobs first)."""
 
     name: str
     run: str | Callable[["Context"], "PartResult"]
     help: str
-    presets: tuple[str, ...] | None = None  # the presets that include it (None: all)
+    presets: tuple[str, ...] | None = None
+    seeded: bool = True
+    reports: tuple[str, ...] = ("smoke", "paper")
+    minutes: Mapping[str, float] = field(default_factory=dict)
+
+    def cost(self, preset: str) -> float:
+        """Rough minutes on one core at ``preset`` (1 where undeclared)."""
+        return float(self.minutes.get(preset, 1.0))
 
     def resolve(self) -> Callable[["Context"], "PartResult"]:
         return _resolve(self.run)
@@ -77,38 +94,75 @@ def _resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
 class Option:
     """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``).
 
-    ``compare=False`` marks an option that does not change the numbers (a rerun with another value resumes)."""
+    ``compare=False`` marks an option that does not change the numbers (a rerun with another value resumes).
+    ``low`` / ``high``: the inclusive range of a numeric option, checked before any work (one line naming the
+    value). ``field``: the preset field the option overrides (its default ``None`` means "the preset's"); the
+    claims of a run where it differs from the preset say so."""
 
     flags: tuple[str, ...]
     kwargs: Mapping[str, Any]
     compare: bool
+    low: float | None
+    high: float | None
+    field: str | None
 
-    def __init__(self, *flags: str, compare: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *flags: str,
+        compare: bool = True,
+        low: float | None = None,
+        high: float | None = None,
+        field: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         object.__setattr__(self, "flags", flags)
         object.__setattr__(self, "kwargs", kwargs)
         object.__setattr__(self, "compare", compare)
+        object.__setattr__(self, "low", low)
+        object.__setattr__(self, "high", high)
+        object.__setattr__(self, "field", field)
 
     @property
     def dest(self) -> str:
         return self.kwargs.get("dest") or self.flags[0].lstrip("-").replace("-", "_")
 
+    def check(self, value: Any) -> None:
+        """One :class:`UsageError` line naming ``value`` when it lies outside ``[low, high]`` (each item of a list)."""
+        if value is None or (self.low is None and self.high is None):
+            return
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if (self.low is not None and item < self.low) or (self.high is not None and item > self.high):
+                raise UsageError(f"{self.flags[0]} {item}; expected {self.range_words()}")
+
+    def range_words(self) -> str:
+        kind = "an integer" if self.kwargs.get("type") is int else "a number"
+        if self.low is not None and self.high is not None:
+            return f"{kind} in [{self.low:g}, {self.high:g}]"
+        if self.low is not None:
+            return f"{kind} >= {self.low:g}"
+        return f"{kind} <= {self.high:g}"
+
 
 @dataclass
 class PartResult:
-    """What a part hands back: its numbers, its claims and its figures (name -> Figure / HTML str / bytes).
+    """What a part hands back: its numbers (the results its claims read) and its figures (name -> Figure / HTML
+    str / bytes). Claims are not built here: the protocol evaluates the paper's claims table against ``results``.
 
     ``footer``: what else a reader of the figures needs (e.g. "600 steps, d = 64"); the protocol writes it, with
     the experiment, part, preset and seed, at the bottom of every matplotlib figure of the part."""
 
     results: dict[str, Any] = field(default_factory=dict)
-    claims: list[Claim] = field(default_factory=list)
     figures: dict[str, Any] = field(default_factory=dict)
     footer: str = ""
 
 
+NOT_COMPARABLE_NOTE = "sizes far below the paper's, not comparable"
+
+
 @dataclass
 class Context:
-    """What a part gets: where to write, the preset, seed, device and the experiment's own options."""
+    """What a part gets: where to write, the preset (its name and its typed values, options applied), the seed,
+    device, the experiment's own options and the part that is running."""
 
     experiment: "Experiment"
     out: Path
@@ -119,23 +173,22 @@ class Context:
     progress: bool = False
     parts: tuple[str, ...] = ()
     cache: dict[Any, Any] = field(default_factory=dict)  # shared by the parts of one invocation (e.g. a loaded model)
+    params: Any = None  # the typed preset with the options that override its fields applied (None: no table)
+    overrides: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (ours, the preset's)
+    part: str = ""  # the part running now
 
     def run_dir(self, name: str) -> Path:
         """Folder of one training run inside this experiment (checkpoints, resumable)."""
         return self.out / "runs" / name
 
-    def claim(self, part: str, name: str, claim: str, ours: Any, rule: Rule, **kwargs: Any) -> Claim:
-        """A claim row with this run's id prefix, preset and seed filled in."""
-        kwargs.setdefault("seeds", (self.seed,))
-        if self.preset == "micro":
-            kwargs["note"] = "micro preset: sizes far below the paper's, not comparable" + (
-                f"; {kwargs['note']}" if kwargs.get("note") else ""
-            )
-        if ours is not None and not isinstance(ours, (bool, int, float)):
-            ours = float(ours)
-        return Claim(
-            id=f"{self.experiment.name}.{part}.{name}", claim=claim, ours=ours, rule=rule, preset=self.preset, **kwargs
-        )
+    def claim_note(self) -> str:
+        """What every claim of this run must say: a non-comparable preset, sizes changed from the preset."""
+        notes = []
+        if self.params is not None and not getattr(self.params, "comparable", True):
+            notes.append(f"{self.preset} preset: {NOT_COMPARABLE_NOTE}")
+        if self.overrides:
+            notes.append(describe_overrides(self.preset, self.overrides))
+        return "; ".join(notes)
 
     def say(self, message: str) -> None:
         print(f"[{self.experiment.name}] {message}", flush=True)
@@ -154,6 +207,10 @@ class Experiment:
     summary: str
     parts: tuple[Part, ...]
     options: tuple[Option, ...] = ()
+    package: str = ""  # the paper's package: its presets.py holds PRESETS and its claims.py CLAIMS
+    preset_table: str = ""  # "module:NAME" of the typed presets (default: PACKAGE.presets:PRESETS)
+    claims: str = ""  # "module:NAME" of the claims table (default: PACKAGE.claims:CLAIMS)
+    report_presets: Mapping[str, str] = field(default_factory=dict)  # report preset -> this experiment's preset
     default_parts: tuple[str, ...] | None = None  # None: every part the preset includes
     default_preset: str = "smoke"
     presets: tuple[str, ...] = PRESETS
@@ -307,32 +364,15 @@ class Experiment:
 
         Every check (preset, parts, options, device, the output folder) happens before any work.
         """
-        preset = preset or self.default_preset
-        if preset not in self.presets:
-            raise UsageError(f"--preset {preset!r}; expected one of {', '.join(self.presets)}")
-        parts = self.select_parts(parts, preset)
-        opts = {o.dest: o.kwargs.get("default") for o in self.options}
-        unknown = set(options or {}) - set(opts)
-        if unknown:
-            raise UsageError(f"unknown option(s) {sorted(unknown)} for {self.name}; expected some of {sorted(opts)}")
-        opts.update(options or {})
-        root = check_out_folder(Path(out), self.name)
-        device = check_device(device)
+        if threads is not None and threads < 1:
+            raise UsageError(f"--threads {threads}; expected an integer >= 1")
+        ctx, config = self.prepare(out, preset=preset, parts=parts, seed=seed, options=options, device=device)
         if threads is not None:
-            if threads < 1:
-                raise UsageError(f"--threads {threads}; expected an integer >= 1")
             import torch
 
             torch.set_num_threads(threads)
-        ctx = Context(self, root, preset, seed, opts, device=device, progress=progress, parts=parts)
-        if self.check:
-            _resolve(self.check)(ctx)
-        compared = {o.dest for o in self.options if o.compare}
-        config = {
-            "preset": preset,
-            "seed": seed,
-            "options": _jsonable({k: v for k, v in opts.items() if k in compared}),
-        }
+        ctx.progress = progress
+        root = ctx.out
         if fresh and root.exists():
             shutil.rmtree(root)
         try:
@@ -346,6 +386,100 @@ class Experiment:
             ctx.cache.clear()  # never keep a loaded model alive after the run
         return payload
 
+    def prepare(
+        self,
+        out: str | os.PathLike,
+        *,
+        preset: str | None = None,
+        parts: Sequence[str] | None = None,
+        seed: int = 0,
+        options: Mapping[str, Any] | None = None,
+        device: str | None = None,
+    ) -> tuple[Context, dict[str, Any]]:
+        """Every check before any work (preset, parts, seed, options and their ranges, device, the output folder);
+        returns the run's context and the configuration written into (and compared with) ``results.json``."""
+        preset = preset or self.default_preset
+        if preset not in self.presets:
+            raise UsageError(f"--preset {preset!r}; expected one of {', '.join(self.presets)}")
+        parts = self.select_parts(parts, preset)
+        self._check_seed(seed, parts)
+        opts = self._options(options)
+        root = check_out_folder(Path(out), self.name)
+        device = check_device(device)
+        params, overrides = self._params(preset, opts)
+        self.claim_table()  # a table that names no part of ours fails here, not after the training
+        ctx = Context(self, root, preset, seed, opts, device=device, parts=parts, params=params, overrides=overrides)
+        if self.check:
+            _resolve(self.check)(ctx)
+        compared = {o.dest for o in self.options if o.compare}
+        config = {
+            "preset": preset,
+            "seed": seed,
+            "options": _jsonable({k: v for k, v in opts.items() if k in compared}),
+        }
+        return ctx, config
+
+    def finished(
+        self,
+        out: str | os.PathLike,
+        *,
+        preset: str,
+        parts: Sequence[str],
+        seed: int = 0,
+        options: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Whether ``OUT/<name>/results.json`` holds every one of ``parts``, done, with this configuration."""
+        try:
+            _, config = self.prepare(out, preset=preset, parts=parts, seed=seed, options=options)
+            payload = json.loads((Path(out) / self.name / "results.json").read_text())
+        except (UsageError, OSError, ValueError):
+            return False
+        if _diff(payload.get("config", {}), config):
+            return False
+        return all(payload.get("parts", {}).get(p, {}).get("status") == STATUS_DONE for p in parts)
+
+    def _check_seed(self, seed: int, parts: Sequence[str]) -> None:
+        if seed < 0:
+            raise UsageError(f"--seed {seed}; expected an integer >= 0")
+        unseeded = [p.name for p in self.parts if p.name in parts and not p.seeded]
+        if seed != 0 and unseeded:
+            raise UsageError(
+                f"--seed {seed}: part {unseeded[0]} does not depend on a seed (an exact computation); "
+                "run it with --seed 0 (the default) or leave it out with --experiment"
+            )
+
+    def _options(self, options: Mapping[str, Any] | None) -> dict[str, Any]:
+        opts = {o.dest: o.kwargs.get("default") for o in self.options}
+        unknown = set(options or {}) - set(opts)
+        if unknown:
+            raise UsageError(f"unknown option(s) {sorted(unknown)} for {self.name}; expected some of {sorted(opts)}")
+        opts.update(options or {})
+        for option in self.options:
+            option.check(opts[option.dest])
+        return opts
+
+    def preset_values(self) -> Mapping[str, Preset] | None:
+        """The typed presets (``PACKAGE.presets:PRESETS`` unless ``preset_table`` names another), or ``None``."""
+        ref = self.preset_table or (f"{self.package}.presets:PRESETS" if self.package else "")
+        return _resolve(ref) if ref else None  # type: ignore[return-value]
+
+    def claim_table(self) -> tuple[ClaimSpec, ...]:
+        """The experiment's claims (``PACKAGE.claims:CLAIMS`` unless ``claims`` names another), checked."""
+        ref = self.claims or (f"{self.package}.claims:CLAIMS" if self.package else "")
+        specs = tuple(_resolve(ref)) if ref else ()
+        check_table(specs, [p.name for p in self.parts])
+        return specs
+
+    def _params(self, preset: str, opts: Mapping[str, Any]) -> tuple[Any, dict[str, tuple[Any, Any]]]:
+        table = self.preset_values()
+        if table is None:
+            return None, {}
+        changes = {o.field: opts[o.dest] for o in self.options if o.field}
+        try:
+            return override(table[preset], changes)
+        except KeyError as exc:  # a declaration bug, not the user's
+            raise ValueError(f"experiment {self.name}: {exc}") from None
+
     def _run_parts(self, ctx: Context, root: Path, payload: dict[str, Any]) -> None:
         functions = {p.name: p for p in self.parts}
         preset, seed = ctx.preset, ctx.seed
@@ -356,8 +490,18 @@ class Experiment:
                 continue
             ctx.say(f"{name}: running ({preset} preset, seed {seed})")
             started = time.perf_counter()
+            ctx.part = name
             try:
                 result = functions[name].resolve()(ctx)
+                claims = evaluate(
+                    self.claim_table(),
+                    name,
+                    result.results,
+                    experiment=self.name,
+                    preset=preset,
+                    seeds=(seed,),
+                    note=ctx.claim_note(),
+                )
             except (UsageError, KeyboardInterrupt):
                 raise
             except Exception as exc:
@@ -379,7 +523,7 @@ class Experiment:
                 "finished": _stamp(),
                 "results": result.results,
                 "figures": figures,
-                "claims": [c.row() for c in result.claims],
+                "claims": [c.row() for c in claims],
             }
             self._write(root, payload)
             ctx.say(f"{name}: done in {payload['parts'][name]['seconds']:.1f} s")
