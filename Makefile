@@ -13,7 +13,7 @@ run: install
 	$(PY) -m analyses.reproduce --out $(OUT)
 
 test: install
-	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_ARGS)
+	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # Lint, format check and type check (CI runs this before the tests).
 lint: install

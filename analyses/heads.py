@@ -273,7 +273,7 @@ def head_outputs(
     """
     if not 0 <= layer < model.cfg.n_layers:
         raise ValueError(f"layer={layer} out of range; expected 0..{model.cfg.n_layers - 1}")
-    name = f"blocks.{layer}.attn.hook_z"
+    name = get_act_name("z", layer)
     _, cache = model.run_with_cache(tokens, names_filter=name, stop_at_layer=layer + 1)
     z = cache[name]  # [batch, pos, head, d_head]
     batch, seq_len = tokens.shape

@@ -370,16 +370,19 @@ def _label_codes(labels: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(array, return_inverse=True)
 
 
-def silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> float:
-    """Mean silhouette coefficient of a labelling (Euclidean distances), as in scikit-learn.
+def silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any, metric: str = "euclidean") -> float:
+    """Mean silhouette coefficient of a labelling, as scikit-learn's ``silhouette_score(points, labels, metric)``.
 
     For sample ``i``: ``a`` = mean distance to the other members of its cluster, ``b`` = smallest mean
     distance to the members of another cluster, ``s_i = (b - a) / max(a, b)`` (0 for a sample alone
     in its cluster, or where ``a = b = 0``). Returns the mean of ``s_i``: near 1 for compact,
     well-separated clusters, near 0 for labels unrelated to the geometry, negative for wrong ones.
+    ``metric="cosine"`` (distance ``1 - cos(v, w)``, zero vectors at distance 1 from everything) is the
+    clustering strength S̄ of the contextual-recall paper (Vasudeva et al., §3.4, Fig. 8).
 
     Args:
         points: ``[n, d]``. labels: ``n`` labels (ints, strings, ...) with ``2 <= #distinct <= n - 1``.
+        metric: ``"euclidean"`` or ``"cosine"``.
     """
     points = _check_points(points).double()
     n = points.shape[0]
@@ -388,19 +391,28 @@ def silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> float:
         raise ValueError(
             f"labels have {len(unique)} distinct value(s) for {n} points; expected 2 <= #labels <= n - 1 = {n - 1}"
         )
-    codes = torch.as_tensor(codes, device=points.device)
-    distances = torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")  # [n, n]
-    member = torch.nn.functional.one_hot(codes, len(unique)).double()  # [n, K]
+    distances = _distances(points, metric)  # [n, n]
+    codes_t = torch.as_tensor(codes, device=points.device)
+    member = torch.nn.functional.one_hot(codes_t, len(unique)).double()  # [n, K]
     sums = distances @ member  # [n, K]: summed distance from each point to each cluster
     sizes = member.sum(0)  # [K]
-    own_size = sizes[codes]
+    own_size = sizes[codes_t]
     rows = torch.arange(n, device=points.device)
-    a = sums[rows, codes] / (own_size - 1).clamp(min=1)  # self-distance is 0, so excluded
-    others = (sums / sizes).masked_fill(member.bool(), float("inf"))
-    b = others.min(1).values
+    a = sums[rows, codes_t] / (own_size - 1).clamp(min=1)  # self-distance is 0, so excluded
+    b = (sums / sizes).masked_fill(member.bool(), float("inf")).min(1).values
     denom = torch.maximum(a, b)
     s = torch.where((own_size > 1) & (denom > 0), (b - a) / denom.clamp(min=torch.finfo(denom.dtype).tiny), 0.0)
     return s.mean().item()
+
+
+def _distances(points: Float[torch.Tensor, "n d"], metric: str) -> Float[torch.Tensor, "n n"]:
+    """Pairwise distances: Euclidean, or cosine ``1 - cos(v, w)`` (zero on the diagonal)."""
+    if metric == "euclidean":
+        return torch.cdist(points, points, compute_mode="donot_use_mm_for_euclid_dist")
+    if metric == "cosine":
+        unit = points / points.norm(dim=1, keepdim=True).clamp(min=1e-12)
+        return (1 - unit @ unit.T).clamp(min=0).fill_diagonal_(0)
+    raise ValueError(f"metric={metric!r}; expected 'euclidean' or 'cosine'")
 
 
 def latent_geometry(vectors: Float[torch.Tensor, "n d_model"], labels: Any, n_components: int = 2) -> dict[str, Any]:
@@ -463,32 +475,8 @@ def latent_geometry_figure(
 
 
 def cosine_silhouette_score(points: Float[torch.Tensor, "n d"], labels: Any) -> float:
-    """Mean silhouette coefficient with the cosine distance ``1 - cos(v, w)`` (scikit-learn's
-    ``silhouette_score(points, labels, metric="cosine")``): ``a`` = mean distance to the other members of the
-    own cluster, ``b`` = smallest mean distance to another cluster, ``s = (b - a) / max(a, b)``. This is the
-    clustering strength S̄ of the contextual-recall paper (Vasudeva et al., §3.4, Fig. 8). Zero vectors have
-    distance 1 to everything."""
-    points = _check_points(points).double()
-    n = points.shape[0]
-    unique, codes = _label_codes(labels, n)
-    if not 2 <= len(unique) <= n - 1:
-        raise ValueError(
-            f"labels have {len(unique)} distinct value(s) for {n} points; expected 2 <= #labels <= n - 1 = {n - 1}"
-        )
-    unit = points / points.norm(dim=1, keepdim=True).clamp(min=1e-12)
-    distances = (1 - unit @ unit.T).clamp(min=0)
-    distances.fill_diagonal_(0)
-    codes = torch.as_tensor(codes, device=points.device)
-    member = torch.nn.functional.one_hot(codes, len(unique)).double()
-    sums = distances @ member
-    sizes = member.sum(0)
-    own_size = sizes[codes]
-    rows = torch.arange(n, device=points.device)
-    a = sums[rows, codes] / (own_size - 1).clamp(min=1)
-    b = (sums / sizes).masked_fill(member.bool(), float("inf")).min(1).values
-    denom = torch.maximum(a, b)
-    s = torch.where((own_size > 1) & (denom > 0), (b - a) / denom.clamp(min=torch.finfo(denom.dtype).tiny), 0.0)
-    return s.mean().item()
+    """:func:`silhouette_score` with the cosine distance (the contextual-recall paper's S̄, §3.4, Fig. 8)."""
+    return silhouette_score(points, labels, metric="cosine")
 
 
 def class_cosine_matrix(

@@ -267,7 +267,7 @@ class ClaimSpec:
     reads: str
     rule: Rule | Callable[[Results], Rule]
     where: str = ""
-    paper: float | None | Callable[[Results], float | None] = None
+    paper: float | Callable[[Results], float | None] | None = None
     kind: str = "paper"
     note: str = ""
 

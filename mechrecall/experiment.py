@@ -84,9 +84,12 @@ class Part:
 
 def _resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
     """``target`` itself, or the function a ``"module:function"`` string names (imported now)."""
-    if callable(target):
-        return target
-    module, _, attr = target.partition(":")
+    return target if callable(target) else _lookup(target)
+
+
+def _lookup(ref: str) -> Any:
+    """The object a ``"module:NAME"`` string names (the module imported now)."""
+    module, _, attr = ref.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
@@ -208,8 +211,8 @@ class Experiment:
     parts: tuple[Part, ...]
     options: tuple[Option, ...] = ()
     package: str = ""  # the paper's package: its presets.py holds PRESETS and its claims.py CLAIMS
-    preset_table: str = ""  # "module:NAME" of the typed presets (default: PACKAGE.presets:PRESETS)
-    claims: str = ""  # "module:NAME" of the claims table (default: PACKAGE.claims:CLAIMS)
+    preset_table: str | Mapping[str, Preset] = ""  # or "module:NAME" (default: PACKAGE.presets:PRESETS)
+    claims: str | Sequence[ClaimSpec] = ""  # or "module:NAME" of the claims table (default: PACKAGE.claims:CLAIMS)
     report_presets: Mapping[str, str] = field(default_factory=dict)  # report preset -> this experiment's preset
     default_parts: tuple[str, ...] | None = None  # None: every part the preset includes
     default_preset: str = "smoke"
@@ -461,12 +464,14 @@ class Experiment:
     def preset_values(self) -> Mapping[str, Preset] | None:
         """The typed presets (``PACKAGE.presets:PRESETS`` unless ``preset_table`` names another), or ``None``."""
         ref = self.preset_table or (f"{self.package}.presets:PRESETS" if self.package else "")
-        return _resolve(ref) if ref else None  # type: ignore[return-value]
+        if not isinstance(ref, str):
+            return ref
+        return _lookup(ref) if ref else None
 
     def claim_table(self) -> tuple[ClaimSpec, ...]:
         """The experiment's claims (``PACKAGE.claims:CLAIMS`` unless ``claims`` names another), checked."""
         ref = self.claims or (f"{self.package}.claims:CLAIMS" if self.package else "")
-        specs = tuple(_resolve(ref)) if ref else ()
+        specs = tuple(_lookup(ref) if isinstance(ref, str) else ref) if ref else ()
         check_table(specs, [p.name for p in self.parts])
         return specs
 

@@ -6,12 +6,27 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import pytest
 
-from mechrecall.claims import VERDICTS, Claim, at_least, at_most, between, is_true, judge_row, near, summary
+from mechrecall.claims import (
+    VERDICTS,
+    Claim,
+    ClaimSpec,
+    at_least,
+    at_most,
+    between,
+    check_table,
+    is_true,
+    judge_row,
+    lookup,
+    near,
+    summary,
+)
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Experiment, Option, Part, PartResult
+from mechrecall.presets import Preset, describe_overrides, override
 
 # --------------------------------------------------------------------------- rules and verdicts
 
@@ -73,18 +88,26 @@ def _part(name, value):
             raise RuntimeError(f"{name} broke")
         if ctx.options["fail"] == f"{name}:nan":  # what mechrecall.trainer raises on a diverging run
             raise FloatingPointError("training loss is nan at step 3; lower the learning rate")
+        assert ctx.part == name  # the protocol knows which part runs
         return PartResult(
-            {"value": value, "seed": ctx.seed},
-            [ctx.claim(name, "value", f"{name} value", value, at_least(1.0, partial=0.5))],
+            {"value": value * ctx.params.scale, "seed": ctx.seed, "steps": ctx.params.steps},
             {f"{name}.html": f"<p>{name}</p>"},
         )
 
     return run
 
 
-def _check(ctx):
-    if ctx.options["scale"] <= 0:
-        raise UsageError(f"--scale {ctx.options['scale']}; expected > 0")
+@dataclass(frozen=True)
+class ToyPreset(Preset):
+    steps: int = 10
+    scale: float = 1.0
+
+
+PRESETS = {"micro": ToyPreset(steps=2, comparable=False), "smoke": ToyPreset(), "paper": ToyPreset(steps=100)}
+CLAIMS = tuple(
+    ClaimSpec(f"{name}.value", f"{name} value", "value", at_least(1.0, partial=0.5), where="Fig 1")
+    for name in ("first", "second", "big")
+)
 
 
 TOY = Experiment(
@@ -97,10 +120,12 @@ TOY = Experiment(
         Part("big", _part("big", 0.0), "paper only", presets=("paper",)),
     ),
     options=(
-        Option("--scale", type=float, default=1.0, help="a number"),
+        Option("--scale", type=float, default=None, low=0.001, field="scale", help="a number"),
+        Option("--steps", type=int, default=None, low=1, field="steps", help="steps"),
         Option("--fail", default="", compare=False, help="the part to break"),
     ),
-    check=_check,
+    preset_table=PRESETS,
+    claims=CLAIMS,
 )
 
 
@@ -127,7 +152,7 @@ def test_results_are_written_after_each_part_and_kept_on_rerun(tmp_path):
     assert data["figures"] == ["first.html", "second.html"] and "big" not in data["parts"]  # not in micro
     assert _read(tmp_path) == json.loads(json.dumps(data))
     # another configuration is refused, naming the difference; --fresh starts over
-    with pytest.raises(UsageError, match=r"options.scale: 1.0 there, 2.0 now"):
+    with pytest.raises(UsageError, match=r"options.scale: None there, 2.0 now"):
         TOY.run(tmp_path, preset="micro", options={"scale": 2.0})
     CALLS.clear()
     TOY.run(tmp_path, preset="micro", options={"scale": 2.0}, fresh=True)
@@ -137,7 +162,9 @@ def test_results_are_written_after_each_part_and_kept_on_rerun(tmp_path):
 def test_bad_input_is_refused_before_any_work(tmp_path):
     CALLS.clear()
     for kwargs, message in (
-        ({"options": {"scale": 0}}, "--scale 0"),
+        ({"options": {"scale": 0}}, r"--scale 0; expected a number >= 0.001"),
+        ({"options": {"steps": 0}}, r"--steps 0; expected an integer >= 1"),
+        ({"seed": -1}, "--seed -1"),
         ({"parts": ["nope"]}, "unknown part"),
         ({"parts": ["big"]}, "not part of --preset micro"),
         ({"preset": "huge"}, "--preset 'huge'"),
@@ -166,7 +193,69 @@ def test_claims_carry_preset_seed_and_a_micro_note(tmp_path):
     data = TOY.run(tmp_path, preset="micro", seed=7, parts=["first"])
     row = data["claims"][0]
     assert row["preset"] == "micro" and row["seeds"] == [7] and "not comparable" in row["note"]
+    assert row["where"] == "Fig 1" and row["class"] == "paper"
     assert TOY.run(tmp_path / "s", preset="smoke", parts=["first"])["claims"][0]["note"] == ""
+
+
+def test_an_option_overrides_its_preset_field_and_every_claim_says_so(tmp_path):
+    data = TOY.run(tmp_path, preset="smoke", parts=["first", "second"], options={"steps": 5, "scale": 0.5})
+    assert data["parts"]["first"]["results"]["steps"] == 5  # the part saw the preset with the override applied
+    assert [c["ours"] for c in data["claims"]] == [1.0, 0.35]
+    assert all(
+        "changed from preset smoke: scale 0.5 (preset 1.0), steps 5 (preset 10)" in c["note"] for c in data["claims"]
+    )
+    same = TOY.run(tmp_path / "same", preset="smoke", parts=["first"], options={"steps": 10})  # the preset's value
+    assert same["claims"][0]["note"] == ""
+
+
+def test_override_and_its_description():
+    new, diffs = override(ToyPreset(), {"steps": 3, "scale": None})
+    assert new == ToyPreset(steps=3) and diffs == {"steps": (3, 10)}
+    assert describe_overrides("smoke", diffs) == "changed from preset smoke: steps 3 (preset 10)"
+    assert describe_overrides("smoke", {}) == ""
+    with pytest.raises(KeyError, match="no field"):
+        override(ToyPreset(), {"width": 3})
+
+
+def test_an_unseeded_part_refuses_another_seed_naming_the_part(tmp_path):
+    exact = Experiment(
+        name="toy2",
+        paper="p",
+        summary="s",
+        parts=(Part("exact", _part("exact", 1.0), "h", seeded=False),),
+        preset_table=PRESETS,
+    )
+    with pytest.raises(UsageError, match="--seed 3: part exact does not depend on a seed"):
+        exact.run(tmp_path, preset="smoke", seed=3)
+    assert not (tmp_path / "toy2").exists()
+
+
+def test_claims_read_results_entries_and_say_why_they_were_not_run():
+    results = {"a": {"b": 0.5}, "m": {"not_run": "no weights for pythia-1b here"}, "e": None}
+    assert lookup(results, "a/b") == (0.5, "")
+    assert lookup(results, "m/x/y") == (None, "no weights for pythia-1b here")
+    assert lookup(results, "a/c")[1] == "not measured: the results have no entry 'a/c'"
+    assert lookup(results, "e")[1] == "not measured: the results entry 'e' is empty"
+    spec = ClaimSpec("p.ratio", "r", "a/b", lambda r: at_least(r["a"]["b"] - 0.1), paper=lambda r: 2 * r["a"]["b"])
+    claim = spec.evaluate(results, experiment="x", preset="smoke", seeds=(1,))
+    assert (claim.id, claim.verdict, claim.paper, claim.seeds) == ("x.p.ratio", "reproduced", 1.0, (1,))
+    missing = ClaimSpec("p.m", "m", "m/x", at_least(0)).evaluate(results, experiment="x")
+    assert missing.verdict == "not run" and missing.row()["reason"] == "no weights for pythia-1b here"
+    with pytest.raises(ValueError, match="kind="):
+        ClaimSpec("p.k", "k", "a", at_least(0), kind="bonus")
+    with pytest.raises(ValueError, match="declared twice"):
+        check_table([spec, spec], ["p"])
+    with pytest.raises(ValueError, match="name parts"):
+        check_table([spec], ["q"])
+
+
+def test_finished_uses_the_same_configuration_check_as_a_rerun(tmp_path):
+    assert not TOY.finished(tmp_path, preset="micro", parts=["first"])
+    TOY.run(tmp_path, preset="micro", parts=["first"])
+    assert TOY.finished(tmp_path, preset="micro", parts=["first"])
+    assert not TOY.finished(tmp_path, preset="micro", parts=["first", "second"])  # second not run
+    assert not TOY.finished(tmp_path, preset="micro", parts=["first"], options={"scale": 2.0})
+    assert not TOY.finished(tmp_path, preset="micro", parts=["first"], seed=1)
 
 
 @pytest.mark.parametrize("module", ["analyses.noisy_icl", "analyses.laser_pythia", "analyses.induction_emergence"])

@@ -7,7 +7,25 @@ from pathlib import Path
 
 import pytest
 
+from analyses.registry import EXPERIMENTS, experiment
+
 ROOT = Path(__file__).resolve().parents[1]
+PAPERS = ROOT / "analyses" / "papers"
+#: the modules of every paper package, each in the same role (README "Adding a paper")
+PAPER_MODULES = {
+    "__init__",
+    "presets",
+    "data",
+    "models",
+    "runs",
+    "metrics",
+    "pretrained",
+    "claims",
+    "figures",
+    "parts",
+    "theory",
+}
+MAX_FUNCTION_LINES, MAX_PART_LINES = 60, 40
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -66,9 +84,20 @@ def test_generic_analyses_import_no_paper():
     )
 
 
-ENTRY_MODULES = {
-    p.stem for p in (ROOT / "analyses").glob("*.py") if "EXPERIMENT = Experiment(" in p.read_text(encoding="utf-8")
-}
+ENTRY_MODULES = set(EXPERIMENTS)
+
+
+def test_the_registry_names_every_entry_module_and_its_package():
+    """Every module beside analyses/__init__.py that declares an experiment is in the registry, and back."""
+    declared = {
+        p.stem for p in (ROOT / "analyses").glob("*.py") if "EXPERIMENT = Experiment(" in p.read_text(encoding="utf-8")
+    }
+    assert declared == set(EXPERIMENTS)
+    for name, paper in EXPERIMENTS.items():
+        exp = experiment(name)
+        assert exp.name == name and exp.package == f"analyses.papers.{paper}", name
+        parts = {p.name for p in exp.parts}
+        assert {s.part for s in exp.claim_table()} <= parts, name  # the claims table names its own parts
 
 
 def test_entry_modules_are_a_table_of_contents():
@@ -104,3 +133,58 @@ def test_the_checker_catches_an_upward_import(tmp_path, source, module):
     path = tmp_path / "m.py"
     path.write_text(source)
     assert _top(next(iter(imported_packages(path)))) in ("analyses", "pretrained")
+
+
+def paper_packages() -> list[Path]:
+    return sorted(p for p in PAPERS.iterdir() if (p / "__init__.py").exists())
+
+
+def test_every_paper_package_has_the_same_modules():
+    """The same module names in every paper package (a role may be a subpackage of that name)."""
+    assert len(paper_packages()) == 4
+    for package in paper_packages():
+        modules = {p.stem for p in package.glob("*.py")} | {
+            p.name for p in package.iterdir() if (p / "__init__.py").exists()
+        }
+        assert modules == PAPER_MODULES, (
+            f"{package.name}: extra {sorted(modules - PAPER_MODULES)}, missing {sorted(PAPER_MODULES - modules)}"
+        )
+
+
+def _functions(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node, node.end_lineno - node.lineno + 1
+
+
+def test_paper_functions_are_short_and_parts_are_glue():
+    long = [
+        f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({n} lines)"
+        for path in sorted(PAPERS.rglob("*.py"))
+        for node, n in _functions(path)
+        if n > (MAX_PART_LINES if path.stem == "parts" and node.name.startswith("part_") else MAX_FUNCTION_LINES)
+    ]
+    assert long == []
+
+
+def test_no_paper_module_builds_a_claim():
+    """Claims are declared in each package's claims.py and evaluated by the protocol, never built in code."""
+    built = []
+    for path in sorted(PAPERS.rglob("*.py")):
+        if path.name == "claims.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in ("Claim", "ClaimSpec", "not_run", "claim"):
+                    built.append(f"{path.relative_to(ROOT)}:{node.lineno} {name}(...)")
+    assert built == []
+
+
+def test_the_layout_checks_catch_a_long_function_and_an_inline_claim(tmp_path):
+    path = tmp_path / "parts.py"
+    path.write_text("def part_x(ctx):\n" + "    x = 1\n" * 45 + "    return Claim(id='a')\n")
+    ((_node, n),) = list(_functions(path))
+    assert n > MAX_PART_LINES
+    calls = [c for c in ast.walk(ast.parse(path.read_text())) if isinstance(c, ast.Call)]
+    assert [c.func.id for c in calls] == ["Claim"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -15,11 +14,13 @@ REPORT_SCHEMA = "mechrecall.report/1"
 
 
 def _part_help(name: str) -> dict[str, str]:
+    from analyses.registry import experiment
+
     try:
-        experiment = importlib.import_module(f"analyses.{name}").EXPERIMENT
-    except Exception:
+        parts = experiment(name).parts
+    except KeyError:  # an experiment the registry does not know (a test's own)
         return {}
-    return {p.name: p.help for p in experiment.parts}
+    return {p.name: p.help for p in parts}
 
 
 def collect(

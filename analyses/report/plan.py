@@ -1,18 +1,20 @@
-"""What each report preset runs: per experiment, the experiment's own preset and the parts.
+"""What each report preset runs, asked of the experiments themselves.
 
-``quick`` (the default) fits in about 15 minutes on 2 CPU cores: each paper's main figure at a laptop size
-(the qualitative effect; noisy_icl's headline at its ``laptop`` preset), without the long sweeps (noisy_icl's
-ff_variants / finetune, induction_emergence's disentangled / sgd_scaling, contextual_recall's world_g).
-``smoke`` is the more faithful laptop run; ``paper`` runs the papers' sizes (a GPU). The parts on pretrained
-models (LASER, Pythia checkpoints) are in every plan: ``quick`` and ``smoke`` never download weights unless
-``--model`` names some (the workers run with ``HF_HUB_OFFLINE=1``: a local hub cache is used, else the claims say
-``not run`` and why). An experiment that is not in a plan (one merged later) runs its default parts at the plan's
-fallback preset.
+Each experiment declares, per report preset (``quick``, ``smoke``, ``paper``), its own preset
+(``Experiment.report_presets``) and which of its parts the report runs (``Part.reports``) with their rough cost
+(``Part.minutes``). ``quick`` fits in about 15 minutes on 2 CPU cores: each paper's main figure at a laptop size,
+without the long sweeps; ``smoke`` is the more faithful laptop run; ``paper`` runs the papers' sizes (a GPU). The
+parts on pretrained models are in every plan: ``quick`` and ``smoke`` never download weights unless ``--model``
+names some (the workers run with ``HF_HUB_OFFLINE=1``: a local hub cache is used, else the claims say ``not run``
+and why). An experiment that declares no preset for a report preset runs its default parts at the fallback preset.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+REPORT_PRESETS = ("quick", "smoke", "paper")
+FALLBACK = {"quick": "micro", "smoke": "smoke", "paper": "paper"}
 
 
 @dataclass(frozen=True)
@@ -24,44 +26,21 @@ class Step:
     minutes: float = 1.0  # rough time on one core: the runner starts the longest first
 
 
-REPORT_PRESETS = ("quick", "smoke", "paper")
-
-# fmt: off
-# experiment                           its preset and parts (minutes: a rough cost, for the order of the runs)
-PLANS: dict[str, dict[str, Step]] = {
-    "quick": {
-        "noisy_icl":           Step("laptop", ("main", "theory"), minutes=8),
-        "induction_emergence": Step("smoke", ("demo", "exact", "ode", "standard", "pythia"), minutes=4),
-        "contextual_recall":   Step("smoke", ("construction", "world_r", "pretrained"), minutes=3),
-        "ic_recall":           Step("micro", None),
-        "laser_pythia":        Step("paper", ("factual",), minutes=0.1),
-    },
-    "smoke": {
-        "noisy_icl":           Step("laptop", ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory")),
-        "induction_emergence": Step("smoke", ("demo", "exact", "ode", "disentangled", "standard", "pythia")),
-        "contextual_recall":   Step("smoke", ("construction", "world_r", "world_g", "pretrained")),
-        "ic_recall":           Step("smoke", None),
-        "laser_pythia":        Step("paper", ("factual",)),
-    },
-    "paper": {
-        "noisy_icl":           Step("paper", ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory")),
-        "induction_emergence": Step("paper", ("demo", "exact", "ode", "disentangled", "weights", "standard",
-                                              "sgd_scaling", "pythia")),
-        "contextual_recall":   Step("paper", ("construction", "world_r", "world_r_absolute", "world_g",
-                                              "pretrained")),
-        "ic_recall":           Step("paper", None),
-        "laser_pythia":        Step("paper", ("factual", "factual20", "ioi", "prepositions", "gpt2-ioi")),
-    },
-}
-# fmt: on
-FALLBACK = {"quick": "micro", "smoke": "smoke", "paper": "paper"}
-
-
 def offline(report_preset: str, model: str | None) -> bool:
     """Whether the workers must not download weights: the laptop presets without ``--model``."""
     return model is None and report_preset != "paper"
 
 
 def step(report_preset: str, experiment: str) -> Step:
-    """The step of ``experiment`` in the plan ``report_preset`` (the fallback for one the plan does not name)."""
-    return PLANS[report_preset].get(experiment) or Step(FALLBACK[report_preset], None)
+    """The step of ``experiment`` in the plan ``report_preset``, from the experiment's own declarations."""
+    from analyses.registry import experiment as lookup
+
+    exp = lookup(experiment)
+    if report_preset not in exp.report_presets:
+        preset = FALLBACK[report_preset]
+        return Step(preset, None, sum(p.cost(preset) for p in exp.parts if p.name in exp.select_parts(None, preset)))
+    preset = exp.report_presets[report_preset]
+    parts = tuple(
+        p.name for p in exp.parts if report_preset in p.reports and (p.presets is None or preset in p.presets)
+    )
+    return Step(preset, parts, sum(p.cost(preset) for p in exp.parts if p.name in parts))

@@ -43,18 +43,17 @@ class Job:
 
 
 def discover() -> list[str]:
-    """Every runnable experiment (``mechrecall.__main__.experiments``), in the report's order."""
-    from mechrecall.__main__ import experiments
+    """Every runnable experiment (``analyses.registry``), in the report's order."""
+    from analyses.registry import experiments
 
-    order = ["noisy_icl", "laser_pythia", "contextual_recall", "ic_recall", "induction_emergence"]
-    names = experiments()
-    return sorted(names, key=lambda n: (order.index(n) if n in order else len(order), n))
+    return experiments()
 
 
 def plan_jobs(
     report_preset: str, only: Sequence[str] | None = None, model: str | None = None, seed: int = 0
 ) -> list[Job]:
     """The jobs of a report preset: every discovered experiment (or ``only``), ``--model`` passed where taken."""
+    from analyses.registry import experiment
     from mechrecall.errors import UsageError
 
     names = discover()
@@ -68,8 +67,7 @@ def plan_jobs(
         s: Step = step(report_preset, name)
         options: dict[str, Any] = {}
         if model:
-            experiment = importlib.import_module(f"analyses.{name}").EXPERIMENT
-            for option in experiment.options:
+            for option in experiment(name).options:
                 if option.dest == "model":
                     options["model"] = [model] if option.kwargs.get("nargs") else model
         jobs.append(Job(name, s.preset, s.parts, options, offline=offline(report_preset, model), minutes=s.minutes))
@@ -119,19 +117,12 @@ def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, An
 
 
 def finished(out: Path, job: Job, seed: int) -> bool:
-    """Whether ``OUT/<name>/results.json`` already holds every planned part, done, with this configuration (then
-    no worker is started for it; anything less goes to a worker, where the experiment resumes or refuses)."""
-    try:
-        payload = json.loads((out / job.name / "results.json").read_text())
-    except (OSError, ValueError):
+    """Whether ``OUT/<name>/results.json`` already holds every planned part, done, with this configuration (the
+    experiment's own check, :meth:`~mechrecall.experiment.Experiment.finished`); then no worker is started for it."""
+    if not job.parts:
         return False
-    config = payload.get("config", {})
-    if config.get("preset") != job.preset or config.get("seed") != seed or not job.parts:
-        return False
-    if any(config.get("options", {}).get(k) != json.loads(json.dumps(v)) for k, v in job.options.items()):
-        return False
-    parts = payload.get("parts", {})
-    return all(parts.get(p, {}).get("status") == "done" for p in job.parts)
+    experiment = importlib.import_module(job.module.partition(":")[0]).EXPERIMENT
+    return experiment.finished(out, preset=job.preset, parts=job.parts, seed=seed, options=job.options)
 
 
 def _parts_done(out: Path, name: str) -> int:
