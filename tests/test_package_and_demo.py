@@ -56,14 +56,20 @@ def test_induction_demo_runs_end_to_end_and_resumes(tmp_path):
 
 
 def test_mechrecall_command_dispatches_to_the_experiments(tmp_path):
-    listed = subprocess.run([sys.executable, "-m", "mechrecall", "--help"], capture_output=True, text=True, timeout=60)
+    (script,) = [e for e in metadata.entry_points(group="console_scripts") if e.name == "mechrecall"]
+    assert script.value == "analyses.registry:main"  # the `mechrecall` command
+    listed = subprocess.run(
+        [sys.executable, "-m", "analyses.registry", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0 and "induction_emergence" in listed.stdout and "noisy_icl" in listed.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "mechrecall", "induction_emergence", "--steps", "0", "--out", str(tmp_path)],
+        [sys.executable, "-m", "analyses.registry", "induction_emergence", "--steps", "0", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert bad.returncode == 2 and "--steps 0" in bad.stderr and "Traceback" not in bad.stderr
-    unknown = subprocess.run([sys.executable, "-m", "mechrecall", "fly"], capture_output=True, text=True, timeout=60)
+    unknown = subprocess.run(
+        [sys.executable, "-m", "analyses.registry", "fly"], capture_output=True, text=True, timeout=60
+    )
     assert unknown.returncode == 2 and "unknown experiment 'fly'" in unknown.stderr
