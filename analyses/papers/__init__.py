@@ -1,4 +1,4 @@
-"""One package per paper: its data generators, models (builder recipes), probes, theory, figures and prompts.
+"""One package per paper, every one with the same modules in the same roles.
 
 ==================  ======================================================================================
 package             paper
@@ -11,6 +11,22 @@ package             paper
 ``ic_recall``       Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Huang, Nichani, Lee & Ge)
 ==================  ======================================================================================
 
-A paper package may import the core (``mechrecall``), ``hooks``, ``pretrained`` and the generic analyses,
-never another paper; something moves down when a second paper needs it.
+==============  ==========================================================================================
+module          role (the same in every package)
+==============  ==========================================================================================
+``presets``     typed presets: a frozen dataclass subclassing ``mechrecall.presets.Preset`` and ``PRESETS``
+``data``        data generators, prompt and fact tables, corpus statistics
+``models``      model configs (``HookedTransformerConfig``), builders, hand constructions
+``runs``        train and measure: functions returning results dictionaries (no claims, no figures)
+``metrics``     measurements on a model: probes, evaluation, subspaces
+``pretrained``  the paper's (or our extension's) work on Pythia / GPT-2 checkpoints
+``claims``      ``CLAIMS``: the declarative claims table (``mechrecall.claims.ClaimSpec``)
+``figures``     matplotlib figures and HTML views of results and models
+``parts``       the experiment's parts: short glue from the context to runs, results and figures
+``theory``      closed forms, ODEs and the theorems' quantities
+==============  ==========================================================================================
+
+Which experiment runs which package is ``analyses.registry.EXPERIMENTS``. A paper package may import the core
+(``mechrecall``), ``hooks``, ``pretrained`` and the generic analyses, never another paper; something moves down
+when a second paper needs it.
 """
