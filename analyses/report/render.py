@@ -241,7 +241,7 @@ def write_report(report: Mapping[str, Any], root: str | Path) -> dict[str, Path]
 SUMMARY_START = "<!-- report-summary:start -->"
 SUMMARY_END = "<!-- report-summary:end -->"
 DOC_COLUMNS = ("claim", "class", "paper", "ours", "rule", "verdict", "preset", "seeds", "note")
-HEADLINES = 3  # headline rows per experiment in the README's summary
+HEADLINES = 2  # headline rows per experiment in the README's summary
 
 
 def row_class(row: Mapping[str, Any]) -> str:
