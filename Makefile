@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= runs
 
-.PHONY: install run test lint fmt clean
+.PHONY: install run test lint fmt docs clean
 install:
 	@bash scripts/install.sh $(VENV)
 
@@ -25,6 +25,10 @@ lint: install
 fmt: install
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+# The README's per-paper summary and docs/claims.md, from the report in $(OUT)/report/ (runs nothing).
+docs: install
+	$(PY) -m analyses.reproduce --out $(OUT) --claims-doc docs/claims.md --update-readme README.md
 
 # Removes the environment and caches only: results under runs/ are yours (delete them by hand).
 clean:

@@ -34,7 +34,41 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
     )
+    p.add_argument(
+        "--claims-doc",
+        metavar="FILE",
+        default=None,
+        help="write every claim of OUT/report/claims.json to FILE (docs/claims.md) and exit (runs nothing)",
+    )
+    p.add_argument(
+        "--update-readme",
+        metavar="FILE",
+        default=None,
+        help="rewrite the per-paper summary between FILE's <!-- report-summary:start/end --> markers from "
+        "OUT/report/claims.json and exit (runs nothing); with --claims-doc, links to it",
+    )
     return p
+
+
+def write_docs(out: str, claims_doc: str | None, readme: str | None) -> int:
+    """``--claims-doc`` / ``--update-readme``: the documents generated from an existing report."""
+    from analyses.report import update_readme, write_claims_doc
+
+    prog = parser().prog
+    try:
+        if claims_doc:
+            command = f"{prog} --out {out} --claims-doc {claims_doc}"
+            print(f"wrote {write_claims_doc(out, claims_doc, regenerate=command)}")
+        if readme:
+            print(f"updated {update_readme(out, readme, claims_doc)}")
+    except FileNotFoundError as exc:
+        missing = f"no report in {out}/report/; run it first" if "claims.json" in str(exc) else str(exc)
+        print(f"{prog}: error: {missing}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"{prog}: error: {readme}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -49,6 +83,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{parser().prog}: error: no report in {args.out}/report/; run it first", file=sys.stderr)
             return 2
         return 0
+    if args.claims_doc or args.update_readme:
+        return write_docs(args.out, args.claims_doc, args.update_readme)
     if args.workers < 1:
         print(f"{parser().prog}: error: --workers {args.workers}; expected >= 1", file=sys.stderr)
         return 2

@@ -1,23 +1,24 @@
-"""The README's examples run as written (except blocks marked as needing the hub or local weights)."""
+"""The examples of the README and docs/guide.md run as written (except blocks marked ``<!-- not run ... -->``)."""
 
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README, GUIDE = ROOT / "README.md", ROOT / "docs" / "guide.md"
 BLOCK = re.compile(r"(<!-- not run[^>]*-->\s*)?```python\n(.*?)```", re.S)
-blocks = [code for skip, code in BLOCK.findall(README.read_text()) if not skip]
+blocks = [(doc, code) for doc in (README, GUIDE) for skip, code in BLOCK.findall(doc.read_text()) if not skip]
 
 
 def test_readme_has_runnable_examples():
-    assert len(blocks) >= 2
+    assert sum(doc == README for doc, _ in blocks) >= 2 and sum(doc == GUIDE for doc, _ in blocks) >= 2
 
 
-@pytest.mark.parametrize("code", blocks, ids=[f"block{i}" for i in range(len(blocks))])
-def test_readme_example_runs(code, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("doc,code", blocks, ids=[f"{doc.stem}-block{i}" for i, (doc, _) in enumerate(blocks)])
+def test_readme_example_runs(doc, code, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, str(README), "exec"), {"__name__": "__readme__"})
+    exec(compile(code, str(doc), "exec"), {"__name__": "__readme__"})
     out = capsys.readouterr().out
     assert out.strip()  # every example prints what it shows
     stray = [p.name for p in tmp_path.iterdir() if p.name != "runs"]

@@ -6,7 +6,7 @@ module      what it holds
 ``plan``    per report preset (quick / smoke / paper): each experiment's preset and parts, as a table
 ``runner``  experiments in worker processes (one torch thread each), part by part, with a progress display
 ``collect`` every ``results.json`` → one claims list (verdicts recomputed) and the report's sections
-``render``  ``report.md``, the self-contained ``report.html``, the markdown claims table
+``render``  ``report.md``, the self-contained ``report.html``; the README's summary and ``docs/claims.md``
 ==========  =============================================================================================
 """
 
@@ -50,11 +50,45 @@ def reproduce(
     return {**report, "paths": {k: str(v) for k, v in paths.items()}, "records": records}
 
 
-def readme_table(out: str | os.PathLike = "runs") -> str:
-    """The markdown claims table of the report in ``OUT/report/claims.json`` (for the README)."""
+def load_report(out: str | os.PathLike = "runs") -> dict[str, Any]:
+    """The report in ``OUT/report/claims.json`` (``FileNotFoundError`` when there is none)."""
     import json
 
+    return json.loads((Path(out) / "report" / "claims.json").read_text(encoding="utf-8"))
+
+
+def readme_table(out: str | os.PathLike = "runs") -> str:
+    """The markdown claims table of the report in ``OUT/report/claims.json``, one table for every experiment."""
     from analyses.report.render import claims_table_md
 
-    report = json.loads((Path(out) / "report" / "claims.json").read_text(encoding="utf-8"))
-    return claims_table_md(report["claims"], experiment_column=True)
+    return claims_table_md(load_report(out)["claims"], experiment_column=True)
+
+
+def write_claims_doc(out: str | os.PathLike, path: str | os.PathLike, regenerate: str = "") -> Path:
+    """Write the full claims table of ``OUT/report/claims.json`` to ``path`` (e.g. ``docs/claims.md``)."""
+    from analyses.report.render import claims_doc_md
+    from mechrecall.io import atomic_write_text
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, claims_doc_md(load_report(out), regenerate) + "\n")
+    return path
+
+
+def update_readme(
+    out: str | os.PathLike, readme: str | os.PathLike, claims_doc: str | os.PathLike | None = None
+) -> Path:
+    """Rewrite, in place, the block between ``<!-- report-summary:start -->`` and ``<!-- report-summary:end -->``
+    of ``readme`` with the per-paper summary of ``OUT/report/claims.json``; the rest of the file is kept.
+
+    ``claims_doc``: the full table the summary links to (default ``docs/claims.md`` beside the README, linked when
+    it exists). Raises ``ValueError`` when the markers are missing."""
+    from analyses.report.render import replace_block, summary_md
+    from mechrecall.io import atomic_write_text
+
+    readme = Path(readme)
+    doc = Path(claims_doc) if claims_doc is not None else readme.parent / "docs" / "claims.md"
+    link = os.path.relpath(doc, readme.parent).replace(os.sep, "/") if claims_doc is not None or doc.exists() else None
+    text = replace_block(readme.read_text(encoding="utf-8"), summary_md(load_report(out), link))
+    atomic_write_text(readme, text)
+    return readme

@@ -11,9 +11,11 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from mechrecall.claims import VERDICTS, summary
 
 COLUMNS = ("claim", "paper", "ours", "rule", "verdict", "preset", "seeds")
 VERDICT_COLOURS = {"reproduced": "#d7f5dd", "partial": "#fff3c4", "not reproduced": "#fbd5d5", "not run": "#e8e8e8"}
@@ -38,6 +40,8 @@ def _cell(row: Mapping[str, Any], column: str) -> str:
         return f"{value}{where}"
     if column == "verdict" and row.get("reason") and value == "not run":
         return f"not run: {row['reason']}"
+    if column == "class":
+        return row_class(row)
     return "" if value is None else str(value)
 
 
@@ -45,8 +49,10 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def claims_table_md(rows: Iterable[Mapping[str, Any]], experiment_column: bool = False) -> str:
-    columns = (("experiment",) if experiment_column else ()) + COLUMNS
+def claims_table_md(
+    rows: Iterable[Mapping[str, Any]], experiment_column: bool = False, columns: Sequence[str] = COLUMNS
+) -> str:
+    columns = (("experiment",) if experiment_column else ()) + tuple(columns)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(_md_escape(_cell(row, c)) for c in columns) + " |")
@@ -228,3 +234,123 @@ def write_report(report: Mapping[str, Any], root: str | Path) -> dict[str, Path]
     atomic_write_text(paths["md"], markdown(report))
     atomic_write_text(paths["html"], html_page(report, root))
     return paths
+
+
+# ------------------------------------------------------------------ the README's summary and docs/claims.md
+
+SUMMARY_START = "<!-- report-summary:start -->"
+SUMMARY_END = "<!-- report-summary:end -->"
+DOC_COLUMNS = ("claim", "class", "paper", "ours", "rule", "verdict", "preset", "seeds", "note")
+HEADLINES = 2  # headline rows per experiment in the README's summary
+
+
+def row_class(row: Mapping[str, Any]) -> str:
+    """A row's class: ``paper``, ``extension`` or ``ablation`` (rows of older reports have none: ``paper``)."""
+    return str(row.get("class") or "paper")
+
+
+def headline_rows(rows: Sequence[Mapping[str, Any]], k: int = HEADLINES) -> list[Mapping[str, Any]]:
+    """The ``k`` rows that stand for an experiment in the README: rows of class ``paper`` that state the paper's
+    number, the measured ones (verdict other than ``not run``) first, each group in table order; where fewer than
+    ``k`` state a number, the other ``paper`` rows follow on the same terms."""
+
+    def ranked(candidates: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        measured = [r for r in candidates if r["verdict"] != "not run"]
+        return measured + [r for r in candidates if r["verdict"] == "not run"]
+
+    papers = [r for r in rows if row_class(r) == "paper"]
+    numbered = [r for r in papers if r.get("paper") is not None]
+    rest = [r for r in papers if r.get("paper") is None]
+    return (ranked(numbered) + ranked(rest))[:k]
+
+
+def _command(report: Mapping[str, Any]) -> str:
+    """The command line that makes a report like ``report`` (its preset; a seed other than 0)."""
+    seeds = {s.get("seed") for s in report.get("experiments", [])} - {None, 0}
+    seed = f" --seed {seeds.pop()}" if len(seeds) == 1 else ""
+    return f"python -m analyses.reproduce --preset {report.get('preset') or 'quick'}{seed}"
+
+
+def _origin(report: Mapping[str, Any]) -> str:
+    created = str(report.get("created") or "?").replace("T", " ").replace("+00:00", " UTC")
+    return f"the `{report.get('preset') or '?'}` report (`{_command(report)}`) of {created}"
+
+
+def _authors(paper: str) -> str:
+    """``"Title (Chen, Bruna & Bietti)"`` -> ``"Chen, Bruna & Bietti"`` (the whole string when it has no authors)."""
+    match = re.search(r"\(([^()]*)\)\s*$", paper)
+    return match.group(1) if match else paper
+
+
+def claims_doc_md(report: Mapping[str, Any], regenerate: str = "") -> str:
+    """``docs/claims.md``: every claim row of ``report``, a table per experiment, with where it came from.
+
+    ``regenerate``: the command that rewrites the file (named in its header)."""
+    out = [
+        "# Claims of the latest report",
+        "",
+        f"Generated from {_origin(report)}" + (f" by `{regenerate}`" if regenerate else "") + ". Do not edit by hand. "
+        f"Claims: {_summary_line(report['summary'])}. Every row is read from an experiment's `results.json`; "
+        "its verdict is recomputed from its rule. Class: `paper` (the paper's statement), `extension` (beyond the "
+        "paper), `ablation`; `micro`-preset rows are not comparable to the paper's sizes (their note says so).",
+        "",
+    ]
+    for section in report["experiments"]:
+        rows = _rows(report, section["experiment"])
+        out += [
+            f"## `{section['experiment']}` — preset {section['preset'] or '?'}, seed {section['seed']}",
+            "",
+            f"{section['paper'] or '(paper not recorded)'}. Claims: {_summary_line(summary(rows))}.",
+            "",
+        ]
+        if section["status"] == "failed":
+            out += [f"**Failed:** `{_md_escape(section['error'])}`", ""]
+        out += [claims_table_md(rows, columns=DOC_COLUMNS) if rows else "_No claims recorded._", ""]
+    return "\n".join(out)
+
+
+def summary_md(report: Mapping[str, Any], claims_link: str | None = "docs/claims.md") -> str:
+    """The README's per-paper summary of ``report``: per experiment its paper, preset and count per verdict, then
+    each experiment's :func:`headline_rows`. ``claims_link``: where the full table is (``None``: not linked)."""
+    full = f" The full table: [{claims_link}]({claims_link})." if claims_link else ""
+    out = [
+        f"From {_origin(report)}: {_summary_line(report['summary'])}.{full}",
+        "",
+        "| experiment | paper (authors) | preset | " + " | ".join(VERDICTS) + " |",
+        "|---|---|---|" + "---:|" * len(VERDICTS),
+    ]
+    headlines = []
+    for section in report["experiments"]:
+        rows = _rows(report, section["experiment"])
+        counts = summary(rows)
+        status = " (failed)" if section["status"] == "failed" else ""
+        paper = _md_escape(_authors(section["paper"]) or "—")
+        out.append(
+            f"| `{section['experiment']}`{status} | {paper} | {section['preset'] or '?'} | "
+            + " | ".join(str(counts[v]) for v in VERDICTS)
+            + " |"
+        )
+        headlines += [(section["experiment"], r) for r in headline_rows(rows)]
+    out += [
+        "",
+        f"Headline claims (per experiment, up to {HEADLINES} rows of class `paper` that state the paper's number, "
+        "measured ones first, in table order):",
+        "",
+        "| experiment | claim | paper | ours | verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in headlines:
+        cells = [f"`{name}`", _cell(row, "claim"), _num(row.get("paper")), _num(row.get("ours")), row["verdict"]]
+        out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    return "\n".join(out)
+
+
+def replace_block(text: str, block: str, start: str = SUMMARY_START, end: str = SUMMARY_END) -> str:
+    """``text`` with what lies between the ``start`` and ``end`` marker lines replaced by ``block``.
+
+    Raises ``ValueError`` when the markers are missing, repeated or out of order."""
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        raise ValueError(f"expected one {start} line followed by one {end} line")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{block.strip()}\n{end}{tail}"
