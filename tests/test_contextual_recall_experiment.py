@@ -61,7 +61,7 @@ def _titles(fig):
 
 
 def test_micro_run_end_to_end(tmp_path):
-    from analyses.papers.contextual_recall.analysis import REP_SITES
+    from analyses.papers.contextual_recall.metrics import REP_SITES
 
     run = EXPERIMENT.run(tmp_path, preset="micro", parts=["construction", "world_r", "world_g"])
     rows = {r["id"].split(".", 1)[1]: r for r in run["claims"]}
@@ -102,7 +102,7 @@ def test_micro_run_end_to_end(tmp_path):
 
 
 def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(tmp_path):
-    from analyses.papers.contextual_recall.prompts import RELATIONS, vocabulary
+    from analyses.papers.contextual_recall.data import RELATIONS, vocabulary
     from pretrained.testing import tiny_checkpoint
 
     path = tiny_checkpoint(tmp_path / "tiny", "gpt2", vocab=vocabulary(), n_ctx=128)
@@ -117,10 +117,10 @@ def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(t
 
 
 def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
-    from analyses.papers.contextual_recall.configs import RUN_G, RUN_R
+    from analyses.papers.contextual_recall.presets import RUN_G, RUN_R
     from analyses.papers.contextual_recall.models import build_model_a, build_model_b, world_r_ctx
-    from analyses.papers.contextual_recall.training import g_ctx
-    from analyses.papers.contextual_recall.world import build_world, sample_pt, sample_pt_rel
+    from analyses.papers.contextual_recall.runs import g_ctx
+    from analyses.papers.contextual_recall.data import build_world, sample_pt, sample_pt_rel
     from mechrecall.trainer import TrainConfig, train
 
     g, r = RUN_G["paper"], RUN_R["paper"]
