@@ -58,10 +58,20 @@ EXPERIMENT = Experiment(
     ),
     options=(
         Option(
-            "--pt-steps", type=int, default=None, low=1, field="pt_steps", help="pretraining steps (default: the preset's)"
+            "--pt-steps",
+            type=int,
+            default=None,
+            low=1,
+            field="pt_steps",
+            help="pretraining steps (default: the preset's)",
         ),
         Option(
-            "--ft-steps", type=int, default=None, low=1, field="ft_steps", help="finetuning steps (default: the preset's)"
+            "--ft-steps",
+            type=int,
+            default=None,
+            low=1,
+            field="ft_steps",
+            help="finetuning steps (default: the preset's)",
         ),
         Option(
             "--n-finetune",

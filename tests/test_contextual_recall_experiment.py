@@ -117,10 +117,10 @@ def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(t
 
 
 def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
-    from analyses.papers.contextual_recall.presets import RUN_G, RUN_R
-    from analyses.papers.contextual_recall.models import build_model_a, build_model_b, world_r_ctx
-    from analyses.papers.contextual_recall.runs import g_ctx
     from analyses.papers.contextual_recall.data import build_world, sample_pt, sample_pt_rel
+    from analyses.papers.contextual_recall.models import build_model_a, build_model_b, world_r_ctx
+    from analyses.papers.contextual_recall.presets import RUN_G, RUN_R
+    from analyses.papers.contextual_recall.runs import g_ctx
     from mechrecall.trainer import TrainConfig, train
 
     g, r = RUN_G["paper"], RUN_R["paper"]

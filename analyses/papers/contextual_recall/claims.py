@@ -40,7 +40,7 @@ class NotedClaim(ClaimSpec):
         return ClaimSpec.evaluate(spec, results, experiment=experiment, preset=preset, seeds=seeds, note=note)
 
 
-def _num(results: Results, path: str, default: float = 0.0) -> Any:
+def _num(results: Results, path: str, default: float | None = 0.0) -> Any:
     """The results entry ``path`` (keys joined by ``/``), or ``default`` where it is missing."""
     value, _ = lookup(results, path)
     return default if value is None else value
@@ -109,9 +109,7 @@ def _cascade_claims(tag: str, name: str, step2: str) -> list[ClaimSpec]:
 
     def with_world(text: str) -> Callable[[Results], str]:
         """``text``'s note, and where the preset ran another world than the one named, that world."""
-        return lambda r: "; ".join(
-            n for n in (text.format(**_cascade_words(c(r))), _other_world(c(r), name)) if n
-        )
+        return lambda r: "; ".join(n for n in (text.format(**_cascade_words(c(r))), _other_world(c(r), name)) if n)
 
     return [
         NotedClaim(
@@ -165,8 +163,7 @@ def _other_world(r: Results, name: str) -> str:
 def _step2_heldout(tag: str, name: str, with_world: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
     return NotedClaim(
         f"construction.cascade_{tag}_step2_heldout",
-        f"[{name}] ICL_rel on held-out query subjects after "
-        "step 2 (W_KQ^rel): perfect where U_L(U_L+N_ft)/M_ft < N_ft",
+        f"[{name}] ICL_rel on held-out query subjects after step 2 (W_KQ^rel): perfect where U_L(U_L+N_ft)/M_ft < N_ft",
         f"cascade/{tag}/step2_heldout",
         at_least(0.99),
         paper=1.0,
@@ -221,8 +218,10 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             "after_pt/ICL_heldout.exact",
             lambda r: at_most(chance(r)),
             where="§4 (Finding 1)",
-            notes=lambda r: f"chance (mean 1/M_ℓ) = {r['chance_exact']:.3f}; attribute-type match "
-            f"{r['after_pt']['ICL_heldout.attr_type']:.3f}",
+            notes=lambda r: (
+                f"chance (mean 1/M_ℓ) = {r['chance_exact']:.3f}; attribute-type match "
+                f"{r['after_pt']['ICL_heldout.attr_type']:.3f}"
+            ),
         ),
         NotedClaim(
             f"{part}.ft_icl_seen",
@@ -313,8 +312,10 @@ _WORLD_G = [
         "after_ft_iclgrm/ICL_heldout.exact",
         lambda r: at_least(G_FT_HELDOUT_MIN, partial=_g_chance(r)),
         where="§3.2, Fig. 4 (Finding 3)",
-        notes=lambda r: f"ICL+Grm (S_ft=1) held-out {r['after_ft_iclgrm']['ICLGrm1_heldout.exact']:.3f}; "
-        f"chance {r['chance_exact']:.3f}",
+        notes=lambda r: (
+            f"ICL+Grm (S_ft=1) held-out {r['after_ft_iclgrm']['ICLGrm1_heldout.exact']:.3f}; "
+            f"chance {r['chance_exact']:.3f}"
+        ),
     ),
     NotedClaim(
         "world_g.silhouette_rises_with_demos",
@@ -323,8 +324,9 @@ _WORLD_G = [
         "silhouette_rise",
         at_least(0.1, partial=0.02),
         where="§3.4, Fig. 8 (left)",
-        notes=lambda r: f"t={r['clustering_ft_icl']['t'][-1]}: "
-        f"{r['clustering_ft_icl']['silhouette']['L2_attn_out'][-1]:.3f}",
+        notes=lambda r: (
+            f"t={r['clustering_ft_icl']['t'][-1]}: {r['clustering_ft_icl']['silhouette']['L2_attn_out'][-1]:.3f}"
+        ),
     ),
     NotedClaim(
         "world_g.layer2_attention_clusters_most",

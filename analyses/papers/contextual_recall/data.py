@@ -229,8 +229,8 @@ def _pick(pool: torch.Tensor, shape: tuple[int, ...], gen: torch.Generator) -> t
 def _next_token_batch(
     full: Int[torch.Tensor, "B T1"],
     lengths: Int[torch.Tensor, " B"],
-    subject,
-    attr_type,
+    subject: Int[torch.Tensor, " B"],
+    attr_type: Int[torch.Tensor, " B"],
     loss: Literal["all", "last"] = "all",
 ) -> Batch:
     """Inputs ``full[:, :-1]``, targets ``full[:, 1:]`` (``-100`` beyond each sequence); the final token of each
@@ -441,7 +441,7 @@ def icl_prefix_tokens(world: World, subj: torch.Tensor, ell: torch.Tensor, t: in
     return torch.cat([body, subj[:, -1:]], 1)
 
 
-# ----------------------------------------------------------------------------------------------- natural-language prompts
+# ------------------------------------------------------------------------------------------- natural-language prompts
 
 #: (landmark, city, country)
 LANDMARKS = (
@@ -499,7 +499,7 @@ RELATIONS = {
 }
 
 
-def prompt_text(pairs, query: str) -> str:
+def prompt_text(pairs: Sequence[tuple[str, str]], query: str) -> str:
     """``"S1: A1\\nS2: A2\\n...\\nQuery:"``."""
     return "".join(f"{s}: {a}\n" for s, a in pairs) + f"{query}:"
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 STYLE = {"exact": "C0", "attr_type": "C1", "subject": "C2", "attribute": "C3"}
 
 
-def metric_curves(history: dict, panels: Sequence[tuple[str, str]], title: str, xlabel: str):
+def metric_curves(history: Mapping[str, Any], panels: Sequence[tuple[str, str]], title: str, xlabel: str) -> Figure:
     """One panel per ``(eval set, panel title)``: the four metrics of Fig. 1 vs step."""
     fig, axes = subplots(1, len(panels), figsize=(4.2 * len(panels), 3.3), squeeze=False)
     rows = history["eval"]
@@ -37,7 +37,7 @@ def metric_curves(history: dict, panels: Sequence[tuple[str, str]], title: str, 
     return fig
 
 
-def clustering_figure(clu: dict, title: str):
+def clustering_figure(clu: Mapping[str, Any], title: str) -> Figure:
     """Fig. 8 left + Fig. 16: accuracy and silhouette vs t; and C̄^t insets at three t (Fig. 17)."""
     ts = clu["t"]
     shown = [t for t in (0, 2, 10) if t in clu["similarity"]] or list(clu["similarity"])[:3]
@@ -63,7 +63,7 @@ def clustering_figure(clu: dict, title: str):
     return fig
 
 
-def steering_figure(steer: dict, title: str):
+def steering_figure(steer: Mapping[str, Any], title: str) -> Figure:
     """Fig. 8 right (mean ranks vs β) and Fig. 18 (target rank per target type)."""
     fig, (a, b) = subplots(1, 2, figsize=(9, 3.3))
     a.plot(steer["beta"], steer["rank_orig"], marker="o", label="original attribute")
@@ -79,7 +79,7 @@ def steering_figure(steer: dict, title: str):
     return fig
 
 
-def attention_figure(pattern, tokens_labels: Sequence[str], title: str):
+def attention_figure(pattern: Float[torch.Tensor, "head q k"], tokens_labels: Sequence[str], title: str) -> Figure:
     """Figs. 9/11/22/25: one attention heatmap (query x key) per head."""
     H = pattern.shape[0]
     fig, axes = subplots(1, H, figsize=(4 * H, 3.8), squeeze=False)
@@ -94,7 +94,7 @@ def attention_figure(pattern, tokens_labels: Sequence[str], title: str):
     return fig
 
 
-def cosine_figure(cos: dict, title: str):
+def cosine_figure(cos: Mapping[str, Any], title: str) -> Figure:
     """Figs. 10/12/23/26: per head cos(f_h, f_subj) and cos(f_h, f_rel), full space and with U_all projected out."""
     fig, axes = subplots(1, 2, figsize=(9, 3.2))
     for ax, tag in zip(axes, ("full", "minus_U_all")):
@@ -117,7 +117,13 @@ def cosine_figure(cos: dict, title: str):
     return fig
 
 
-def ov_figure(slices, heads: dict[str, int], names: Sequence[str], bounds: Sequence[int], title: str):
+def ov_figure(
+    slices: Float[torch.Tensor, "head k k"],
+    heads: dict[str, int],
+    names: Sequence[str],
+    bounds: Sequence[int],
+    title: str,
+) -> Figure:
     """Figs. 20-21: sliced OV matrices of the subject and relation heads."""
     fig, axes = subplots(1, len(heads), figsize=(4.6 * len(heads), 4.2), squeeze=False)
     for ax, (role, h) in zip(axes[0], heads.items()):
@@ -137,7 +143,7 @@ def ov_figure(slices, heads: dict[str, int], names: Sequence[str], bounds: Seque
     return fig
 
 
-def cascade_figure(results: dict, title: str):
+def cascade_figure(results: Mapping[str, Any], title: str) -> Figure:
     """Theorem 2: ICL accuracy after steps 0 / 1 / 2 in the two worlds (seen, held-out query, all held out);
     ``results``: tag -> the cascade's results (``runs.run_construction``'s ``cascade``)."""
     fig, axes = subplots(1, len(results), figsize=(5 * len(results), 3.3), squeeze=False)
@@ -234,9 +240,15 @@ def world_r_figures(tr: "Trained", res: Mapping[str, Any], positions: str) -> di
     names = WORLD_R_FIGURES[positions]
     pt_b, icl_b = tr.evals["PT"], tr.evals["ICL_heldout"]
     ft_model = tr.models_ft["ICL"]
-    panels = [("ICL_seen", "seen query subjects"), ("ICL_heldout", "held-out query subjects"), ("PT", "PT_rel (forgetting)")]
+    panels = [
+        ("ICL_seen", "seen query subjects"),
+        ("ICL_heldout", "held-out query subjects"),
+        ("PT", "PT_rel (forgetting)"),
+    ]
     figs = {
-        names["curves"]: metric_curves(tr.history_ft["ICL"], panels, f"{names['curves_title']}: finetuning on ICL_rel", "FT step"),
+        names["curves"]: metric_curves(
+            tr.history_ft["ICL"], panels, f"{names['curves_title']}: finetuning on ICL_rel", "FT step"
+        ),
         names["pt_curves"]: metric_curves(
             tr.history_pt,
             [("PT", "PT_rel"), ("ICL_heldout", "ICL_rel held-out")],
@@ -244,7 +256,9 @@ def world_r_figures(tr: "Trained", res: Mapping[str, Any], positions: str) -> di
             "PT step",
         ),
         names["attn_pt"]: attention_figure(
-            M.example_attention(tr.model_pt, pt_b.tokens), token_labels(tr.world, pt_b.tokens[0]), names["attn_pt_title"]
+            M.example_attention(tr.model_pt, pt_b.tokens),
+            token_labels(tr.world, pt_b.tokens[0]),
+            names["attn_pt_title"],
         ),
         names["cos_pt"]: cosine_figure(res["head_cosines_after_pt"], names["cos_pt_title"]),
         names["attn_ft"]: attention_figure(
@@ -274,7 +288,9 @@ def world_g_figures(tr: "Trained", res: Mapping[str, Any]) -> dict[str, Figure]:
             "Fig. 2: pretraining on PT (World-G, Model A)",
             "PT step",
         ),
-        "fig03_finetune_icl.png": metric_curves(tr.history_ft["ICL"], seen_held, "Fig. 3: finetuning on ICL", "FT step"),
+        "fig03_finetune_icl.png": metric_curves(
+            tr.history_ft["ICL"], seen_held, "Fig. 3: finetuning on ICL", "FT step"
+        ),
         "fig04_finetune_iclgrm.png": metric_curves(
             tr.history_ft["ICLGrm"], seen_held, "Fig. 4: finetuning on ICL+Grm, evaluated on ICL", "FT step"
         ),
@@ -284,6 +300,10 @@ def world_g_figures(tr: "Trained", res: Mapping[str, Any]) -> dict[str, Figure]:
             "Fig. 15: finetuning on ICL+Grm — ICL+Grm vs ICL",
             "FT step",
         ),
-        "fig08_16_17_clustering.png": clustering_figure(res["clustering_ft_icl"], "Figs. 8, 16, 17 (model finetuned on ICL)"),
-        "fig08_18_steering.png": steering_figure(res["steering_ft_icl"], "Figs. 8 (right), 18: steering with task vectors"),
+        "fig08_16_17_clustering.png": clustering_figure(
+            res["clustering_ft_icl"], "Figs. 8, 16, 17 (model finetuned on ICL)"
+        ),
+        "fig08_18_steering.png": steering_figure(
+            res["steering_ft_icl"], "Figs. 8 (right), 18: steering with task vectors"
+        ),
     }

@@ -14,7 +14,7 @@ Through the generic layer (``analyses.task_vectors``, ``analyses.heads``, ``anal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -33,14 +33,14 @@ METRICS = ("exact", "attr_type", "subject", "attribute")
 
 
 @torch.no_grad()
-def final_predictions(model, batch: Batch) -> torch.Tensor:
+def final_predictions(model: HookedTransformer, batch: Batch) -> Int[torch.Tensor, " B"]:
     """Argmax over the full vocabulary (first index on ties) of the logits at ``pred_pos``: ``[B]``."""
     logits = model(batch.tokens)
     rows = torch.arange(batch.tokens.shape[0], device=logits.device)
     return logits[rows, batch.extras["pred_pos"].to(logits.device)].argmax(-1).cpu()
 
 
-def metrics_of_predictions(pred: torch.Tensor, batch: Batch, world: World) -> dict[str, float]:
+def metrics_of_predictions(pred: Int[torch.Tensor, " B"], batch: Batch, world: World) -> dict[str, float]:
     """Fig. 1's metrics from predictions ``[B]``: ``exact`` = the ground-truth attribute; ``attr_type`` = any
     value of the target's type; ``subject`` = any attribute of the sequence (PT) / query (ICL) subject;
     ``attribute`` = any attribute token."""
@@ -56,12 +56,12 @@ def metrics_of_predictions(pred: torch.Tensor, batch: Batch, world: World) -> di
     }
 
 
-def recall_metrics(model, batch: Batch, world: World) -> dict[str, float]:
+def recall_metrics(model: HookedTransformer, batch: Batch, world: World) -> dict[str, float]:
     """:func:`metrics_of_predictions` of the model's argmax on ``batch``."""
     was = model.training
     model.eval()
     try:
-        return metrics_of_predictions(final_predictions(model, batch.to(model.cfg.device)), batch, world)
+        return metrics_of_predictions(final_predictions(model, batch.to(model.cfg.device or "cpu")), batch, world)
     finally:
         model.train(was)
 
@@ -74,17 +74,18 @@ REP_SITES = ((0, "attn_out"), (0, "mlp_out"), (1, "attn_out"), (1, "mlp_out"), (
 
 @torch.no_grad()
 def clustering_vs_demos(
-    model,
+    model: HookedTransformer,
     world: World,
-    subj: torch.Tensor,
-    ell: torch.Tensor,
+    subj: Int[torch.Tensor, "n m"],
+    ell: Int[torch.Tensor, " n"],
     ts: Sequence[int],
     sites: Sequence[tuple[int, str]] = REP_SITES,
     main: tuple[int, str] = (1, "attn_out"),
-) -> dict:
+) -> dict[str, Any]:
     """For each ``t``: held-out ICL exact accuracy, the cosine silhouette of each site's representation at
     the query position (labels = attribute type), and C̄^t at ``main`` (Figs. 8, 16, 17)."""
-    out = {"t": [], "accuracy": [], "silhouette": {f"L{l + 1}_{s}": [] for l, s in sites}, "similarity": {}}
+    silhouette: dict[str, list[float]] = {f"L{l + 1}_{s}": [] for l, s in sites}
+    out: dict[str, Any] = {"t": [], "accuracy": [], "silhouette": silhouette, "similarity": {}}
     target = world.attributes[subj[:, -1], ell]
     for t in ts:
         tokens = icl_prefix_tokens(world, subj, ell, t).to(model.cfg.device)
@@ -101,14 +102,14 @@ def clustering_vs_demos(
 
 @torch.no_grad()
 def steering_ranks(
-    model,
+    model: HookedTransformer,
     world: World,
-    subj: torch.Tensor,
-    ell: torch.Tensor,
+    subj: Int[torch.Tensor, "n m"],
+    ell: Int[torch.Tensor, " n"],
     betas: Sequence[float],
     layer: int = 1,
     site: str = "attn_out",
-) -> dict:
+) -> dict[str, Any]:
     """Fig. 8 right / Fig. 18: task vectors ``v_ℓ`` = mean layer-2 attention output at the last position of the
     full prompts of type ℓ; for every prompt of type ℓ and every ℓ' ≠ ℓ, replace that output by
     ``(1-β) v_ℓ + β v_ℓ'`` and rank the query subject's type-ℓ (original) and type-ℓ' (target) attributes.
@@ -123,7 +124,7 @@ def steering_ranks(
     q = subj[src, -1]
     orig_ids = world.attributes[q, ell[src]]
     tgt_ids = world.attributes[q, tgt]
-    out = {
+    out: dict[str, Any] = {
         "beta": [float(b) for b in betas],
         "rank_orig": [],
         "rank_target": [],
@@ -142,7 +143,7 @@ def steering_ranks(
     return out
 
 
-def crossing_beta(steer: dict) -> float | None:
+def crossing_beta(steer: Mapping[str, Any]) -> float | None:
     """Smallest β where the target attribute outranks the original (mean ranks), or None."""
     for b, o, t in zip(steer["beta"], steer["rank_orig"], steer["rank_target"]):
         if t < o:
@@ -158,7 +159,14 @@ def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def head_role_cosines(model, world: World, batch, mode: str, T_max: int, ft_subjects=None) -> dict:
+def head_role_cosines(
+    model: HookedTransformer,
+    world: World,
+    batch: Batch,
+    mode: str,
+    T_max: int,
+    ft_subjects: Int[torch.Tensor, " n"] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Mean over sequences of ``cos(f_h, f_subj)`` and ``cos(f_h, f_rel)`` per head (Figs. 10/12), in the full
     space and after projecting the all-attributes direction ``U_all`` out of both sides; roles = argmax."""
     f = head_outputs(model, batch.tokens.to(model.cfg.device), 0, batch.extras["pred_pos"]).cpu()  # [B, H, d]
@@ -166,10 +174,10 @@ def head_role_cosines(model, world: World, batch, mode: str, T_max: int, ft_subj
     u = Basis(world, T_max).u_all
     u = u / u.norm()
 
-    def proj(x):
+    def proj(x: torch.Tensor) -> torch.Tensor:
         return x - (x @ u)[..., None] * u
 
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for tag, (a, s, r) in {"full": (f, f_subj, f_rel), "minus_U_all": (proj(f), proj(f_subj), proj(f_rel))}.items():
         cs = _cos(a, s[:, None, :]).mean(0)
         cr = _cos(a, r[:, None, :]).mean(0)
@@ -194,7 +202,9 @@ def ov_slice_ids(world: World, n: int = 8) -> tuple[list[int], list[str], list[i
     ]
     if c.relation_tokens:
         groups.append(("relations", list(range(c.relation_offset, c.relation_offset + c.n_types))))
-    ids, names, bounds = [], [], []
+    ids: list[int] = []
+    names: list[str] = []
+    bounds: list[int] = []
     for name, g in groups:
         ids += g
         names.append(name)
@@ -203,15 +213,15 @@ def ov_slice_ids(world: World, n: int = 8) -> tuple[list[int], list[str], list[i
 
 
 @torch.no_grad()
-def ov_slices(model, world: World, ids: Sequence[int]) -> torch.Tensor:
+def ov_slices(model: HookedTransformer, world: World, ids: Sequence[int]) -> Float[torch.Tensor, "head k k"]:
     """``[head, out, in]`` sliced OV matrices in the paper's convention (Figs. 20-21): entry ``[out, in]`` is the
     logit of token ``out`` written by the head when it attends to token ``in`` (``W_E OV W_U`` transposed)."""
-    full = full_ov_circuit(model).AB[0]  # [head, d_vocab(in), d_vocab(out)]
+    full = torch.as_tensor(full_ov_circuit(model).AB)[0]  # [head, d_vocab(in), d_vocab(out)]
     idx = torch.tensor(list(ids))
     return full[:, idx][:, :, idx].transpose(1, 2).cpu()
 
 
 @torch.no_grad()
-def example_attention(model, tokens: torch.Tensor) -> torch.Tensor:
+def example_attention(model: HookedTransformer, tokens: Int[torch.Tensor, "B T"]) -> Float[torch.Tensor, "head T T"]:
     """Attention patterns ``[head, q, k]`` of one sequence (Figs. 9, 11)."""
     return attention_patterns(model, tokens[:1].to(model.cfg.device))[0, 0].cpu()

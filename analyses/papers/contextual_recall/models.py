@@ -30,8 +30,11 @@ tokens), ``u_ℓ`` (all values of type ℓ), ``U_all = Σ_ℓ u_ℓ``, ``own_j =
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import operator
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from jaxtyping import Float, Int
@@ -39,13 +42,13 @@ from transformer_lens import HookedTransformer
 
 from mechrecall.batch import Batch
 from mechrecall.builder import build_toy_model
-from mechrecall.surgeries import PermanentHook, SetWeight, ZeroBiases, Surgery
+from mechrecall.surgeries import PermanentHook, SetWeight, Surgery, ZeroBiases
 
 from .data import World
 from .presets import WorldConfig, WorldConfigError
 
 
-def model_a_config(d_vocab: int, n_ctx: int, d_model: int = 256) -> dict:
+def model_a_config(d_vocab: int, n_ctx: int, d_model: int = 256) -> dict[str, Any]:
     """Model A: 2 layers x 1 head, ``d_head = d_model``, ``d_mlp = 4 d_model``, LN, gelu_new, learned positions."""
     return dict(
         n_layers=2,
@@ -66,12 +69,14 @@ def model_a_config(d_vocab: int, n_ctx: int, d_model: int = 256) -> dict:
     )
 
 
-def build_model_a(d_vocab: int, n_ctx: int, d_model: int = 256, seed: int = 0):
+def build_model_a(d_vocab: int, n_ctx: int, d_model: int = 256, seed: int = 0) -> HookedTransformer:
     """Model A with a bias-free head (``unembed.b_U`` zero and frozen)."""
     return build_toy_model(model_a_config(d_vocab, n_ctx, d_model), [SetWeight(("unembed.b_U",), "zeros")], seed=seed)
 
 
-def model_b_config(d_vocab: int, n_ctx: int, d_head: int = 256, n_heads: int = 3, attn_scale: bool = True) -> dict:
+def model_b_config(
+    d_vocab: int, n_ctx: int, d_head: int = 256, n_heads: int = 3, attn_scale: bool = True
+) -> dict[str, Any]:
     """Model B / B′: ``d_model = V + n_ctx`` (tokens, then positions), attention only, no LN."""
     return dict(
         n_layers=1,
@@ -91,11 +96,11 @@ def model_b_config(d_vocab: int, n_ctx: int, d_head: int = 256, n_heads: int = 3
     )
 
 
-def model_b_surgeries(d_vocab: int, n_ctx: int, positions: str = "relative") -> list:
+def model_b_surgeries(d_vocab: int, n_ctx: int, positions: str = "relative") -> list[Surgery]:
     """Fixed one-hot embeddings, tied fixed unembedding, no biases, no skip connection, and the positions."""
     if positions not in ("relative", "absolute"):
         raise WorldConfigError(f"positions={positions!r}; expected 'relative' (Model B) or 'absolute' (Model B′)")
-    surgeries = [
+    surgeries: list[Surgery] = [
         ZeroBiases(),
         SetWeight(("embed.W_E",), "one_hot"),  # h(v) = e_v
         SetWeight(("unembed.W_U",), "one_hot"),  # logit_v = h(v)ᵀ f
@@ -120,7 +125,7 @@ def build_model_b(
     positions: str = "relative",
     attn_scale: bool = True,
     seed: int = 0,
-):
+) -> HookedTransformer:
     """Model B (``positions="relative"``) or B′ (``"absolute"``)."""
     return build_toy_model(
         model_b_config(d_vocab, n_ctx, d_head, n_heads, attn_scale),
@@ -129,7 +134,9 @@ def build_model_b(
     )
 
 
-def construction_model(world: World, weights: dict[str, tuple[torch.Tensor, torch.Tensor]], T_max: int, seed: int) -> HookedTransformer:
+def construction_model(
+    world: World, weights: dict[str, tuple[torch.Tensor, torch.Tensor]], T_max: int, seed: int
+) -> HookedTransformer:
     """Model B (``d_head = d``, no attention scale) holding the construction ``weights``, one head each."""
     model = build_model_b(world.V, T_max, d_head=world.V + T_max, n_heads=len(weights), attn_scale=False, seed=seed)
     load_construction(model, weights)
@@ -162,36 +169,36 @@ class Basis:
     def d(self) -> int:
         return self.V + self.T_max
 
-    def h(self, ids) -> torch.Tensor:
+    def h(self, ids: int | Sequence[int] | torch.Tensor) -> Float[torch.Tensor, " d"]:
         """Sum of ``h(v)`` over token ids ``ids`` (a ``[d]`` vector; repeated ids count once)."""
         v = torch.zeros(self.d)
         v[torch.as_tensor(ids, dtype=torch.long).reshape(-1)] = 1.0
         return v
 
-    def pos_index(self, offset) -> torch.Tensor:
+    def pos_index(self, offset: int | torch.Tensor) -> torch.Tensor:
         return self.V + self.T_max - 1 + torch.as_tensor(offset, dtype=torch.long)
 
-    def p(self, offsets) -> torch.Tensor:
+    def p(self, offsets: int | torch.Tensor) -> Float[torch.Tensor, " d"]:
         v = torch.zeros(self.d)
         v[self.pos_index(offsets).reshape(-1)] = 1.0
         return v
 
     # the sums of the construction
     @property
-    def sigma(self):
+    def sigma(self) -> Float[torch.Tensor, " d"]:
         return self.h(torch.arange(self.world.cfg.n_subjects))
 
     @property
-    def rho(self):
+    def rho(self) -> Float[torch.Tensor, " d"]:
         return self.h(self.world.relation(torch.arange(self.world.cfg.n_types)))
 
     @property
-    def gamma(self):
+    def gamma(self) -> Float[torch.Tensor, " d"]:
         c = self.world.cfg
         return self.h(torch.arange(c.grammar_offset, c.grammar_offset + c.n_grammar))
 
     @property
-    def sep(self):
+    def sep(self) -> Float[torch.Tensor, " d"]:
         return self.h(self.world.cfg.sep)
 
     def u(self, ell: int, subjects: torch.Tensor | None = None) -> torch.Tensor:
@@ -201,8 +208,8 @@ class Basis:
         return self.h(self.world.attributes[subjects, ell])
 
     @property
-    def u_all(self):
-        return sum(self.u(ell) for ell in range(self.world.cfg.n_types))
+    def u_all(self) -> Float[torch.Tensor, " d"]:
+        return total(self.u(ell) for ell in range(self.world.cfg.n_types))
 
     def own(self) -> Float[torch.Tensor, "M d"]:
         """``own_j`` for every subject: ``[M, d]``."""
@@ -216,6 +223,11 @@ class Basis:
         if self.T_max < S + 2:
             raise WorldConfigError(f"T_max={self.T_max} < S+2={S + 2}: the relation head's window does not fit")
         return self.p(torch.arange(-(S + 1), 1))
+
+
+def total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
+    """The sum of ``terms`` (tensors of one shape; at least one)."""
+    return functools.reduce(operator.add, terms)
 
 
 def outer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -232,7 +244,7 @@ def subject_ov(B: Basis) -> Float[torch.Tensor, "d d"]:
 
 def relation_ov_pt(B: Basis) -> Float[torch.Tensor, "d d"]:
     """``Σ_ℓ u_ℓ h(r_ℓ)ᵀ``: the relation token of type ℓ writes every type-ℓ value."""
-    return sum(outer(B.u(ell), B.h(B.world.relation(ell))) for ell in range(B.world.cfg.n_types))
+    return total(outer(B.u(ell), B.h(B.world.relation(ell))) for ell in range(B.world.cfg.n_types))
 
 
 def construction_weights(
@@ -271,11 +283,11 @@ def construction_weights(
         u_ft = [B.u(ell, ft) for ell in range(L)]
         rel = [B.h(world.relation(ell)) for ell in range(L)]
         if variant == "main":  # Eq. 5
-            key = sum(rel[ell] + u_ft[ell] for ell in range(L))
-            ov = sum(outer(B.u(ell), rel[ell]) + outer(u_ft[ell], u_ft[ell]) for ell in range(L))
+            key = total(rel[ell] + u_ft[ell] for ell in range(L))
+            ov = total(outer(B.u(ell), rel[ell]) + outer(u_ft[ell], u_ft[ell]) for ell in range(L))
         else:  # Prop. 4
-            key = sum(u_ft)
-            ov = sum(outer(u_ft[ell], u_ft[ell] + rel[ell]) for ell in range(L))
+            key = total(u_ft)
+            ov = total(outer(u_ft[ell], u_ft[ell] + rel[ell]) for ell in range(L))
         if window:
             key = key + B.window()
         out["relation"] = (beta * outer(key, sep), ov)
@@ -305,7 +317,9 @@ def grammar_head_weights(B: Basis, beta: float) -> tuple[torch.Tensor, torch.Ten
 
 
 def load_construction(
-    model, weights: dict[str, tuple[torch.Tensor, torch.Tensor]], head_order: Sequence[str] | None = None
+    model: HookedTransformer,
+    weights: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    head_order: Sequence[str] | None = None,
 ) -> None:
     """Write ``weights`` into head ``k = head_order.index(name)`` of layer 0 (Model B built with
     ``d_head = d_model`` and ``attn_scale=False``): ``W_Q = I, W_K = W_KQ, W_V = W_OVᵀ, W_O = I``."""
@@ -351,14 +365,14 @@ def functional_last_logits(
     keys = tokens[:, : t + 1]  # [B, t+1]
     q = tokens[:, t]  # [B]
     pidx = V + T_max - 1 + (torch.arange(t + 1) - t)  # [t+1]
-    out = 0.0
+    heads = []
     for kq, ov in zip(kqs, ovs):
         col = kq[:, q].T  # [B, d]: W_KQ x_t
         scores = col.gather(1, keys) + col[:, pidx]
         alpha = scores.softmax(-1)  # [B, t+1]
         vals = ov[:V][:, keys]  # [V, B, t+1]
-        out = out + torch.einsum("vbi,bi->bv", vals, alpha)
-    return out
+        heads.append(torch.einsum("vbi,bi->bv", vals, alpha))
+    return total(heads)
 
 
 def theoretical_outputs(

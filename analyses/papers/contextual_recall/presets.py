@@ -237,15 +237,25 @@ class ContextualRecallPreset(Preset):
     def run_g(self, seed: int) -> RunG:
         """The World-G run with the options applied, its world drawn from ``seed``."""
         world = replace(self.g.world, target_div=self.div, div_method=self.div_method, seed=seed)
-        return replace(self.g, world=world, **self._sizes("g"))
+        return replace(
+            self.g,
+            world=world,
+            pt_steps=per_run(self.pt_steps, "g"),
+            ft_steps=per_run(self.ft_steps, "g"),
+            n_finetune=per_run(self.n_finetune, "g"),
+            n_demos=per_run(self.n_demos, "g"),
+        )
 
     def run_r(self, seed: int) -> RunR:
         """The World-R run with the options applied, its world drawn from ``seed``."""
-        return replace(self.r, world=replace(self.r.world, seed=seed), **self._sizes("r"))
-
-    def _sizes(self, world: str) -> dict[str, int]:
-        names = ("pt_steps", "ft_steps", "n_finetune", "n_demos")
-        return {n: per_run(getattr(self, n), world) for n in names}
+        return replace(
+            self.r,
+            world=replace(self.r.world, seed=seed),
+            pt_steps=per_run(self.pt_steps, "r"),
+            ft_steps=per_run(self.ft_steps, "r"),
+            n_finetune=per_run(self.n_finetune, "r"),
+            n_demos=per_run(self.n_demos, "r"),
+        )
 
 
 def _both(g: int, r: int) -> int | PerRun:

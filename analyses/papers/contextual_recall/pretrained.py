@@ -21,9 +21,7 @@ from .data import RELATIONS, prompt_text
 Item = tuple[int, list[tuple[str, str]], tuple[str, str]]
 
 
-def build_prompt_set(
-    K: int, max_t: int, seed: int
-) -> tuple[list[str], list[Item], dict[str, dict[str, str]]]:
+def build_prompt_set(K: int, max_t: int, seed: int) -> tuple[list[str], list[Item], dict[str, dict[str, str]]]:
     """``K`` base prompts per relation (the query excluded from its demos); prefixes give every ``t``.
     Returns ``(relations, items, answers)`` with items ``[(relation index, demos, (query, answer))]`` and
     ``answers[relation][subject]`` (every query's answer under every relation: the steering targets)."""
@@ -67,7 +65,14 @@ def task_geometry(
     names, items, by_subject = build_prompt_set(K, max_t, seed)
     labels = torch.tensor([r for r, _, _ in items])
     answers = torch.tensor([int(answer_token(model, q[1])) for _, _, q in items])
-    out: dict[str, Any] = {"layer": layer, "relations": names, "t": [], "silhouette": [], "accuracy": [], "similarity": {}}
+    out: dict[str, Any] = {
+        "layer": layer,
+        "relations": names,
+        "t": [],
+        "silhouette": [],
+        "accuracy": [],
+        "similarity": {},
+    }
     dev = model.cfg.device
     for t in range(max_t + 1):
         tokens, pos = _tokens(model, [prompt_text(d[:t], q[0]) for _, d, q in items])
@@ -79,7 +84,9 @@ def task_geometry(
         out["similarity"][t] = class_cosine_matrix(reps, labels)[0].tolist()
     task_vectors = torch.stack([reps[labels == r].mean(0) for r in range(len(names))])
     answer = lambda text: int(answer_token(model, text))  # noqa: E731
-    out["steering"] = steer_landmarks(model, (tokens, pos), items, names, by_subject, task_vectors, layer, betas, answer)
+    out["steering"] = steer_landmarks(
+        model, (tokens, pos), items, names, by_subject, task_vectors, layer, betas, answer
+    )
     return out
 
 
@@ -112,7 +119,13 @@ def steer_landmarks(
     for b in betas:
         vec = (1 - b) * task_vectors[labels[src_t]] + b * task_vectors[torch.tensor(tgt_rel)]
         ranks = replace_and_rank(
-            model, tokens[src_t].to(dev), vec, layer, {"orig": orig, "target": target}, site="attn_out", positions=pos[src_t]
+            model,
+            tokens[src_t].to(dev),
+            vec,
+            layer,
+            {"orig": orig, "target": target},
+            site="attn_out",
+            positions=pos[src_t],
         )
         steer["rank_orig"].append(ranks["orig"].mean().item())
         steer["rank_target"].append(ranks["target"].mean().item())

@@ -10,8 +10,9 @@ same pool as the query), and for World-G ICL+Grm with S_ft = 1 (Fig. 15).
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -47,17 +48,17 @@ class Trained:
     world: World
     ft: torch.Tensor
     heldout: torch.Tensor
-    model_pt: object
-    models_ft: dict
-    history_pt: dict
-    history_ft: dict
-    evals: dict
+    model_pt: HookedTransformer
+    models_ft: dict[str, HookedTransformer]
+    history_pt: dict[str, Any]
+    history_ft: dict[str, dict[str, Any]]
+    evals: dict[str, Batch]
 
 
-def _copy(model):
+def _copy(model: HookedTransformer) -> HookedTransformer:
     new = build_from_spec(model_spec(model))
     new.load_state_dict(model.state_dict())
-    return new.to(model.cfg.device)
+    return new if model.cfg.device is None else new.to(model.cfg.device)
 
 
 def g_ctx(run: RunG) -> int:
@@ -88,11 +89,34 @@ def check_run_r(run: RunR, n_ctx: int | None = None) -> World:
     return world
 
 
-def _metric_evals(world: World, batches: dict) -> dict:
-    return {name: (lambda m, b=b: M.recall_metrics(m, b, world)) for name, b in batches.items()}
+def _metric_evals(
+    world: World, batches: dict[str, Batch]
+) -> dict[str, Callable[[HookedTransformer], dict[str, float]]]:
+    return {name: functools.partial(_recall, batch=b, world=world) for name, b in batches.items()}
 
 
-def train_g(run: RunG, seed: int, out: Path, *, device=None, progress=False, finetune=("ICL", "ICLGrm")) -> Trained:
+def _recall(model: HookedTransformer, *, batch: Batch, world: World) -> dict[str, float]:
+    return M.recall_metrics(model, batch, world)
+
+
+def _icl_sampler(
+    world: World, run: RunG, ft: torch.Tensor, grm: int | tuple[int, int]
+) -> Callable[[int, torch.Generator], Batch]:
+    def sample(step: int, gen: torch.Generator) -> Batch:
+        return sample_icl(world, run.batch, run.n_demos, gen, demo_subjects=ft, grammar_len=grm)
+
+    return sample
+
+
+def train_g(
+    run: RunG,
+    seed: int,
+    out: Path,
+    *,
+    device: str | None = None,
+    progress: bool = False,
+    finetune: Sequence[str] = ("ICL", "ICLGrm"),
+) -> Trained:
     """Pretrain Model A on PT, then finetune copies on ICL and/or ICL+Grm over the finetuning subjects."""
     world = check_run_g(run)
     ft, ho = split_subjects(world, run.n_finetune, seed)
@@ -128,23 +152,20 @@ def train_g(run: RunG, seed: int, out: Path, *, device=None, progress=False, fin
         progress=progress,
     )
     res = train(model, lambda step, gen: sample_pt(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
-    models_ft, hist_ft = {}, {}
+    models_ft: dict[str, HookedTransformer] = {}
+    hist_ft: dict[str, dict[str, Any]] = {}
     for kind in finetune:
         m = _copy(model)
         grm = 0 if kind == "ICL" else run.grm_len
         tcf = replace(tc, steps=run.ft_steps, lr=run.ft_lr, eval_every=run.ft_eval_every, seed=seed + 1)
-        r = train(
-            m,
-            lambda step, gen, grm=grm: sample_icl(world, run.batch, N, gen, demo_subjects=ft, grammar_len=grm),
-            tcf,
-            evals=evals,
-            out_dir=out / f"ft_{kind}",
-        )
+        r = train(m, _icl_sampler(world, run, ft, grm), tcf, evals=evals, out_dir=out / f"ft_{kind}")
         models_ft[kind], hist_ft[kind] = m, r.history
     return Trained(world, ft, ho, model, models_ft, res.history, hist_ft, batches)
 
 
-def train_r(run: RunR, seed: int, out: Path, *, positions: str = "relative", device=None, progress=False) -> Trained:
+def train_r(
+    run: RunR, seed: int, out: Path, *, positions: str = "relative", device: str | None = None, progress: bool = False
+) -> Trained:
     """Pretrain Model B (or B′) on PT_rel (all positions, cosine lr), then finetune a copy on ICL_rel over the
     finetuning subjects with the last-token loss (constant lr)."""
     world = check_run_r(run)
@@ -188,13 +209,9 @@ def train_r(run: RunR, seed: int, out: Path, *, positions: str = "relative", dev
     return Trained(world, ft, ho, model, {"ICL": m}, res.history, {"ICL": r.history}, batches)
 
 
-def final(history: dict) -> dict:
+def final(history: Mapping[str, Any]) -> dict[str, Any]:
+    """The last evaluation row of a training history."""
     return history["eval"][-1]
-
-
-def first_step(history: dict, key: str, level: float) -> int | None:
-    """First eval step where ``key`` reaches ``level`` (None if never)."""
-    return next((row["step"] for row in history["eval"] if row.get(key, -1) >= level), None)
 
 
 def chance_exact(world: Any) -> float:

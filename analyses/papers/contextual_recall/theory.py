@@ -72,7 +72,13 @@ class Steps:
 
     @staticmethod
     def from_alphas(
-        world: World, n_demos: int, kq_subj: float, ov_rel: float, kq_rel: float, alpha2: float | None, alpha3: float | None
+        world: World,
+        n_demos: int,
+        kq_subj: float,
+        ov_rel: float,
+        kq_rel: float,
+        alpha2: float | None,
+        alpha3: float | None,
     ) -> "Steps":
         """Step sizes through the theorem's scale-free constants where given: ``η_OV^rel = α_2 L T U_L²`` and
         ``η_KQ^rel = α_3 T / ((m-1)² α_2)``."""
@@ -105,7 +111,9 @@ class _Cascade:
             for name, batch in self.evals.items()
         }
 
-    def grads(self, kr: torch.Tensor, ks: torch.Tensor, ovr: torch.Tensor) -> tuple[float, torch.Tensor, ...]:
+    def grads(
+        self, kr: torch.Tensor, ks: torch.Tensor, ovr: torch.Tensor
+    ) -> tuple[float, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Loss and ``(∇_{W̃_rel}/β, ∇_{W̃_subj}/β, ∇ W_OV^rel)`` of the population loss at ``β_grad``."""
         kr, ks, ovr = (x.clone().requires_grad_(True) for x in (kr, ks, ovr))
         b = self.beta_grad
@@ -159,7 +167,9 @@ def gd_cascade(
     out = _cascade_header(world, ft, n_demos, eta, how)
     weights, steps = _cascade_steps(run, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), eta)
     out.update(steps)
-    out["coef"] = _coefficients(world, ft, heldout, n_demos, T_max, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), weights)
+    out["coef"] = _coefficients(
+        world, ft, heldout, n_demos, T_max, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), weights
+    )
     out["coef"]["alpha1_predicted"] = predicted_alpha1(eta.kq_subj, n_demos, max(world.cfg.n_values))
     out["weights"] = {"kt_rel": weights[0], "kt_subj": weights[1], "ov_rel": weights[2], "ov_subj": run.ov_subj}
     return out
