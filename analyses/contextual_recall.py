@@ -19,6 +19,7 @@ PKG = "analyses.papers.contextual_recall"
 EXPERIMENT = Experiment(
     name="contextual_recall",
     paper=PAPER,
+    package=PKG,
     summary="Synthetic worlds where pretraining teaches factual recall and finetuning on a subset of subjects "
     "unlocks contextual (in-context) recall for held-out subjects; the attention-only construction.",
     parts=(
@@ -49,29 +50,64 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "pretrained",
-            f"{PKG}.pretrained:part_pretrained",
+            f"{PKG}.parts:part_pretrained",
             "extension (not in the paper): task-vector geometry "
             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
             reports=("quick", "smoke", "paper"),
         ),
     ),
     options=(
-        Option("--pt-steps", type=int, default=None, help="pretraining steps (default: the preset's)"),
-        Option("--ft-steps", type=int, default=None, help="finetuning steps (default: the preset's)"),
-        Option("--n-finetune", type=int, default=None, help="finetuning subjects (default: the preset's, 50%%)"),
-        Option("--n-demos", type=int, default=None, help="in-context demonstrations N_ft (default: the preset's)"),
-        Option("--div", type=float, default=None, help="World-G target Div (row-averaged l1; default: the preset's)"),
+        Option(
+            "--pt-steps",
+            type=int,
+            default=None,
+            low=1,
+            field="pt_steps",
+            help="pretraining steps (default: the preset's)",
+        ),
+        Option(
+            "--ft-steps",
+            type=int,
+            default=None,
+            low=1,
+            field="ft_steps",
+            help="finetuning steps (default: the preset's)",
+        ),
+        Option(
+            "--n-finetune",
+            type=int,
+            default=None,
+            low=1,
+            field="n_finetune",
+            help="finetuning subjects (default: the preset's, 50%%)",
+        ),
+        Option(
+            "--n-demos",
+            type=int,
+            default=None,
+            low=1,
+            field="n_demos",
+            help="in-context demonstrations N_ft (default: the preset's)",
+        ),
+        Option(
+            "--div",
+            type=float,
+            default=None,
+            field="div",
+            help="World-G target Div (row-averaged l1; default: the preset's)",
+        ),
         Option(
             "--div-method",
             default=None,
             choices=("interpolate", "greedy_pool"),
-            help="how World-G hits --div (default interpolate)",
+            field="div_method",
+            help="how World-G hits --div (default: the preset's, interpolate)",
         ),
-        Option("--n-ctx", type=int, default=None, help="fail unless every sequence fits this context length"),
+        Option("--n-ctx", type=int, default=None, low=1, help="fail unless every sequence fits this context length"),
         Option(
             "--model", default="pythia-160m", help="pretrained part: hub name or local HF dir (default %(default)s)"
         ),
-        Option("--checkpoint", type=int, default=None, help="pretrained part: Pythia training step"),
+        Option("--checkpoint", type=int, default=None, low=0, help="pretrained part: Pythia training step"),
     ),
     check=f"{PKG}.parts:check",
     report_presets={"quick": "smoke", "smoke": "smoke", "paper": "paper"},

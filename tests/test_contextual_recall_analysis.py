@@ -7,10 +7,16 @@ import pytest
 import torch
 
 from analyses.heads import head_outputs
-from analyses.papers.contextual_recall.analysis import icl_prefix_tokens, prefix_subjects
+from analyses.papers.contextual_recall.data import (
+    WorldConfig,
+    build_world,
+    icl_prefix_tokens,
+    prefix_subjects,
+    sample_icl,
+    sample_pt,
+)
 from analyses.papers.contextual_recall.metrics import metrics_of_predictions
 from analyses.papers.contextual_recall.models import build_model_a
-from analyses.papers.contextual_recall.world import WorldConfig, build_world, sample_icl, sample_pt
 from analyses.task_vectors import class_cosine_matrix, cosine_silhouette_score, replace_and_rank
 from mechrecall.batch import Batch
 
@@ -129,7 +135,7 @@ def test_prefix_prompts_hold_the_context_fixed():
 def test_seed_spread_collects_every_seed(tmp_path):
     import json
 
-    from analyses.papers.contextual_recall.seeds import collect
+    from analyses.papers.contextual_recall.runs import seed_spread as collect
 
     for seed, value in ((0, 0.3), (1, 0.9)):
         folder = tmp_path / f"s{seed}" / "contextual_recall"

@@ -5,23 +5,22 @@ from __future__ import annotations
 import pytest
 import torch
 
-from analyses.papers.contextual_recall.analysis import head_role_cosines
-from analyses.papers.contextual_recall.construction import (
-    construction_weights,
-    functional_last_logits,
-    gd_cascade,
-    load_construction,
-    predicted_alpha1,
-)
-from analyses.papers.contextual_recall.metrics import recall_metrics
-from analyses.papers.contextual_recall.models import build_model_b, world_r_ctx
-from analyses.papers.contextual_recall.world import (
+from analyses.papers.contextual_recall.data import (
     WorldConfig,
     build_world,
     sample_icl_rel,
     sample_pt_rel,
     split_subjects,
 )
+from analyses.papers.contextual_recall.metrics import head_role_cosines, recall_metrics
+from analyses.papers.contextual_recall.models import (
+    build_model_b,
+    construction_weights,
+    functional_last_logits,
+    load_construction,
+    world_r_ctx,
+)
+from analyses.papers.contextual_recall.theory import gd_cascade, predicted_alpha1
 
 CFG = WorldConfig(
     n_subjects=32,

@@ -18,14 +18,14 @@ def _cli(*args, timeout=120):
     return subprocess.run(PY + list(args), capture_output=True, text=True, timeout=timeout)
 
 
-def test_help_lists_the_parts_and_imports_nothing_heavy():
-    r = _cli("--help")
-    assert r.returncode == 0
+def test_help_lists_the_parts_and_the_entry_presets_and_claims_import_nothing_heavy():
+    text = EXPERIMENT.parser().format_help()
     for part in ("construction", "world_r", "world_g", "pretrained", "--preset", "--n-finetune"):
-        assert part in r.stdout
-    out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", "import analyses.contextual_recall"], capture_output=True, text=True
-    )
+        assert part in text
+    pkg = "analyses.papers.contextual_recall"
+    light = f"import analyses.contextual_recall, {pkg}.presets, {pkg}.claims"
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", light], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
     assert "transformer_lens" not in out.stderr and "| torch" not in out.stderr
 
 
@@ -36,7 +36,10 @@ def test_help_lists_the_parts_and_imports_nothing_heavy():
         (["world_r"], {"n_demos": 40, "n_finetune": 32}, "n_demos=40 demonstrations but the subject pool"),
         (["world_g"], {"div": 1.5}, "target_div=1.5 is unreachable"),
         (["world_r"], {"n_ctx": 10}, "--n-ctx 10: the longest World-R input has 26 tokens"),
-        (["world_g"], {"pt_steps": 0}, "--pt-steps 0"),
+        (["world_g"], {"pt_steps": 0}, "--pt-steps 0; expected an integer >= 1"),
+        (["world_r"], {"n_demos": 0}, "--n-demos 0; expected an integer >= 1"),
+        (["world_r"], {"n_ctx": 0}, "--n-ctx 0; expected an integer >= 1"),
+        (["pretrained"], {"checkpoint": -1}, "--checkpoint -1; expected an integer >= 0"),
     ],
 )
 def test_inconsistent_configs_fail_naming_the_value_before_training(tmp_path, parts, options, message):
@@ -48,20 +51,34 @@ def test_inconsistent_configs_fail_naming_the_value_before_training(tmp_path, pa
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):
-    r = _cli(
-        "--preset", "smoke", "--experiment", "world_g", "--n-finetune", "99", "--out", str(tmp_path), "--no-progress"
-    )
+    r = _cli("--preset", "smoke", "--experiment", "world_g", "--pt-steps", "0", "--out", str(tmp_path), "--no-progress")
     assert r.returncode == 2, r.stderr
-    assert "n_finetune=99 is larger than M=32" in r.stderr and "Traceback" not in r.stderr
+    assert "--pt-steps 0; expected an integer >= 1" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_size_options_override_the_preset_and_are_named_in_every_claim_note(tmp_path):
+    from analyses.papers.contextual_recall.presets import PerRun
+
+    options = {"pt_steps": 5, "div": 0.3}
+    ctx, _ = EXPERIMENT.prepare(tmp_path, preset="smoke", parts=["world_g", "world_r"], options=options)
+    assert ctx.overrides == {"pt_steps": (5, PerRun(2000, 3000)), "div": (0.3, None)}
+    assert ctx.params.run_g(0).pt_steps == 5 and ctx.params.run_r(0).pt_steps == 5
+    assert ctx.params.run_g(0).world.target_div == 0.3 and ctx.params.run_r(0).ft_steps == 600
+    assert ctx.claim_note() == (
+        "changed from preset smoke: pt_steps 5 (preset World-G 2000, World-R 3000), div 0.3 (preset None)"
+    )
+    ctx, _ = EXPERIMENT.prepare(tmp_path, preset="smoke", parts=["world_r"], seed=3)
+    assert ctx.overrides == {} and ctx.params.run_r(3).world.seed == 3 and ctx.params.run_g(3).world.seed == 3
 
 
 def _titles(fig):
     return " ".join([fig._suptitle.get_text() if fig._suptitle else ""] + [ax.get_title() for ax in fig.axes])
 
 
+@pytest.mark.slow
 def test_micro_run_end_to_end(tmp_path):
-    from analyses.papers.contextual_recall.analysis import REP_SITES
+    from analyses.papers.contextual_recall.metrics import REP_SITES
 
     run = EXPERIMENT.run(tmp_path, preset="micro", parts=["construction", "world_r", "world_g"])
     rows = {r["id"].split(".", 1)[1]: r for r in run["claims"]}
@@ -96,13 +113,10 @@ def test_micro_run_end_to_end(tmp_path):
     fig = F.clustering_figure(g["clustering_ft_icl"], "Figs. 8, 16, 17")
     assert "Fig. 16" in _titles(fig) and len(fig.axes[1].lines) == len(REP_SITES)
     assert list(fig.axes[0].lines[0].get_ydata()) == g["clustering_ft_icl"]["accuracy"]
-    # a rerun keeps finished parts
-    again = EXPERIMENT.run(tmp_path, preset="micro", parts=["construction"])
-    assert again["parts"]["construction"]["finished"] == res["parts"]["construction"]["finished"]
 
 
 def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(tmp_path):
-    from analyses.papers.contextual_recall.prompts import RELATIONS, vocabulary
+    from analyses.papers.contextual_recall.data import RELATIONS, vocabulary
     from pretrained.testing import tiny_checkpoint
 
     path = tiny_checkpoint(tmp_path / "tiny", "gpt2", vocab=vocabulary(), n_ctx=128)
@@ -117,10 +131,10 @@ def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(t
 
 
 def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
-    from analyses.papers.contextual_recall.configs import RUN_G, RUN_R
+    from analyses.papers.contextual_recall.data import build_world, sample_pt, sample_pt_rel
     from analyses.papers.contextual_recall.models import build_model_a, build_model_b, world_r_ctx
-    from analyses.papers.contextual_recall.training import g_ctx
-    from analyses.papers.contextual_recall.world import build_world, sample_pt, sample_pt_rel
+    from analyses.papers.contextual_recall.presets import RUN_G, RUN_R
+    from analyses.papers.contextual_recall.runs import g_ctx
     from mechrecall.trainer import TrainConfig, train
 
     g, r = RUN_G["paper"], RUN_R["paper"]

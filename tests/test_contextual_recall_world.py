@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from analyses.papers.contextual_recall.world import (
+from analyses.papers.contextual_recall.data import (
     WorldConfig,
     WorldConfigError,
     all_icl_rel,

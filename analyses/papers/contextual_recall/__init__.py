@@ -1,0 +1,19 @@
+"""Understanding Contextual Recall in Transformers: How Finetuning Enables In-Context Reasoning over Pretraining
+Knowledge (Vasudeva, Deora, Bietti, Sharan & Thrampoulidis) — ``python -m analyses.contextual_recall``.
+
+==============  ==================================================================================================
+module          role
+==============  ==================================================================================================
+presets.py      typed presets (World-G / World-R sizes, the runs, the cascade worlds); no torch
+data.py         the two worlds and their samplers (PT, ICL, ICL+Grm, PT_rel, ICL_rel), §3.4 prompt prefixes,
+                the natural-language prompts of the pretrained extension
+models.py       Model A, Model B / B′ (builder recipes) and the §4 construction (Prop. 1-4) in a HookedTransformer
+runs.py         train (World-G, World-R) and measure; the construction part's measurements; seed spread
+metrics.py      the four final-token metrics, task-vector clustering, steering, head roles, OV slices
+theory.py       Theorem 2's two-step cascade and its closed forms (condition, α_1)
+pretrained.py   the extension on Pythia / GPT-2: task-vector geometry and steering
+claims.py       the claims table (no torch)
+figures.py      the paper's figures
+parts.py        the experiment's parts (glue) and the option check
+==============  ==================================================================================================
+"""

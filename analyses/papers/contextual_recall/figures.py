@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
+from jaxtyping import Float, Int
+from matplotlib.figure import Figure
 
 from analyses.plotting import subplots
 
+from . import metrics as M
+from .data import World
 from .metrics import METRICS
+
+if TYPE_CHECKING:
+    from .runs import Trained
 
 STYLE = {"exact": "C0", "attr_type": "C1", "subject": "C2", "attribute": "C3"}
 
 
-def metric_curves(history: dict, panels: Sequence[tuple[str, str]], title: str, xlabel: str):
+def metric_curves(history: Mapping[str, Any], panels: Sequence[tuple[str, str]], title: str, xlabel: str) -> Figure:
     """One panel per ``(eval set, panel title)``: the four metrics of Fig. 1 vs step."""
     fig, axes = subplots(1, len(panels), figsize=(4.2 * len(panels), 3.3), squeeze=False)
     rows = history["eval"]
@@ -28,7 +37,7 @@ def metric_curves(history: dict, panels: Sequence[tuple[str, str]], title: str, 
     return fig
 
 
-def clustering_figure(clu: dict, title: str):
+def clustering_figure(clu: Mapping[str, Any], title: str) -> Figure:
     """Fig. 8 left + Fig. 16: accuracy and silhouette vs t; and C̄^t insets at three t (Fig. 17)."""
     ts = clu["t"]
     shown = [t for t in (0, 2, 10) if t in clu["similarity"]] or list(clu["similarity"])[:3]
@@ -54,7 +63,7 @@ def clustering_figure(clu: dict, title: str):
     return fig
 
 
-def steering_figure(steer: dict, title: str):
+def steering_figure(steer: Mapping[str, Any], title: str) -> Figure:
     """Fig. 8 right (mean ranks vs β) and Fig. 18 (target rank per target type)."""
     fig, (a, b) = subplots(1, 2, figsize=(9, 3.3))
     a.plot(steer["beta"], steer["rank_orig"], marker="o", label="original attribute")
@@ -70,7 +79,7 @@ def steering_figure(steer: dict, title: str):
     return fig
 
 
-def attention_figure(pattern, tokens_labels: Sequence[str], title: str):
+def attention_figure(pattern: Float[torch.Tensor, "head q k"], tokens_labels: Sequence[str], title: str) -> Figure:
     """Figs. 9/11/22/25: one attention heatmap (query x key) per head."""
     H = pattern.shape[0]
     fig, axes = subplots(1, H, figsize=(4 * H, 3.8), squeeze=False)
@@ -85,7 +94,7 @@ def attention_figure(pattern, tokens_labels: Sequence[str], title: str):
     return fig
 
 
-def cosine_figure(cos: dict, title: str):
+def cosine_figure(cos: Mapping[str, Any], title: str) -> Figure:
     """Figs. 10/12/23/26: per head cos(f_h, f_subj) and cos(f_h, f_rel), full space and with U_all projected out."""
     fig, axes = subplots(1, 2, figsize=(9, 3.2))
     for ax, tag in zip(axes, ("full", "minus_U_all")):
@@ -108,7 +117,13 @@ def cosine_figure(cos: dict, title: str):
     return fig
 
 
-def ov_figure(slices, heads: dict[str, int], names: Sequence[str], bounds: Sequence[int], title: str):
+def ov_figure(
+    slices: Float[torch.Tensor, "head k k"],
+    heads: dict[str, int],
+    names: Sequence[str],
+    bounds: Sequence[int],
+    title: str,
+) -> Figure:
     """Figs. 20-21: sliced OV matrices of the subject and relation heads."""
     fig, axes = subplots(1, len(heads), figsize=(4.6 * len(heads), 4.2), squeeze=False)
     for ax, (role, h) in zip(axes[0], heads.items()):
@@ -128,12 +143,12 @@ def ov_figure(slices, heads: dict[str, int], names: Sequence[str], bounds: Seque
     return fig
 
 
-def cascade_figure(results: dict, title: str):
-    """Theorem 2: ICL accuracy after steps 0 / 1 / 2 in the two worlds (seen, held-out query, all held out)."""
-    worlds = list(results)
-    fig, axes = subplots(1, len(worlds), figsize=(5 * len(worlds), 3.3), squeeze=False)
-    for ax, w in zip(axes[0], worlds):
-        r = results[w]
+def cascade_figure(results: Mapping[str, Any], title: str) -> Figure:
+    """Theorem 2: ICL accuracy after steps 0 / 1 / 2 in the two worlds (seen, held-out query, all held out);
+    ``results``: tag -> the cascade's results (``runs.run_construction``'s ``cascade``)."""
+    fig, axes = subplots(1, len(results), figsize=(5 * len(results), 3.3), squeeze=False)
+    for ax, r in zip(axes[0], results.values()):
+        w = r["world"]
         beta = r["beta_report"]
         for i, split in enumerate(("seen", "heldout_query", "all_heldout")):
             ys = [r[f"acc_step{s}"][f"{split}@beta={beta:g}"] for s in (0, 1, 2)]
@@ -150,3 +165,145 @@ def cascade_figure(results: dict, title: str):
     fig.suptitle(title)
     fig.tight_layout()
     return fig
+
+
+def pretrained_figure(geo: Mapping[str, Any], name: str) -> Figure:
+    """Fig. 8 (left and right) on a real model (the extension): silhouette and accuracy vs t; steering ranks."""
+    fig, (a, b) = subplots(1, 2, figsize=(9, 3.3))
+    a.plot(geo["t"], geo["silhouette"], marker="o", label=f"silhouette (layer {geo['layer']} attn out)")
+    a.plot(geo["t"], geo["accuracy"], marker="s", label="first-token accuracy")
+    a.set(xlabel="number of demonstrations t", ylabel="value", title=f"Fig. 8 (left) on {name} — extension")
+    a.legend(fontsize=7)
+    s = geo["steering"]
+    b.plot(s["beta"], s["rank_orig"], marker="o", label="original answer")
+    b.plot(s["beta"], s["rank_target"], marker="s", label="target answer")
+    b.set(xlabel="β", ylabel="mean rank", yscale="log", title="Fig. 8 (right) on a real model — extension")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def token_labels(world: World, tokens: Int[torch.Tensor, " T"]) -> list[str]:
+    """Axis labels of an attention map: ``s3``, ``a2`` (a type-2 value), ``[sep]``, ``r1``, ``g``."""
+    c = world.cfg
+    types = world.type_of_token()
+    out = []
+    for t in tokens.tolist():
+        if t < c.n_subjects:
+            out.append(f"s{t}")
+        elif types[t] >= 0:
+            out.append(f"a{int(types[t]) + 1}")
+        elif t == c.sep:
+            out.append("[sep]")
+        elif c.relation_tokens and t >= c.relation_offset:
+            out.append(f"r{t - c.relation_offset + 1}")
+        else:
+            out.append("g")
+    return out
+
+
+#: positions -> file names and titles of the World-R figures (Model B: Figs. 9-12, 19-21; Model B′: Figs. 22-26)
+WORLD_R_FIGURES: dict[str, dict[str, str]] = {
+    "relative": {
+        "curves": "fig19_world_r_finetune.png",
+        "curves_title": "Fig. 19",
+        "pt_curves": "world_r_pretrain.png",
+        "attn_pt": "fig09_attention_after_pt.png",
+        "attn_pt_title": "Fig. 9: Model B attention after pretraining",
+        "cos_pt": "fig10_head_cosines_after_pt.png",
+        "cos_pt_title": "Fig. 10: head outputs vs Prop. 1 outputs",
+        "attn_ft": "fig11_attention_after_ft.png",
+        "attn_ft_title": "Fig. 11: Model B attention after finetuning",
+        "cos_ft": "fig12_head_cosines_after_ft.png",
+        "cos_ft_title": "Fig. 12: head outputs vs Prop. 2 outputs",
+        "ov_pt": "fig20_ov_after_pt.png",
+        "ov_ft": "fig21_ov_after_ft.png",
+    },
+    "absolute": {
+        "curves": "fig24_world_r_abs_finetune.png",
+        "curves_title": "Fig. 24",
+        "pt_curves": "world_r_abs_pretrain.png",
+        "attn_pt": "fig22_abs_attention_after_pt.png",
+        "attn_pt_title": "Fig. 22: Model B′ attention after pretraining",
+        "cos_pt": "fig23_abs_head_cosines_after_pt.png",
+        "cos_pt_title": "Fig. 23: Model B′ heads vs Prop. 1 outputs",
+        "attn_ft": "fig25_abs_attention_after_ft.png",
+        "attn_ft_title": "Fig. 25: Model B′ attention after finetuning",
+        "cos_ft": "fig26_abs_head_cosines_after_ft.png",
+        "cos_ft_title": "Fig. 26: Model B′ heads vs Prop. 2 outputs",
+    },
+}
+
+
+def world_r_figures(tr: "Trained", res: Mapping[str, Any], positions: str) -> dict[str, Figure]:
+    """The World-R part's figures from its trained models and results (``runs.measure_world_r``)."""
+    names = WORLD_R_FIGURES[positions]
+    pt_b, icl_b = tr.evals["PT"], tr.evals["ICL_heldout"]
+    ft_model = tr.models_ft["ICL"]
+    panels = [
+        ("ICL_seen", "seen query subjects"),
+        ("ICL_heldout", "held-out query subjects"),
+        ("PT", "PT_rel (forgetting)"),
+    ]
+    figs = {
+        names["curves"]: metric_curves(
+            tr.history_ft["ICL"], panels, f"{names['curves_title']}: finetuning on ICL_rel", "FT step"
+        ),
+        names["pt_curves"]: metric_curves(
+            tr.history_pt,
+            [("PT", "PT_rel"), ("ICL_heldout", "ICL_rel held-out")],
+            "World-R pretraining (PT_rel and ICL_rel accuracy)",
+            "PT step",
+        ),
+        names["attn_pt"]: attention_figure(
+            M.example_attention(tr.model_pt, pt_b.tokens),
+            token_labels(tr.world, pt_b.tokens[0]),
+            names["attn_pt_title"],
+        ),
+        names["cos_pt"]: cosine_figure(res["head_cosines_after_pt"], names["cos_pt_title"]),
+        names["attn_ft"]: attention_figure(
+            M.example_attention(ft_model, icl_b.tokens), token_labels(tr.world, icl_b.tokens[0]), names["attn_ft_title"]
+        ),
+        names["cos_ft"]: cosine_figure(res["head_cosines_after_ft"], names["cos_ft_title"]),
+    }
+    if "ov_pt" in names:
+        cos = res["head_cosines_after_pt"]["minus_U_all"]
+        heads = {"subject": cos["subject_head"], "relation": cos["relation_head"]}
+        ids, groups, bounds = M.ov_slice_ids(tr.world)
+        for key, model, title in (
+            ("ov_pt", tr.model_pt, "Fig. 20: sliced OV matrices after pretraining"),
+            ("ov_ft", ft_model, "Fig. 21: sliced OV matrices after finetuning"),
+        ):
+            figs[names[key]] = ov_figure(M.ov_slices(model, tr.world, ids), heads, groups, bounds, title)
+    return figs
+
+
+def world_g_figures(tr: "Trained", res: Mapping[str, Any]) -> dict[str, Figure]:
+    """The World-G part's figures (Figs. 2-4, 8, 15-18) from its training histories and results."""
+    seen_held = [("ICL_seen", "seen query subjects"), ("ICL_heldout", "held-out query subjects")]
+    return {
+        "fig02_pretraining.png": metric_curves(
+            tr.history_pt,
+            [("PT", "PT sequences (held-out)"), ("ICL_heldout", "ICL sequences")],
+            "Fig. 2: pretraining on PT (World-G, Model A)",
+            "PT step",
+        ),
+        "fig03_finetune_icl.png": metric_curves(
+            tr.history_ft["ICL"], seen_held, "Fig. 3: finetuning on ICL", "FT step"
+        ),
+        "fig04_finetune_iclgrm.png": metric_curves(
+            tr.history_ft["ICLGrm"], seen_held, "Fig. 4: finetuning on ICL+Grm, evaluated on ICL", "FT step"
+        ),
+        "fig15_iclgrm_vs_icl.png": metric_curves(
+            tr.history_ft["ICLGrm"],
+            [("ICLGrm1_heldout", "ICL+Grm (S_ft=1), held-out"), ("ICL_heldout", "ICL, held-out")],
+            "Fig. 15: finetuning on ICL+Grm — ICL+Grm vs ICL",
+            "FT step",
+        ),
+        "fig08_16_17_clustering.png": clustering_figure(
+            res["clustering_ft_icl"], "Figs. 8, 16, 17 (model finetuned on ICL)"
+        ),
+        "fig08_18_steering.png": steering_figure(
+            res["steering_ft_icl"], "Figs. 8 (right), 18: steering with task vectors"
+        ),
+    }

@@ -14,6 +14,14 @@ Every sampler is batched (the Markov chains of all subsequences advance together
 and returns a :class:`mechrecall.batch.Batch` with next-token ``targets`` (``-100`` = no target) and
 ``extras``: ``target [B]`` (the final attribute), ``pred_pos [B]`` (the position whose logits predict it),
 ``subject [B]`` (sequence / query subject), ``attr_type [B]`` (type of the target), ``lengths [B]``.
+
+Also here: the §3.4 prompt prefixes (``X_{ℓ,t}``, Figs. 8, 16-18) and the natural-language prompts of the
+pretrained-model extension (not in the paper): the paper's motivating example (§1) ``[Niagara Falls, Canada,
+<sep>, Colosseum, Italy, <sep>, Parthenon, ] -> Greece`` — the relation is never named and must be inferred from
+the in-context pairs. The same landmarks appear under two relations (country, city), plus a third relation on
+people (birth year), so the relation type can only be read off the demonstrations. Prompts are
+``"Subject: answer\\n"`` lines ending with ``"Query:"``; the answer is scored by the first token of
+``" " + answer``. World sizes (:class:`WorldConfig`) live in ``presets.py``.
 """
 
 from __future__ import annotations
@@ -27,105 +35,9 @@ from jaxtyping import Float, Int
 
 from mechrecall.batch import Batch
 
-DIV_NORMS = ("row_mean_l1", "entry_l1", "induced_l1")
-DIV_METHODS = ("interpolate", "greedy_pool")
+from .presets import DIV_NORMS, WorldConfig, WorldConfigError
+
 IGNORE = -100
-
-
-class WorldConfigError(ValueError):
-    """An inconsistent world / task configuration (raised before any training, naming the value)."""
-
-
-@dataclass(frozen=True)
-class WorldConfig:
-    """Sizes of one world (§2 notation). ``relation_tokens=False``: World-G; ``True``: World-R.
-
-    ``target_div=None`` keeps the raw Dirichlet draws (no Div control). ``dirichlet_alpha`` and
-    ``n_grammar`` are not given in the paper (α = 1 and G = 16 by default).
-    """
-
-    n_subjects: int = 256  # M
-    n_types: int = 8  # L
-    n_values: tuple[int, ...] = (256,) + (32,) * 7  # M_1..M_L
-    n_grammar: int = 16  # G
-    grammar_len: int = 80  # S
-    n_subseq: int = 5  # N_tr
-    p_grammar_only: float = 0.2  # p_G (World-G only)
-    dirichlet_alpha: float = 1.0
-    target_div: float | None = 0.5
-    div_method: str = "interpolate"
-    div_norm: str = "row_mean_l1"
-    relation_tokens: bool = False
-    pool_size: int = 2000  # greedy_pool only
-    pool_alpha: float | None = None  # greedy_pool only; default: dirichlet_alpha
-    seed: int = 0
-
-    # ---- token layout
-    @property
-    def value_offsets(self) -> tuple[int, ...]:
-        out, off = [], self.n_subjects
-        for m in self.n_values:
-            out.append(off)
-            off += m
-        return tuple(out)
-
-    @property
-    def grammar_offset(self) -> int:
-        return self.n_subjects + sum(self.n_values)
-
-    @property
-    def sep(self) -> int:
-        return self.grammar_offset + self.n_grammar
-
-    @property
-    def relation_offset(self) -> int:
-        return self.sep + 1
-
-    @property
-    def d_vocab(self) -> int:
-        """V = M + Σ M_ℓ + G + 1 (+ L relation tokens in World-R)."""
-        return self.sep + 1 + (self.n_types if self.relation_tokens else 0)
-
-    @property
-    def pt_len(self) -> int:
-        """Full PT / PT_rel sequence length T = (S+3) N_tr - 1 (World-R: the input, which stops at the last
-        ``[sep]``, has this length; the full training sequence one more)."""
-        return (self.grammar_len + 3) * self.n_subseq - 1
-
-    def validate(self) -> "WorldConfig":
-        """Raise :class:`WorldConfigError` naming the first inconsistent value."""
-        for name in ("n_subjects", "n_types", "n_grammar", "n_subseq", "grammar_len"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise WorldConfigError(f"{name}={v!r}; expected an integer >= 1")
-        if len(self.n_values) != self.n_types:
-            raise WorldConfigError(
-                f"n_values has {len(self.n_values)} entries; expected one per type (n_types={self.n_types})"
-            )
-        for ell, m in enumerate(self.n_values):
-            if not isinstance(m, int) or not 1 <= m <= self.n_subjects:
-                raise WorldConfigError(
-                    f"n_values[{ell}]={m!r}; expected 1 <= M_ℓ <= n_subjects={self.n_subjects} "
-                    "(every value is held by at least one subject)"
-                )
-        if not 0.0 <= self.p_grammar_only < 1.0:
-            raise WorldConfigError(f"p_grammar_only={self.p_grammar_only!r}; expected 0 <= p_G < 1")
-        if not self.dirichlet_alpha > 0:
-            raise WorldConfigError(f"dirichlet_alpha={self.dirichlet_alpha!r}; expected > 0")
-        if self.div_method not in DIV_METHODS:
-            raise WorldConfigError(f"div_method={self.div_method!r}; expected one of {DIV_METHODS}")
-        if self.div_norm not in DIV_NORMS:
-            raise WorldConfigError(f"div_norm={self.div_norm!r}; expected one of {DIV_NORMS}")
-        if self.target_div is not None:
-            top = {"row_mean_l1": 2.0, "entry_l1": 2.0 * self.n_grammar, "induced_l1": 2.0}[self.div_norm]
-            if not 0 < self.target_div < top:
-                raise WorldConfigError(
-                    f"target_div={self.target_div!r} is unreachable under div_norm="
-                    f"{self.div_norm!r}; expected 0 < Div < {top:g}"
-                )
-        if self.relation_tokens and self.grammar_len < 1:
-            raise WorldConfigError(f"grammar_len={self.grammar_len}; World-R needs S >= 1 (the relation slot)")
-        return self
 
 
 # ----------------------------------------------------------------------------------------------- Div
@@ -317,8 +229,8 @@ def _pick(pool: torch.Tensor, shape: tuple[int, ...], gen: torch.Generator) -> t
 def _next_token_batch(
     full: Int[torch.Tensor, "B T1"],
     lengths: Int[torch.Tensor, " B"],
-    subject,
-    attr_type,
+    subject: Int[torch.Tensor, " B"],
+    attr_type: Int[torch.Tensor, " B"],
     loss: Literal["all", "last"] = "all",
 ) -> Batch:
     """Inputs ``full[:, :-1]``, targets ``full[:, 1:]`` (``-100`` beyond each sequence); the final token of each
@@ -499,4 +411,104 @@ def population_size(n_demos: int, pool: int, query_pool: int, n_types: int) -> i
     return pool**n_demos * query_pool * n_types
 
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("itertools", "field", "replace", "annotations")]
+# ----------------------------------------------------------------------------------------------- §3.4 prompts
+
+
+def prefix_subjects(
+    world: World,
+    K: int,
+    max_t: int,
+    gen: torch.Generator,
+    *,
+    demo_subjects: torch.Tensor,
+    query_subjects: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``K`` base prompts per type: subjects ``[L*K, max_t + 1]`` (``max_t`` demos then the query) and the type
+    ``[L*K]``. Prefixes of the same base prompt give every ``t`` (the context is held fixed as ``t`` varies)."""
+    query_subjects = demo_subjects if query_subjects is None else query_subjects
+    L = world.cfg.n_types
+    subj = torch.cat([_pick(demo_subjects, (L * K, max_t), gen), _pick(query_subjects, (L * K, 1), gen)], 1)
+    return subj, torch.arange(L).repeat_interleave(K)
+
+
+def icl_prefix_tokens(world: World, subj: torch.Tensor, ell: torch.Tensor, t: int) -> torch.Tensor:
+    """World-G ICL prompts ``X_{ℓ,t} = [s_1, a_1, [sep], ..., s_t, a_t, [sep], s_q]``: ``[n, 3t + 1]``."""
+    n = subj.shape[0]
+    demos = subj[:, :t]
+    attrs = world.attributes[demos, ell[:, None].expand(n, t)]
+    sep = torch.full((n, t), world.cfg.sep, dtype=torch.long)
+    body = torch.stack([demos, attrs, sep], -1).view(n, 3 * t)
+    return torch.cat([body, subj[:, -1:]], 1)
+
+
+# ------------------------------------------------------------------------------------------- natural-language prompts
+
+#: (landmark, city, country)
+LANDMARKS = (
+    ("Eiffel Tower", "Paris", "France"),
+    ("Colosseum", "Rome", "Italy"),
+    ("Parthenon", "Athens", "Greece"),
+    ("Big Ben", "London", "England"),
+    ("Brandenburg Gate", "Berlin", "Germany"),
+    ("Sagrada Familia", "Barcelona", "Spain"),
+    ("Kremlin", "Moscow", "Russia"),
+    ("Forbidden City", "Beijing", "China"),
+    ("Meiji Shrine", "Tokyo", "Japan"),
+    ("Taj Mahal", "Agra", "India"),
+    ("Christ the Redeemer", "Rio", "Brazil"),
+    ("Great Pyramid", "Giza", "Egypt"),
+    ("Uffizi Gallery", "Florence", "Italy"),
+    ("Alhambra", "Granada", "Spain"),
+    ("CN Tower", "Toronto", "Canada"),
+    ("Golden Gate Bridge", "San Francisco", "USA"),
+    ("Hagia Sophia", "Istanbul", "Turkey"),
+    ("Petronas Towers", "Kuala Lumpur", "Malaysia"),
+    ("Rijksmuseum", "Amsterdam", "Netherlands"),
+    ("Space Needle", "Seattle", "USA"),
+)
+
+#: (person, birth year)
+PEOPLE = (
+    ("Albert Einstein", "1879"),
+    ("Marie Curie", "1867"),
+    ("Charles Darwin", "1809"),
+    ("Abraham Lincoln", "1809"),
+    ("Wolfgang Amadeus Mozart", "1756"),
+    ("Ludwig van Beethoven", "1770"),
+    ("Napoleon Bonaparte", "1769"),
+    ("William Shakespeare", "1564"),
+    ("Leonardo da Vinci", "1452"),
+    ("Galileo Galilei", "1564"),
+    ("Nikola Tesla", "1856"),
+    ("Mahatma Gandhi", "1869"),
+    ("Winston Churchill", "1874"),
+    ("Pablo Picasso", "1881"),
+    ("Vincent van Gogh", "1853"),
+    ("Johann Sebastian Bach", "1685"),
+    ("Queen Victoria", "1819"),
+    ("George Washington", "1732"),
+    ("Alan Turing", "1912"),
+    ("Ada Lovelace", "1815"),
+)
+
+#: relation name -> ((subject, answer), ...)
+RELATIONS = {
+    "landmark_country": tuple((l, c) for l, _, c in LANDMARKS),
+    "landmark_city": tuple((l, city) for l, city, _ in LANDMARKS),
+    "person_birth_year": PEOPLE,
+}
+
+
+def prompt_text(pairs: Sequence[tuple[str, str]], query: str) -> str:
+    """``"S1: A1\\nS2: A2\\n...\\nQuery:"``."""
+    return "".join(f"{s}: {a}\n" for s, a in pairs) + f"{query}:"
+
+
+def vocabulary() -> list[str]:
+    """Every word the prompts use (for a tiny word-level test tokenizer)."""
+    words = {":"}
+    for pairs in RELATIONS.values():
+        for s, a in pairs:
+            words.update(s.split())
+            words.update(a.split())
+    return sorted(words)

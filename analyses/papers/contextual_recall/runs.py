@@ -1,0 +1,407 @@
+"""Train and measure: the pretraining and finetuning runs of §3 (World-G, Model A) and §4 (World-R, Model B / B′)
+on the one trainer, the construction part's measurements (Prop. 1-4, Theorem 2's cascade), and what each part
+reads off its trained models — functions returning results dictionaries (no claims, no figures).
+
+Every run is resumable (its checkpoints live in the run folder). Metrics over training (Figs. 2-4, 15, 19,
+24) are the four final-token matches of Fig. 1 on fresh, fixed evaluation sets: PT sequences (last
+subsequence forced factual), ICL with query subjects seen in finetuning or held out (demonstrations from the
+same pool as the query), and for World-G ICL+Grm with S_ft = 1 (Fig. 15).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformer_lens import HookedTransformer
+
+from mechrecall.batch import Batch
+from mechrecall.builder import build_from_spec, model_spec
+from mechrecall.trainer import TrainConfig, train
+
+from . import metrics as M
+from .data import (
+    World,
+    build_world,
+    check_task,
+    prefix_subjects,
+    sample_icl,
+    sample_icl_rel,
+    sample_pt,
+    sample_pt_rel,
+    split_subjects,
+)
+from .models import build_model_a, build_model_b, construction_model, construction_weights, world_r_ctx
+from .presets import CONSTRUCTION_WORLD, CascadeWorld, ContextualRecallPreset, RunG, RunR, WorldConfigError
+from .theory import gd_cascade
+
+EVAL_SEED = 10_000
+
+
+@dataclass
+class Trained:
+    world: World
+    ft: torch.Tensor
+    heldout: torch.Tensor
+    model_pt: HookedTransformer
+    models_ft: dict[str, HookedTransformer]
+    history_pt: dict[str, Any]
+    history_ft: dict[str, dict[str, Any]]
+    evals: dict[str, Batch]
+
+
+def _copy(model: HookedTransformer) -> HookedTransformer:
+    new = build_from_spec(model_spec(model))
+    new.load_state_dict(model.state_dict())
+    return new if model.cfg.device is None else new.to(model.cfg.device)
+
+
+def g_ctx(run: RunG) -> int:
+    """Model A's context: the longest of PT, ICL and ICL+Grm inputs."""
+    c = run.world
+    m = run.n_demos + 1
+    return max(c.pt_len, (run.grm_len[1] + 3) * m - 1) - 1
+
+
+def check_run_g(run: RunG) -> World:
+    """World-G run consistency, before any training (errors name the value)."""
+    world = build_world(run.world)
+    ft, ho = split_subjects(world, run.n_finetune, run.world.seed)
+    if len(ho) == 0:
+        raise WorldConfigError(f"n_finetune={run.n_finetune} leaves no held-out subject (M={run.world.n_subjects})")
+    check_task(world, n_demos=run.n_demos, pools=(ft, ho))
+    return world
+
+
+def check_run_r(run: RunR, n_ctx: int | None = None) -> World:
+    world = build_world(run.world)
+    ft, ho = split_subjects(world, run.n_finetune, run.world.seed)
+    if len(ho) == 0:
+        raise WorldConfigError(f"n_finetune={run.n_finetune} leaves no held-out subject (M={run.world.n_subjects})")
+    check_task(world, n_demos=run.n_demos, pools=(ft, ho))
+    if n_ctx is not None:
+        check_task(world, n_ctx=n_ctx, seq_len=world_r_ctx(run.world, run.n_demos))
+    return world
+
+
+def _metric_evals(
+    world: World, batches: dict[str, Batch]
+) -> dict[str, Callable[[HookedTransformer], dict[str, float]]]:
+    return {name: functools.partial(_recall, batch=b, world=world) for name, b in batches.items()}
+
+
+def _recall(model: HookedTransformer, *, batch: Batch, world: World) -> dict[str, float]:
+    return M.recall_metrics(model, batch, world)
+
+
+def _icl_sampler(
+    world: World, run: RunG, ft: torch.Tensor, grm: int | tuple[int, int]
+) -> Callable[[int, torch.Generator], Batch]:
+    def sample(step: int, gen: torch.Generator) -> Batch:
+        return sample_icl(world, run.batch, run.n_demos, gen, demo_subjects=ft, grammar_len=grm)
+
+    return sample
+
+
+def train_g(
+    run: RunG,
+    seed: int,
+    out: Path,
+    *,
+    device: str | None = None,
+    progress: bool = False,
+    finetune: Sequence[str] = ("ICL", "ICLGrm"),
+) -> Trained:
+    """Pretrain Model A on PT, then finetune copies on ICL and/or ICL+Grm over the finetuning subjects."""
+    world = check_run_g(run)
+    ft, ho = split_subjects(world, run.n_finetune, seed)
+    n_ctx = g_ctx(run)
+    model = build_model_a(world.V, n_ctx, run.d_model, seed=seed)
+    if device:
+        model.to(device)
+    eg = torch.Generator().manual_seed(EVAL_SEED + seed)
+    N = run.n_demos
+    batches = {
+        "PT": sample_pt(world, run.n_eval, eg, force_last_factual=True),
+        "ICL_seen": sample_icl(world, run.n_eval, N, eg, demo_subjects=ft),
+        "ICL_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho),
+        "ICLGrm1_seen": sample_icl(world, run.n_eval, N, eg, demo_subjects=ft, grammar_len=1),
+        "ICLGrm1_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho, grammar_len=1),
+    }
+    evals = _metric_evals(world, batches)
+    no_decay = (
+        {"params": ("embed.W_E", "pos_embed.W_pos", "blocks.*.ln*", "ln_final.*", "*.b_*"), "weight_decay": 0.0},
+    )  # minGPT's decay groups
+    tc = TrainConfig(
+        steps=run.pt_steps,
+        optimizer="adamw",
+        lr=run.pt_lr,
+        betas=(0.9, 0.95),
+        weight_decay=run.weight_decay,
+        param_groups=no_decay,
+        grad_clip=1.0,
+        loss_positions="mask",
+        eval_every=run.pt_eval_every,
+        checkpoint_every=run.checkpoint_every,
+        seed=seed,
+        progress=progress,
+    )
+    res = train(model, lambda step, gen: sample_pt(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
+    models_ft: dict[str, HookedTransformer] = {}
+    hist_ft: dict[str, dict[str, Any]] = {}
+    for kind in finetune:
+        m = _copy(model)
+        grm = 0 if kind == "ICL" else run.grm_len
+        tcf = replace(tc, steps=run.ft_steps, lr=run.ft_lr, eval_every=run.ft_eval_every, seed=seed + 1)
+        r = train(m, _icl_sampler(world, run, ft, grm), tcf, evals=evals, out_dir=out / f"ft_{kind}")
+        models_ft[kind], hist_ft[kind] = m, r.history
+    return Trained(world, ft, ho, model, models_ft, res.history, hist_ft, batches)
+
+
+def train_r(
+    run: RunR, seed: int, out: Path, *, positions: str = "relative", device: str | None = None, progress: bool = False
+) -> Trained:
+    """Pretrain Model B (or B′) on PT_rel (all positions, cosine lr), then finetune a copy on ICL_rel over the
+    finetuning subjects with the last-token loss (constant lr)."""
+    world = check_run_r(run)
+    ft, ho = split_subjects(world, run.n_finetune, seed)
+    n_ctx = world_r_ctx(run.world, run.n_demos)
+    model = build_model_b(world.V, n_ctx, d_head=run.d_head, n_heads=run.n_heads, positions=positions, seed=seed)
+    if device:
+        model.to(device)
+    eg = torch.Generator().manual_seed(EVAL_SEED + seed)
+    N = run.n_demos
+    batches = {
+        "PT": sample_pt_rel(world, run.n_eval, eg),
+        "ICL_seen": sample_icl_rel(world, run.n_eval, N, eg, demo_subjects=ft),
+        "ICL_heldout": sample_icl_rel(world, run.n_eval, N, eg, demo_subjects=ho),
+    }
+    evals = _metric_evals(world, batches)
+    tc = TrainConfig(
+        steps=run.pt_steps,
+        optimizer="adamw",
+        lr=run.pt_lr,
+        weight_decay=run.weight_decay,
+        schedule="cosine",
+        loss_positions="mask",
+        eval_every=run.pt_eval_every,
+        checkpoint_every=run.checkpoint_every,
+        seed=seed,
+        progress=progress,
+    )
+    res = train(model, lambda step, gen: sample_pt_rel(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
+    m = _copy(model)
+    tcf = replace(
+        tc, steps=run.ft_steps, lr=run.ft_lr, schedule="constant", eval_every=run.ft_eval_every, seed=seed + 1
+    )  # fine-tuning: the same recipe at a constant learning rate
+    r = train(
+        m,
+        lambda step, gen: sample_icl_rel(world, run.batch, N, gen, demo_subjects=ft),
+        tcf,
+        evals=evals,
+        out_dir=out / "ft_ICL",
+    )
+    return Trained(world, ft, ho, model, {"ICL": m}, res.history, {"ICL": r.history}, batches)
+
+
+def final(history: Mapping[str, Any]) -> dict[str, Any]:
+    """The last evaluation row of a training history."""
+    return history["eval"][-1]
+
+
+def chance_exact(world: Any) -> float:
+    """Exact-match chance of a uniform guess within the right type: mean over types of 1/M_ℓ."""
+    return sum(1 / m for m in world.n_values) / world.n_types
+
+
+# ------------------------------------------------------------------------------------------------ construction
+
+CASCADE_ALPHA2, CASCADE_ALPHA3, CASCADE_BETA_GRAD, CASCADE_BETA = 0.25, 5.0, 8.0, 50.0
+CONSTRUCTION_BETA, CONSTRUCTION_DEMOS, CONSTRUCTION_FT = 20.0, 5, 32
+
+
+def run_construction(params: ContextualRecallPreset, seed: int) -> dict[str, Any]:
+    """§4's constructions (Prop. 1-4) in a HookedTransformer, scored on PT_rel / ICL_rel, and Theorem 2's cascade
+    in the preset's two worlds (``cascade/holds``, ``cascade/paper_scale``)."""
+    torch.manual_seed(seed)
+    cfg = replace(CONSTRUCTION_WORLD, seed=seed)
+    res: dict[str, Any] = {"world": asdict(cfg), "beta": CONSTRUCTION_BETA, "n_demos": CONSTRUCTION_DEMOS}
+    res.update(_propositions(build_world(cfg), params.construction_samples, seed))
+    holds, paper_scale = params.cascade
+    res["cascade"] = {
+        "holds": _cascade(holds, params, seed, expect_condition=True),
+        "paper_scale": _cascade(paper_scale, params, seed, expect_condition=False),
+    }
+    res["cascade_settings"] = {
+        "alpha2": CASCADE_ALPHA2,
+        "alpha3": CASCADE_ALPHA3,
+        "beta_grad": CASCADE_BETA_GRAD,
+        "beta_eval": CASCADE_BETA,
+        "eta_kq_subj": 2.0,
+    }
+    return res
+
+
+def _propositions(world: World, n: int, seed: int) -> dict[str, Any]:
+    """Prop. 1-4's weights scored on ``n`` PT_rel / ICL_rel sequences, and Prop. 2 restricted to a small U'."""
+    T = world_r_ctx(world.cfg, CONSTRUCTION_DEMOS)
+    ft, ho = split_subjects(world, CONSTRUCTION_FT, seed)
+    gen = torch.Generator().manual_seed(seed)
+    pt = sample_pt_rel(world, n, gen)
+    icl_all = sample_icl_rel(world, n, CONSTRUCTION_DEMOS, gen, demo_subjects=torch.arange(world.cfg.n_subjects))
+    icl_ho = sample_icl_rel(world, n, CONSTRUCTION_DEMOS, gen, demo_subjects=ft, query_subjects=ho)
+
+    def model(mode: str, **kw: Any) -> HookedTransformer:
+        return construction_model(world, construction_weights(world, CONSTRUCTION_BETA, mode, T_max=T, **kw), T, seed)
+
+    p1, p2 = model("pt"), model("icl")  # Prop. 2 with U' = U
+    return {
+        "prop1_pt_rel": M.recall_metrics(p1, pt, world),
+        "prop1_icl_rel": M.recall_metrics(p1, icl_all, world),
+        "prop3_pt_rel": M.recall_metrics(model("pt", grammar_head=True), pt, world),
+        "prop2_icl_rel_heldout": M.recall_metrics(p2, icl_ho, world),
+        "prop2_pt_rel": M.recall_metrics(p2, pt, world),
+        "prop4_icl_rel_heldout": M.recall_metrics(model("icl", variant="appendix"), icl_ho, world),
+        "prop2_restricted": _prop2_restricted(world, icl_ho, T, seed, model),
+    }
+
+
+def _prop2_restricted(
+    world: World, icl_ho: Batch, T: int, seed: int, model: Callable[..., HookedTransformer]
+) -> dict[str, Any]:
+    """Prop. 2 with U' from 4 finetuning subjects: queries whose answer is outside U' must fail."""
+    small_ft, _ = split_subjects(world, 4, seed + 7)
+    held = world.attributes[small_ft]
+    target = icl_ho.extras["target"]
+    in_u = (held.view(-1)[None, :] == target[:, None]).any(1) & torch.isin(icl_ho.tokens[:, 2::3], held).any(1)
+    pred = model("icl", ft_subjects=small_ft)(icl_ho.tokens)[:, -1].argmax(-1)
+    out_u = ~(held.view(-1)[None, :] == target[:, None]).any(1)
+    acc_in = (pred[in_u] == target[in_u]).float().mean().item() if in_u.any() else None
+    acc_out = (pred[out_u] == target[out_u]).float().mean().item() if out_u.any() else None
+    return {"n_ft_subjects": 4, "acc_answer_and_a_demo_in_U'": acc_in, "acc_answer_not_in_U'": acc_out}
+
+
+def _cascade(w: CascadeWorld, params: ContextualRecallPreset, seed: int, *, expect_condition: bool) -> dict[str, Any]:
+    """Theorem 2's cascade in world ``w``; ``step2_heldout`` / ``step2_collapse`` hold the held-out accuracy after
+    step 2 where the theorem's condition holds / fails (the other is ``not_run``)."""
+    cfg = w.world(seed)
+    world = build_world(cfg)
+    f, h = split_subjects(world, w.M_ft, seed)
+    r = gd_cascade(
+        world,
+        f,
+        h,
+        n_demos=w.N_ft,
+        T_max=world_r_ctx(cfg, w.N_ft),
+        beta_grad=CASCADE_BETA_GRAD,
+        betas_eval=(CASCADE_BETA_GRAD, CASCADE_BETA, 200.0),
+        alpha2=CASCADE_ALPHA2,
+        alpha3=CASCADE_ALPHA3,
+        n_mc=params.cascade_mc,
+        n_eval=params.cascade_eval,
+        seed=seed,
+    )
+    r.pop("weights")
+    r.update(world=w.name, beta_report=CASCADE_BETA)
+    step2 = r["acc_step2"][f"heldout_query@beta={CASCADE_BETA:g}"]
+    holds = "U_L(U_L+N_ft)/M_ft < N_ft here: step 2 reaches held-out queries"
+    fails = "U_L(U_L+N_ft)/M_ft >= N_ft here"
+    r["step2_heldout"] = step2 if r["condition_holds"] else {"not_run": fails}
+    r["step2_collapse"] = {"not_run": holds} if r["condition_holds"] else step2
+    if r["condition_holds"] != expect_condition:
+        r["world_note"] = f"Theorem 2's condition {'holds' if r['condition_holds'] else 'fails'} in {w.name}"
+    return r
+
+
+# ------------------------------------------------------------------------------------------------ World-R
+
+
+def measure_world_r(tr: Trained, run: RunR, positions: str, seconds: float) -> dict[str, Any]:
+    """What the World-R part reads off its trained models: final metrics, head-role cosines (Figs. 10, 12)."""
+    T = world_r_ctx(run.world, run.n_demos)
+    cos_pt = M.head_role_cosines(tr.model_pt, tr.world, tr.evals["PT"], "pt", T)
+    cos_ft = M.head_role_cosines(tr.models_ft["ICL"], tr.world, tr.evals["ICL_heldout"], "icl", T, tr.ft)
+    return {
+        "config": asdict(run),
+        "positions": positions,
+        "train_seconds": seconds,
+        "chance_exact": chance_exact(run.world),
+        "after_pt": final(tr.history_pt),
+        "after_ft": final(tr.history_ft["ICL"]),
+        "head_cosines_after_pt": cos_pt,
+        "head_cosines_after_ft": cos_ft,
+        "max_subject_cosine_after_pt": max(cos_pt["minus_U_all"]["subject"]),
+        "max_relation_cosine_after_pt": max(cos_pt["minus_U_all"]["relation"]),
+        "history_pt": tr.history_pt["eval"],
+        "history_ft": tr.history_ft["ICL"]["eval"],
+    }
+
+
+# ------------------------------------------------------------------------------------------------ World-G
+
+STEERING_BETAS = [round(0.1 * i, 1) for i in range(11)]
+
+
+def measure_world_g(tr: Trained, run: RunG, seed: int, seconds: float) -> dict[str, Any]:
+    """What the World-G part reads off its trained models: final metrics, the stage-wise gap (Fig. 2), task-vector
+    clustering (Figs. 8, 16, 17) and steering (Figs. 8 right, 18) on held-out prompts."""
+    pt_h = tr.history_pt
+    gaps = [(r["step"], r["PT.attr_type"] - r["PT.exact"]) for r in pt_h["eval"]]
+    max_gap_step, max_gap = max(gaps, key=lambda x: x[1])
+    gen = torch.Generator().manual_seed(20_000 + seed)
+    subj, ell = prefix_subjects(tr.world, run.K, run.max_t, gen, demo_subjects=tr.heldout)
+    ts = list(range(run.max_t + 1))
+    model = tr.models_ft["ICL"]
+    model.eval()
+    clu = M.clustering_vs_demos(model, tr.world, subj, ell, ts)
+    steer = M.steering_ranks(model, tr.world, subj, ell, STEERING_BETAS)
+    clu_grm = M.clustering_vs_demos(tr.models_ft["ICLGrm"].eval(), tr.world, subj, ell, ts)
+    sil = clu["silhouette"]
+    return {
+        "config": asdict(run),
+        "train_seconds": seconds,
+        "div": {n: tr.world.div(n) for n in ("row_mean_l1", "entry_l1", "induced_l1")},
+        "chance_exact": chance_exact(run.world),
+        "after_pt": final(pt_h),
+        "after_ft_icl": final(tr.history_ft["ICL"]),
+        "after_ft_iclgrm": final(tr.history_ft["ICLGrm"]),
+        "stagewise_max_gap": {"step": max_gap_step, "type_minus_exact": max_gap},
+        "clustering_ft_icl": clu,
+        "clustering_ft_iclgrm": clu_grm,
+        "silhouette_rise": sil["L2_attn_out"][-1] - sil["L2_attn_out"][0],
+        "silhouette_l2_minus_l1": sil["L2_attn_out"][-1] - sil["L1_attn_out"][-1],
+        "steering_ft_icl": steer,
+        "steering_target_over_orig": steer["rank_target"][-1] / steer["rank_orig"][-1],
+        "steering_crossing_beta": M.crossing_beta(steer),
+        "history_pt": pt_h["eval"],
+        "history_ft_icl": tr.history_ft["ICL"]["eval"],
+        "history_ft_iclgrm": tr.history_ft["ICLGrm"]["eval"],
+    }
+
+
+# ------------------------------------------------------------------------------------------------ seeds
+
+
+def seed_spread(paths: Iterable[str | Path]) -> dict[str, dict[str, Any]]:
+    """``{claim id: {"seeds": [...], "values": [...], "min", "max", "mean"}}`` over the results files of runs with
+    several ``--seed`` (a run folder ``OUT`` or its ``OUT/contextual_recall/results.json``): how the smoke
+    thresholds were set (README)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in map(Path, paths):
+        f = p if p.is_file() else p / "contextual_recall" / "results.json"
+        data = json.loads(f.read_text())
+        for row in data["claims"]:
+            if row["ours"] is None:
+                continue
+            d = out.setdefault(row["id"], {"seeds": [], "values": []})
+            d["seeds"].append(data["config"]["seed"])
+            d["values"].append(row["ours"])
+    for d in out.values():
+        v = d["values"]
+        d.update(min=min(v), max=max(v), mean=sum(v) / len(v))
+    return out
