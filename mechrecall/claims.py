@@ -260,6 +260,8 @@ class ClaimSpec:
         paper: the paper's number (or a function of the results giving it), ``None`` where it states none.
         kind: ``paper``, ``extension`` (ours, beyond the paper) or ``ablation``.
         note: what a reader needs beside the number.
+        notes: a function of the part's results adding what was measured beside the number (e.g. the chance
+            level of this run); left out where the results lack what it reads.
     """
 
     id: str
@@ -270,6 +272,7 @@ class ClaimSpec:
     paper: float | Callable[[Results], float | None] | None = None
     kind: str = "paper"
     note: str = ""
+    notes: Callable[[Results], str] | None = None
 
     def __post_init__(self) -> None:
         if self.id.count(".") < 1 or any(c.isspace() for c in self.id):
@@ -282,16 +285,24 @@ class ClaimSpec:
         return self.id.split(".", 1)[0]
 
     def evaluate(
-        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
+        self,
+        results: Results,
+        *,
+        experiment: str,
+        preset: str = "",
+        seeds: Sequence[int] = (),
+        note: str = "",
+        note_first: str = "",
     ) -> Claim:
         """The claim row's data for this part's ``results`` (``not run`` with the reason where the entry is
-        missing or says ``{"not_run": why}``)."""
+        missing or says ``{"not_run": why}``). ``note_first`` / ``note``: the run's own notes, put before and
+        after the claim's (e.g. a preset that is not comparable; sizes changed from the preset)."""
         ours, reason = lookup(results, self.reads)
         rule = self.rule(results) if callable(self.rule) else self.rule
         paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
-        notes = "; ".join(n for n in (self.note, note) if n)
+        notes = "; ".join(n for n in (note_first, self.note, self._measured_note(results), note) if n)
         return Claim(
             id=f"{experiment}.{self.id}",
             claim=self.claim,
@@ -305,6 +316,14 @@ class ClaimSpec:
             seeds=tuple(seeds),
             kind=self.kind,
         )
+
+    def _measured_note(self, results: Results) -> str:
+        if self.notes is None:
+            return ""
+        try:
+            return self.notes(results)
+        except (KeyError, TypeError, IndexError):  # the results lack what the note reads
+            return ""
 
 
 def lookup(results: Results, path: str) -> tuple[Any, str]:
@@ -333,10 +352,11 @@ def evaluate(
     preset: str = "",
     seeds: Sequence[int] = (),
     note: str = "",
+    note_first: str = "",
 ) -> list[Claim]:
     """The claims of ``part``: each spec of that part evaluated against the part's ``results``."""
     return [
-        spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note)
+        spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note, note_first=note_first)
         for spec in specs
         if spec.part == part
     ]

@@ -184,14 +184,13 @@ class Context:
         """Folder of one training run inside this experiment (checkpoints, resumable)."""
         return self.out / "runs" / name
 
-    def claim_note(self) -> str:
-        """What every claim of this run must say: a non-comparable preset, sizes changed from the preset."""
-        notes = []
+    def claim_notes(self) -> tuple[str, str]:
+        """What every claim of this run must say, before and after its own note: a preset that is not comparable
+        to the paper's; sizes changed from the preset."""
+        first = ""
         if self.params is not None and not getattr(self.params, "comparable", True):
-            notes.append(f"{self.preset} preset: {NOT_COMPARABLE_NOTE}")
-        if self.overrides:
-            notes.append(describe_overrides(self.preset, self.overrides))
-        return "; ".join(notes)
+            first = f"{self.preset} preset: {NOT_COMPARABLE_NOTE}"
+        return first, describe_overrides(self.preset, self.overrides)
 
     def say(self, message: str) -> None:
         print(f"[{self.experiment.name}] {message}", flush=True)
@@ -505,7 +504,8 @@ class Experiment:
                     experiment=self.name,
                     preset=preset,
                     seeds=(seed,),
-                    note=ctx.claim_note(),
+                    note_first=ctx.claim_notes()[0],
+                    note=ctx.claim_notes()[1],
                 )
             except (UsageError, KeyboardInterrupt):
                 raise

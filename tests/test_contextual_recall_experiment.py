@@ -65,7 +65,7 @@ def test_size_options_override_the_preset_and_are_named_in_every_claim_note(tmp_
     assert ctx.overrides == {"pt_steps": (5, PerRun(2000, 3000)), "div": (0.3, None)}
     assert ctx.params.run_g(0).pt_steps == 5 and ctx.params.run_r(0).pt_steps == 5
     assert ctx.params.run_g(0).world.target_div == 0.3 and ctx.params.run_r(0).ft_steps == 600
-    assert ctx.claim_note() == (
+    assert ctx.claim_notes()[1] == (
         "changed from preset smoke: pt_steps 5 (preset World-G 2000, World-R 3000), div 0.3 (preset None)"
     )
     ctx, _ = EXPERIMENT.prepare(tmp_path, preset="smoke", parts=["world_r"], seed=3)

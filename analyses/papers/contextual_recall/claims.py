@@ -6,11 +6,10 @@ numbers and their spread are in this package's README. No torch here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import Any
 
-from mechrecall.claims import Claim, ClaimSpec, Results, at_least, at_most, lookup, near
+from mechrecall.claims import ClaimSpec, Results, at_least, at_most, lookup, near
 
 from .presets import CASCADE_HOLDS, CASCADE_PAPER
 
@@ -18,26 +17,6 @@ from .presets import CASCADE_HOLDS, CASCADE_PAPER
 R_FT_HELDOUT_MIN = 0.3  # World-R, held-out ICL exact after finetuning; seeds 0-4: 0.316, 1.0, 1.0, 1.0, 1.0
 G_FT_HELDOUT_MIN = 0.15  # World-G, ICL held-out after FT on ICL; seeds 0-4: 0.330, 0.223, 0.271, 0.350, 0.170
 BETA = "@beta=50"  # the β the cascade's accuracies are reported at (runs.CASCADE_BETA)
-
-
-@dataclass(frozen=True)
-class NotedClaim(ClaimSpec):
-    """A claim whose note also says what the part measured beside the number (``notes``: a function of the part's
-    results; left out where the results lack what it reads)."""
-
-    notes: Callable[[Results], str] | None = None
-
-    def evaluate(
-        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
-    ) -> Claim:
-        spec: ClaimSpec = self
-        if self.notes is not None:
-            try:
-                extra = self.notes(results)
-            except (KeyError, TypeError, IndexError):
-                extra = ""
-            spec = replace(self, note="; ".join(n for n in (self.note, extra) if n), notes=None)
-        return ClaimSpec.evaluate(spec, results, experiment=experiment, preset=preset, seeds=seeds, note=note)
 
 
 def _num(results: Results, path: str, default: float | None = 0.0) -> Any:
@@ -49,7 +28,7 @@ def _num(results: Results, path: str, default: float | None = 0.0) -> Any:
 # ------------------------------------------------------------------------------------------------ construction
 
 _PROPS = [
-    NotedClaim(
+    ClaimSpec(
         "construction.prop1_factual_recall",
         "Prop. 1 weights (relation + subject head) give perfect factual recall on PT_rel",
         "prop1_pt_rel/exact",
@@ -57,7 +36,7 @@ _PROPS = [
         paper=1.0,
         where="§4, Prop. 1",
     ),
-    NotedClaim(
+    ClaimSpec(
         "construction.prop1_no_icl",
         "the same Prop. 1 weights get ≈0% on ICL_rel (Finding 1 in the construction)",
         "prop1_icl_rel/exact",
@@ -65,7 +44,7 @@ _PROPS = [
         paper=0.0,
         where="§4, Prop. 1 / Finding 1",
     ),
-    NotedClaim(
+    ClaimSpec(
         "construction.prop3_factual_recall",
         "Prop. 3 weights (with the grammar head) give perfect last-token factual recall",
         "prop3_pt_rel/exact",
@@ -73,7 +52,7 @@ _PROPS = [
         paper=1.0,
         where="App. C, Prop. 3",
     ),
-    NotedClaim(
+    ClaimSpec(
         "construction.prop2_icl_heldout",
         "Prop. 2 weights give perfect ICL_rel accuracy on held-out query subjects",
         "prop2_icl_rel_heldout/exact",
@@ -81,7 +60,7 @@ _PROPS = [
         paper=1.0,
         where="§4, Prop. 2 (Eq. 4-5)",
     ),
-    NotedClaim(
+    ClaimSpec(
         "construction.prop4_icl_heldout",
         "Prop. 4 (appendix variant) gives perfect ICL_rel accuracy on held-out queries",
         "prop4_icl_rel_heldout/exact",
@@ -89,7 +68,7 @@ _PROPS = [
         paper=1.0,
         where="App. C, Prop. 4",
     ),
-    NotedClaim(
+    ClaimSpec(
         "construction.prop2_needs_values_seen",
         "Prop. 2 fails on queries whose answer value was never seen in finetuning (∉ U')",
         "prop2_restricted/acc_answer_not_in_U'",
@@ -112,7 +91,7 @@ def _cascade_claims(tag: str, name: str, step2: str) -> list[ClaimSpec]:
         return lambda r: "; ".join(n for n in (text.format(**_cascade_words(c(r))), _other_world(c(r), name)) if n)
 
     return [
-        NotedClaim(
+        ClaimSpec(
             f"construction.cascade_{tag}_kq_rel_zero_grad_step1",
             f"[{name}] step 1: W_KQ^rel gets exactly zero gradient (no relation tokens in ICL prompts)",
             f"{at}/grad_norm_kq_rel_step1",
@@ -121,7 +100,7 @@ def _cascade_claims(tag: str, name: str, step2: str) -> list[ClaimSpec]:
             where="§4, Two-step cascade",
             notes=with_world(""),
         ),
-        NotedClaim(
+        ClaimSpec(
             f"construction.cascade_{tag}_alpha1",
             f"[{name}] step 1: W_KQ^subj gains a previous-token coefficient α_1 = η m⁻¹(1-1/U_L)(1-1/m)",
             f"{at}/coef/alpha1_kq_subj_prev_token",
@@ -130,7 +109,7 @@ def _cascade_claims(tag: str, name: str, step2: str) -> list[ClaimSpec]:
             where="Theorem 2 / App. C (with the (1-1/m) factor)",
             notes=with_world("{population}"),
         ),
-        NotedClaim(
+        ClaimSpec(
             f"construction.cascade_{tag}_step1_heldout",
             f"[{name}] ICL_rel on held-out query subjects after step 1 (W_KQ^subj + projected W_OV^rel)",
             f"{at}/acc_step1/heldout_query{BETA}",
@@ -161,7 +140,7 @@ def _other_world(r: Results, name: str) -> str:
 
 
 def _step2_heldout(tag: str, name: str, with_world: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
-    return NotedClaim(
+    return ClaimSpec(
         f"construction.cascade_{tag}_step2_heldout",
         f"[{name}] ICL_rel on held-out query subjects after step 2 (W_KQ^rel): perfect where U_L(U_L+N_ft)/M_ft < N_ft",
         f"cascade/{tag}/step2_heldout",
@@ -173,7 +152,7 @@ def _step2_heldout(tag: str, name: str, with_world: Callable[[str], Callable[[Re
 
 
 def _step2_collapse(tag: str, name: str, with_world: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
-    return NotedClaim(
+    return ClaimSpec(
         f"construction.cascade_{tag}_step2_collapse",
         f"[{name}] where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 "
         "makes the relation head lock onto the query subject: held-out ICL_rel collapses",
@@ -204,7 +183,7 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
         return float(_num(r, "chance_exact"))
 
     return [
-        NotedClaim(
+        ClaimSpec(
             f"{part}.pt_factual_recall",
             f"{model}: PT_rel last-token accuracy after pretraining",
             "after_pt/PT.exact",
@@ -212,7 +191,7 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             paper=1.0,
             where=where_pt,
         ),
-        NotedClaim(
+        ClaimSpec(
             f"{part}.pt_icl_at_chance",
             f"{model}: ICL_rel exact accuracy (held-out queries) after pretraining is at most chance",
             "after_pt/ICL_heldout.exact",
@@ -223,7 +202,7 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
                 f"{r['after_pt']['ICL_heldout.attr_type']:.3f}"
             ),
         ),
-        NotedClaim(
+        ClaimSpec(
             f"{part}.ft_icl_seen",
             f"{model}: ICL_rel on seen query subjects after finetuning",
             "after_ft/ICL_seen.exact",
@@ -231,7 +210,7 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             paper=1.0,
             where=where_ft,
         ),
-        NotedClaim(
+        ClaimSpec(
             f"{part}.ft_icl_heldout",
             f"{model}: ICL_rel on held-out query subjects after finetuning on 50% of subjects, far above chance",
             "after_ft/ICL_heldout.exact",
@@ -239,7 +218,7 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             where=where_ft,
             notes=lambda r: f"chance {r['chance_exact']:.3f}; threshold from seeds 0-4 (README)",
         ),
-        NotedClaim(
+        ClaimSpec(
             f"{part}.pt_subject_head_cosine",
             f"{model}: after pretraining one head's output matches the Prop. 1 "
             "subject-head output (max cosine over heads, U_all projected out)",
@@ -247,7 +226,7 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             at_least(0.5, partial=0.3),
             where=where_cos,
         ),
-        NotedClaim(
+        ClaimSpec(
             f"{part}.pt_relation_head_cosine",
             f"{model}: after pretraining one head's output matches the Prop. 1 "
             "relation-head output (max cosine, U_all projected out)",
@@ -266,7 +245,7 @@ def _g_chance(r: Results) -> float:
 
 
 _WORLD_G = [
-    NotedClaim(
+    ClaimSpec(
         "world_g.pt_factual_recall",
         "Model A learns factual recall: PT exact match at the end of pretraining",
         "after_pt/PT.exact",
@@ -274,7 +253,7 @@ _WORLD_G = [
         where="§3.1, Fig. 2",
         note="paper: 'performs well'",
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.pt_stagewise",
         "stage-wise: the attribute type is learned before the exact attribute (largest "
         "gap attr-type minus exact match on PT during pretraining)",
@@ -283,7 +262,7 @@ _WORLD_G = [
         where="§3.1, Fig. 2",
         notes=lambda r: f"at PT step {r['stagewise_max_gap']['step']}",
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.pt_icl_near_zero",
         "after pretraining, ICL exact accuracy (held-out subjects) is near zero",
         "after_pt/ICL_heldout.exact",
@@ -291,14 +270,14 @@ _WORLD_G = [
         paper=0.0,
         where="§3.1, Fig. 2 (Finding 1)",
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.ft_icl_seen",
         "after finetuning on ICL, ICL exact on seen query subjects",
         "after_ft_icl/ICL_seen.exact",
         at_least(0.95, partial=0.5),
         where="§3.2, Fig. 3",
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.ft_icl_heldout",
         "finetuning on ICL over 50% of subjects generalises to held-out query subjects, well above chance",
         "after_ft_icl/ICL_heldout.exact",
@@ -306,7 +285,7 @@ _WORLD_G = [
         where="§3.2, Fig. 3 (Finding 2)",
         notes=lambda r: f"chance {r['chance_exact']:.3f}; before FT {r['after_pt']['ICL_heldout.exact']:.3f}",
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.ft_iclgrm_transfers_to_icl",
         "finetuning on ICL+Grm raises ICL exact on held-out subjects as finetuning on ICL does (format transfer)",
         "after_ft_iclgrm/ICL_heldout.exact",
@@ -317,7 +296,7 @@ _WORLD_G = [
             f"chance {r['chance_exact']:.3f}"
         ),
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.silhouette_rises_with_demos",
         "layer-2 attention task-vector clustering rises with the number "
         "of demonstrations (silhouette at t=max minus t=0)",
@@ -328,14 +307,14 @@ _WORLD_G = [
             f"t={r['clustering_ft_icl']['t'][-1]}: {r['clustering_ft_icl']['silhouette']['L2_attn_out'][-1]:.3f}"
         ),
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.layer2_attention_clusters_most",
         "layer-2 attention clusters more than layer-1 attention (silhouette difference at t=max)",
         "silhouette_l2_minus_l1",
         at_least(0.05, partial=0.0),
         where="App. B.3, Fig. 16",
     ),
-    NotedClaim(
+    ClaimSpec(
         "world_g.steering_reaches_target",
         "steering with (1-β)v_ℓ + βv_ℓ' at β=1 makes the target attribute "
         "outrank the original (mean rank target / mean rank original)",
@@ -349,7 +328,7 @@ _WORLD_G = [
 # ------------------------------------------------------------------------------------------------ pretrained
 
 _PRETRAINED = [
-    NotedClaim(
+    ClaimSpec(
         f"pretrained.{name}",
         text,
         reads,
