@@ -17,8 +17,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from analyses.papers.ic_recall.model import closed_form_relation_logits
-from analyses.papers.ic_recall.task import ICRecallSpec, ICRecallTask
+from analyses.papers.ic_recall.data import ICRecallSpec, ICRecallTask
+from analyses.papers.ic_recall.models import closed_form_relation_logits
 
 
 def n3_first_step_loss(x: torch.Tensor, T: float) -> torch.Tensor:

@@ -31,7 +31,7 @@ from typing import ClassVar
 import torch
 from jaxtyping import Float
 
-from analyses.papers.ic_recall.task import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
+from analyses.papers.ic_recall.data import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
 from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import SURGERIES, SetActivation, SetWeight, Surgery, TrainableEntries, ZeroBiases
@@ -44,7 +44,7 @@ EMBEDDINGS = ("random", "identity")
 
 
 def orthonormal_embeddings(
-    d_vocab: int, kind: str = "random", seed: int = 0, dtype=torch.float64
+    d_vocab: int, kind: str = "random", seed: int = 0, dtype: torch.dtype = torch.float64
 ) -> Float[torch.Tensor, "d d_vocab"]:
     """Φ with orthonormal columns φ(u) (d = d_vocab): the Q factor of a seeded Gaussian, or the identity."""
     if kind not in EMBEDDINGS:
@@ -318,7 +318,7 @@ class AnalyticICRecall(torch.nn.Module):
         task: ICRecallTask,
         theta: torch.Tensor | None = None,
         omega: torch.Tensor | None = None,
-        dtype=torch.float64,
+        dtype: torch.dtype = torch.float64,
     ) -> None:
         super().__init__()
         self.task = task
