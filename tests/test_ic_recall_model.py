@@ -6,7 +6,8 @@ import itertools
 import pytest
 import torch
 
-from analyses.papers.ic_recall.model import (
+from analyses.papers.ic_recall.data import ICRecallSpec, ICRecallTask
+from analyses.papers.ic_recall.models import (
     AnalyticICRecall,
     associative_memory,
     build_model,
@@ -20,8 +21,7 @@ from analyses.papers.ic_recall.model import (
     scores,
     set_scores,
 )
-from analyses.papers.ic_recall.task import ICRecallSpec, ICRecallTask
-from analyses.papers.ic_recall.training import FinetuneConfig, check_sample_count, finetune
+from analyses.papers.ic_recall.runs import FinetuneConfig, check_sample_count, finetune
 
 torch.set_num_threads(1)
 
