@@ -37,8 +37,6 @@ from typing import Any, TypeVar
 import torch
 from jaxtyping import Bool, Int
 
-from analyses.pair_attention import END, OTHER, QUERY
-
 IdT = TypeVar("IdT", torch.Tensor, int)  # a token index or a tensor of them
 FAMILIES = ("random", "all_bijections", "affine")
 MAX_POPULATION = 50_000
@@ -194,7 +192,7 @@ class ICRecallTask:
         return 2 * self.k + 2
 
     # -- sequences ---------------------------------------------------------------------------
-    def make(self, relation: torch.Tensor, subjects: torch.Tensor) -> ICRecallData:
+    def make(self, relation: Int[torch.Tensor, " batch"], subjects: Int[torch.Tensor, "batch k1"]) -> ICRecallData:
         """Sequences for relations ``[B]`` and distinct subjects ``[B, k+1]``."""
         answers = self.rel[relation[:, None], subjects]  # [B, k+1]
         B, k = len(relation), self.k
@@ -343,6 +341,8 @@ def fact_prompts(
 
     Returns ``tokens [B, T]`` (right-padded), ``roles [B, T]``, ``query_pos [B]`` (the final ``":"``),
     ``texts`` and ``relations``. Pieces are tokenized one by one (``" " + word``), so word spans are exact."""
+    from analyses.pair_attention import END, OTHER, QUERY  # the roles (imports TransformerLens: only here)
+
     facts = load_facts(path)
     rng = random.Random(seed)
     bos = getattr(tokenizer, "bos_token_id", None)

@@ -45,10 +45,10 @@ def step_logits(
     model: torch.nn.Module,
     task: ICRecallTask,
     data: ICRecallData,
-    relation: torch.Tensor | None = None,
+    relation: Int[torch.Tensor, " batch"] | None = None,
     *,
     chunk: int = 4096,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[Float[torch.Tensor, "batch m"], Float[torch.Tensor, "batch n"]]:
     """(relation logits ``[B, m]`` at EoS, answer logits ``[B, n]`` with ``relation`` (default r*) appended)."""
     if isinstance(model, AnalyticICRecall):
         return model.relation_logits(data), model.answer_logits(data, relation)
@@ -201,7 +201,13 @@ def pattern_stats(v: Float[torch.Tensor, "seeds pos"], k: int) -> dict[str, Any]
     }
 
 
-def tl_readout(task: ICRecallTask, theta: torch.Tensor, omega: torch.Tensor, T: float, test: ICRecallData) -> dict:
+def tl_readout(
+    task: ICRecallTask,
+    theta: Float[torch.Tensor, " eos_pos"],
+    omega: Float[torch.Tensor, " rel_pos"],
+    T: float,
+    test: ICRecallData,
+) -> dict[str, Any]:
     """Rebuild the TL model with the learned θ, ω; its attention through the generic layer, its accuracy on
     ``TL_CHECK`` test sequences against the fast path's, and the max |difference| of both steps' logits."""
     k = task.k

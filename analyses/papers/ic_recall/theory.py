@@ -16,12 +16,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
+from jaxtyping import Float
 
 from analyses.papers.ic_recall.data import ICRecallSpec, ICRecallTask
 from analyses.papers.ic_recall.models import closed_form_relation_logits
 
 
-def n3_first_step_loss(x: torch.Tensor, T: float) -> torch.Tensor:
+def n3_first_step_loss(x: Float[torch.Tensor, "*shape"], T: float) -> Float[torch.Tensor, "*shape"]:
     """L1 at v = (x, x, ½−x, ½−x, 0, 0) on the whole n = 3 population, for a vector of ``x``."""
     task = ICRecallTask(ICRecallSpec(3, 6, 2, "all_bijections"))
     data = task.population()
@@ -52,7 +53,7 @@ def n3_pairwise_optimum(T: float, tol: float = 1e-7) -> float:
     return 0.5 * (lo + hi)
 
 
-def saddle_distance(v: torch.Tensor, k: int = 2) -> float:
+def saddle_distance(v: Float[torch.Tensor, " pos"], k: int = 2) -> float:
     """‖v − (1/(2k), …, 1/(2k), 0, 0)‖∞ (Theorem 4.2's Stage-1 saddle for k = 2: (¼, ¼, ¼, ¼, 0, 0))."""
     target = torch.cat([torch.full((2 * k,), 1 / (2 * k), dtype=torch.float64), torch.zeros(2, dtype=torch.float64)])
     return float((v.double() - target).abs().max())
