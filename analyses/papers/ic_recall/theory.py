@@ -2,7 +2,8 @@
 
 * :func:`n3_pairwise_optimum`: for n = 3 with all six bijections (§4.1, Table 1), the minimiser a*(T) of the
   first-step loss L1 on the line v = (x, x, ½−x, ½−x, 0, 0) (Theorem 4.2's optimum has this form). Computed
-  from the closed-form logits (Table 2) on the whole population; a*(0.05) ≈ 0.133, → 1/6 as T → 0.
+  from the closed-form logits (Table 2) on the whole population (``scipy.optimize.minimize_scalar``); a*(0.05) ≈
+  0.133, → 1/6 as T → 0.
   (App. B's d_j polynomials and its root (4−√6)/10 disagree with its own Table 2; the root from Table 2 is 1/6.)
 * :func:`saddle_distance`: ‖v − (1/(2k), …, 1/(2k), 0, 0)‖∞, the Stage-1 saddle of Theorem 4.2.
 * :func:`polylog_fit`: how the number of samples needed, N*, grows with n.
@@ -10,7 +11,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -34,23 +34,18 @@ def n3_first_step_loss(x: Float[torch.Tensor, "*shape"], T: float) -> Float[torc
     return torch.stack(out).reshape(x.shape)
 
 
-def n3_pairwise_optimum(T: float, tol: float = 1e-7) -> float:
-    """a*(T) = argmin_{x ∈ (0, ¼]} L1(x) (golden-section search after a grid; the mirror image is ½ − a*)."""
+def n3_pairwise_optimum(T: float, tol: float = 1e-9) -> float:
+    """a*(T) = argmin_{x ∈ (0, ¼]} L1(x): a grid brackets the minimum, ``scipy.optimize.minimize_scalar``
+    (bounded) refines it to ``tol``; the mirror image is ½ − a*."""
+    from scipy.optimize import minimize_scalar
+
     if not T > 0:
         raise ValueError(f"temperature T={T!r}; expected > 0")
     grid = torch.linspace(1e-4, 0.25, 251, dtype=torch.float64)
-    losses = n3_first_step_loss(grid, T)
-    i = int(losses.argmin())
-    lo, hi = float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)])
-    phi = (math.sqrt(5) - 1) / 2
-    f = lambda x: float(n3_first_step_loss(torch.tensor([x], dtype=torch.float64), T))  # noqa: E731
-    while hi - lo > tol:
-        a, b = hi - phi * (hi - lo), lo + phi * (hi - lo)
-        if f(a) < f(b):
-            hi = b
-        else:
-            lo = a
-    return 0.5 * (lo + hi)
+    i = int(n3_first_step_loss(grid, T).argmin())
+    bounds = (float(grid[max(i - 1, 0)]), float(grid[min(i + 1, len(grid) - 1)]))
+    loss = lambda x: float(n3_first_step_loss(torch.tensor([x], dtype=torch.float64), T))  # noqa: E731
+    return float(minimize_scalar(loss, bounds=bounds, method="bounded", options={"xatol": tol}).x)
 
 
 def saddle_distance(v: Float[torch.Tensor, " pos"], k: int = 2) -> float:
