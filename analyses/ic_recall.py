@@ -16,6 +16,7 @@ PKG = "analyses.papers.ic_recall"
 EXPERIMENT = Experiment(
     name="ic_recall",
     paper=PAPER,
+    package=PKG,
     summary="A one-layer transformer with a frozen MLP associative memory learns in-context factual recall "
     "through a pairwise attention pattern, from a handful of fine-tuning samples.",
     parts=(
@@ -50,30 +51,40 @@ EXPERIMENT = Experiment(
             reports=("quick", "smoke", "paper"),
         ),
         Part(
-            "benchmark",
-            f"{PKG}.parts:part_benchmark",
-            "TL vs closed-form step time; sweep with 1 vs 2 workers",
-            reports=("quick", "smoke", "paper"),
-        ),
-        Part(
             "pretrained",
-            f"{PKG}.pretrained_heads:part_pretrained",
+            f"{PKG}.parts:part_pretrained",
             "extension (not in the paper): pairwise-attention "
             "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
             reports=("quick", "smoke", "paper"),
         ),
     ),
     options=(
-        Option("--workers", type=int, default=2, help="worker processes for the sweeps (default 2)"),
-        Option("--n", type=int, default=None, help="pattern part, config B: subjects = answers"),
-        Option("--m", type=int, default=None, help="pattern part, config B: relations"),
-        Option("--k", type=int, default=None, help="pattern part, config B: in-context pairs"),
+        Option("--workers", type=int, default=2, low=1, help="worker processes for the sweeps (default 2)"),
+        Option("--n", type=int, default=None, low=1, field="n", help="pattern part, config B: subjects = answers"),
+        Option("--m", type=int, default=None, low=1, field="m", help="pattern part, config B: relations"),
+        Option("--k", type=int, default=None, low=1, field="k", help="pattern part, config B: in-context pairs"),
         Option(
-            "--family", default=None, help="pattern part, config B: relation family (random, all_bijections, affine)"
+            "--family",
+            default=None,
+            field="family",
+            help="pattern part, config B: relation family (random, all_bijections, affine)",
         ),
-        Option("--temperature", type=float, default=None, help="pattern part, config B: decoding temperature T"),
-        Option("--samples", type=int, default=None, help="pattern part, config B: fine-tuning samples N"),
-        Option("--n-ctx", type=int, default=None, help="context length of the model (default 2k+3)"),
+        Option(
+            "--temperature",
+            type=float,
+            default=None,
+            field="temperature",
+            help="pattern part, config B: decoding temperature T (> 0)",
+        ),
+        Option(
+            "--samples",
+            type=int,
+            default=None,
+            low=1,
+            field="samples",
+            help="pattern part, config B: fine-tuning samples N",
+        ),
+        Option("--n-ctx", type=int, default=None, low=1, help="context length of the model (default 2k+3)"),
         Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF directory"),
     ),
     check=f"{PKG}.parts:check",

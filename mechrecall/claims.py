@@ -33,6 +33,8 @@ VERDICTS = ("reproduced", "partial", "not reproduced", "not run")
 REPRODUCED, PARTIAL, NOT_REPRODUCED, NOT_RUN = VERDICTS
 KINDS = ("paper", "extension", "ablation")  # a claim's class: the paper's statement, ours beyond it, an ablation
 NOT_RUN_KEY = "not_run"  # a results entry {"not_run": "why"} (at any level of a path) makes its claims `not run`
+# a results entry {"not_applicable": "why"} drops its claims from the run (a configuration this preset does not have)
+NOT_APPLICABLE_KEY = "not_applicable"
 
 
 def _fmt(x: float) -> str:
@@ -262,6 +264,10 @@ class ClaimSpec:
         note: what a reader needs beside the number.
         notes: a function of the part's results adding what was measured beside the number (e.g. the chance
             level of this run); left out where the results lack what it reads.
+        words: a function of the part's results giving the statement with this run's sizes (``claim`` where the
+            results lack what it reads).
+        spread: the results entry holding ``[min, max]`` of our number over the trials it summarises.
+        seeds: the results entry listing the seeds our number was measured on (default: the run's seed).
     """
 
     id: str
@@ -273,6 +279,9 @@ class ClaimSpec:
     kind: str = "paper"
     note: str = ""
     notes: Callable[[Results], str] | None = None
+    words: Callable[[Results], str] | None = None
+    spread: str = ""
+    seeds: str = ""
 
     def __post_init__(self) -> None:
         if self.id.count(".") < 1 or any(c.isspace() for c in self.id):
@@ -302,10 +311,12 @@ class ClaimSpec:
         paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
-        notes = "; ".join(n for n in (note_first, self.note, self._measured_note(results), note) if n)
+        notes = "; ".join(n for n in (note_first, self.note, _text(self.notes, results), note) if n)
+        spread, _ = lookup(results, self.spread) if self.spread else (None, "")
+        measured_on, _ = lookup(results, self.seeds) if self.seeds else (None, "")
         return Claim(
             id=f"{experiment}.{self.id}",
-            claim=self.claim,
+            claim=_text(self.words, results) or self.claim,
             ours=ours,
             rule=rule,
             paper=paper,
@@ -313,17 +324,32 @@ class ClaimSpec:
             note=notes,
             reason=reason,
             preset=preset,
-            seeds=tuple(seeds),
+            seeds=tuple(measured_on if measured_on is not None else seeds),
+            spread=(float(spread[0]), float(spread[1])) if spread is not None else None,
             kind=self.kind,
         )
 
-    def _measured_note(self, results: Results) -> str:
-        if self.notes is None:
-            return ""
-        try:
-            return self.notes(results)
-        except (KeyError, TypeError, IndexError):  # the results lack what the note reads
-            return ""
+    def applies(self, results: Results) -> bool:
+        """False where the entry it reads lies below a ``{"not_applicable": why}`` entry: the run has no such
+        configuration (a preset without it), so the claim is left out rather than reported ``not run``."""
+        node: Any = results
+        for key in self.reads.split("/"):
+            if isinstance(node, Mapping) and NOT_APPLICABLE_KEY in node:
+                return False
+            if not isinstance(node, Mapping) or key not in node:
+                return True
+            node = node[key]
+        return not (isinstance(node, Mapping) and NOT_APPLICABLE_KEY in node)
+
+
+def _text(fn: Callable[[Results], str] | None, results: Results) -> str:
+    """``fn(results)``, or ``""`` where the results lack what it reads."""
+    if fn is None:
+        return ""
+    try:
+        return fn(results)
+    except (KeyError, TypeError, IndexError):
+        return ""
 
 
 def lookup(results: Results, path: str) -> tuple[Any, str]:
@@ -354,11 +380,11 @@ def evaluate(
     note: str = "",
     note_first: str = "",
 ) -> list[Claim]:
-    """The claims of ``part``: each spec of that part evaluated against the part's ``results``."""
+    """The claims of ``part``: each spec of that part that applies, evaluated against the part's ``results``."""
     return [
         spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note, note_first=note_first)
         for spec in specs
-        if spec.part == part
+        if spec.part == part and spec.applies(results)
     ]
 
 

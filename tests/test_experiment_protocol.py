@@ -19,6 +19,7 @@ from mechrecall.claims import (
     at_most,
     between,
     check_table,
+    evaluate,
     is_true,
     judge_row,
     lookup,
@@ -248,6 +249,29 @@ def test_claims_read_results_entries_and_say_why_they_were_not_run():
         check_table([spec, spec], ["p"])
     with pytest.raises(ValueError, match="name parts"):
         check_table([spec], ["q"])
+
+
+def test_a_claim_can_state_its_sizes_spread_and_seeds_from_the_results_or_not_apply():
+    results = {"n": 3, "acc": 0.9, "range": [0.8, 1.0], "trials": [4, 5], "big": {"not_applicable": "paper only"}}
+    spec = ClaimSpec(
+        "p.acc",
+        "accuracy",
+        "acc",
+        at_least(0.85),
+        note="fixed",
+        notes=lambda r: f"chance {1 / r['n']:.2f}",
+        words=lambda r: f"accuracy at n = {r['n']}",
+        spread="range",
+        seeds="trials",
+    )
+    row = spec.evaluate(results, experiment="x", seeds=(0,), note_first="micro", note="changed").row()
+    assert row["claim"] == "accuracy at n = 3" and row["note"] == "micro; fixed; chance 0.33; changed"
+    assert row["spread"] == [0.8, 1.0] and row["seeds"] == [4, 5]
+    bare = spec.evaluate({"acc": 0.9}, experiment="x", seeds=(0,)).row()  # what the texts read is missing
+    assert bare["claim"] == "accuracy" and bare["note"] == "fixed" and bare["spread"] is None and bare["seeds"] == [0]
+    big = ClaimSpec("p.big", "big", "big/acc", at_least(0))
+    assert not big.applies(results) and spec.applies(results)
+    assert [c.id for c in evaluate([spec, big], "p", results, experiment="x")] == ["x.p.acc"]
 
 
 def test_finished_uses_the_same_configuration_check_as_a_rerun(tmp_path):

@@ -1,15 +1,17 @@
 """IC-recall experiment: the generic pairwise-attention score, the resumable process-pool sweep, figures, the
-CLI (bad input, --help) and the pretrained-model extension on a tiny local checkpoint."""
+presets and the seed, the claims table against a micro run, the CLI (bad input, --help) and the pretrained-model
+extension on a tiny local checkpoint."""
 
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 import torch
 
+import analyses.ic_recall as entry
 from analyses.pair_attention import END, OTHER, QUERY, head_pair_scores, is_pairwise, pair_attention_stats
+from mechrecall.errors import UsageError
 
 torch.set_num_threads(1)
 ENV_CMD = [sys.executable, "-m", "analyses.ic_recall"]
@@ -45,8 +47,8 @@ def test_pair_attention_stats_by_hand():
 
 
 def test_head_scores_on_the_toy_model_read_softmax_theta():
-    from analyses.papers.ic_recall.model import build_model, set_scores
-    from analyses.papers.ic_recall.task import ICRecallSpec, ICRecallTask
+    from analyses.papers.ic_recall.data import ICRecallSpec, ICRecallTask
+    from analyses.papers.ic_recall.models import build_model, set_scores
 
     task = ICRecallTask(ICRecallSpec(8, 64, 2, "random"))
     model = build_model(task.spec, "partial", dtype="float64")
@@ -64,7 +66,8 @@ def test_head_scores_on_the_toy_model_read_softmax_theta():
 
 
 def test_sweep_resumes_and_two_workers_give_the_same_numbers(tmp_path):
-    from analyses.papers.ic_recall.sweep import Cell, run_cells
+    from analyses.papers.ic_recall.presets import Cell
+    from analyses.papers.ic_recall.runs import run_cells
 
     cells = [
         Cell(n=5, m=10, N=N, seed=s, family="affine", lr=1e-2, steps=25, test_size=500) for N in (1, 4) for s in (0, 1)
@@ -105,30 +108,36 @@ def test_figures_hold_the_plotted_data():
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    "options, message",
     [
-        (["--temperature", "0"], "--temperature: temperature T=0.0"),
-        (["--family", "affine", "--n", "8"], "prime n; n=8"),
-        (["--family", "affine", "--n", "7", "--m", "50"], "m=50"),
-        (["--n", "3", "--m", "6", "--family", "all_bijections", "--samples", "100"], "N=100"),
-        (["--n-ctx", "5"], "n_ctx=5"),
-        (["--workers", "0"], "--workers 0"),
+        ({"temperature": 0.0}, "--temperature: temperature T=0.0"),
+        ({"family": "affine", "n": 8}, "prime n; n=8"),
+        ({"family": "affine", "n": 7, "m": 50}, "m=50"),
+        ({"n": 3, "m": 6, "family": "all_bijections", "samples": 100}, "N=100"),
+        ({"n_ctx": 5}, "n_ctx=5"),
+        ({"workers": 0}, "--workers 0; expected an integer >= 1"),
+        ({"samples": 0}, "--samples 0; expected an integer >= 1"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2_before_any_work(args, message, tmp_path, capsys):
-    import analyses.ic_recall as entry
-
-    code = entry.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert message in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "ic_recall" / "results.json").exists()
+def test_bad_input_is_refused_before_any_work(options, message, tmp_path):
+    with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+        entry.EXPERIMENT.prepare(tmp_path, preset="micro", options=options)
+    assert not (tmp_path / "ic_recall").exists()
 
 
 def test_bad_input_from_the_shell_exits_2_without_traceback(tmp_path):
     proc = subprocess.run(
-        [*ENV_CMD, "--preset", "micro", "--out", str(tmp_path), "--temperature", "-1"],
+        [
+            sys.executable,
+            "-m",
+            "analyses.ic_recall",
+            "--preset",
+            "micro",
+            "--out",
+            str(tmp_path),
+            "--temperature",
+            "-1",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -139,31 +148,134 @@ def test_bad_input_from_the_shell_exits_2_without_traceback(tmp_path):
     ]
 
 
-def test_help_is_fast_and_lists_the_parts():
-    started = time.perf_counter()
-    proc = subprocess.run([*ENV_CMD, "--help"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0
-    for part in ("exact", "pattern", "sample_complexity", "algorithm1", "pretrained_mlp", "benchmark", "pretrained"):
-        assert part in proc.stdout
-    assert time.perf_counter() - started < 10  # a subprocess start; the module itself imports no torch
-    assert (
-        "torch"
-        not in subprocess.run(
-            [sys.executable, "-c", "import sys, analyses.ic_recall; print(' '.join(sys.modules))"],
-            capture_output=True,
-            text=True,
-        ).stdout.split()
+def test_help_lists_the_parts_and_the_entry_module_imports_no_torch():
+    text = entry.EXPERIMENT.parser().format_help()
+    for part in ("exact", "pattern", "sample_complexity", "algorithm1", "pretrained_mlp", "pretrained"):
+        assert f"  {part} " in text
+    assert "benchmark" not in text  # timings live in benchmarks/bench_ic_recall.py
+    code = "import sys, analyses.ic_recall, analyses.papers.ic_recall.presets, analyses.papers.ic_recall.claims; "
+    code += "print(' '.join(sys.modules))"
+    modules = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.split()
+    assert "analyses.papers.ic_recall.claims" in modules and "torch" not in modules
+
+
+def test_options_override_config_b_and_mark_the_claims(tmp_path):
+    from analyses.papers.ic_recall.presets import CONFIG_B, PRESETS, pattern_configs
+
+    ctx, _ = entry.EXPERIMENT.prepare(tmp_path, preset="micro", options={"n": 13, "m": 78, "family": "affine"})
+    assert ctx.overrides == {"n": (13, 8), "m": (78, 64), "family": ("affine", "random")}
+    assert ctx.claim_note().endswith(
+        "changed from preset micro: n 13 (preset 8), m 78 (preset 64), family affine (preset random)"
     )
+    configs = pattern_configs(ctx.params, custom=True)
+    assert list(configs) == ["A", "B"] and (configs["B"].n, configs["B"].m, configs["B"].family) == (13, 78, "affine")
+    assert configs["B"].lr == CONFIG_B.lr and configs["A"] == PRESETS["micro"].pattern[0][1]
+    paper = pattern_configs(PRESETS["paper"], custom=False)
+    assert list(paper) == ["A", "B", "C"] and paper["B"].steps == 3000
+    assert list(pattern_configs(PRESETS["paper"], custom=True)) == ["A", "B"]  # C dropped, B keeps paper's lr
+    assert pattern_configs(PRESETS["paper"], custom=True)["B"].lr == 1e-3
+
+
+def test_seed_reaches_every_sweep():
+    from analyses.papers.ic_recall.presets import PRESETS, trial_seeds
+    from analyses.papers.ic_recall.runs import sample_complexity_cells
+
+    assert trial_seeds((0, 1, 2), 0) == (0, 1, 2) and trial_seeds((0, 1), 3) == (3000, 3001)
+    cfg = PRESETS["paper"].sample_complexity
+    zero, one = sample_complexity_cells(cfg, 0), sample_complexity_cells(cfg, 1)
+    for group in ("affine", "full", "fig3"):
+        assert {c.seed for c in zero[group]} == set(
+            trial_seeds(cfg.seeds if group == "affine" else (cfg.full_seeds if group == "full" else cfg.fig3.seeds), 0)
+        )
+        assert not {c.key for c in zero[group]} & {c.key for c in one[group]}
+    assert all(p.seeded for p in entry.EXPERIMENT.parts)
+    entry.EXPERIMENT.prepare("unused", preset="micro", seed=1, parts=["all"])  # no part refuses --seed
+
+
+@pytest.mark.slow
+def test_micro_run_fills_the_claims_table(tmp_path):
+    """exact, pattern and pretrained_mlp at micro: every claim of the table reads a number (or a reason), and the
+    statements and notes carry the run's sizes (the functions of the table did not fall back to the static text)."""
+    run = entry.EXPERIMENT.run(
+        tmp_path, preset="micro", parts=["exact", "pattern", "pretrained_mlp"], options={"workers": 1}
+    )
+    rows = {c["id"].removeprefix("ic_recall."): c for c in run["claims"]}
+    assert rows["exact.fast_path_same_parameters"]["claim"].startswith("fast path and TL model end 20 Adam steps")
+    assert rows["exact.fast_path_same_parameters"]["verdict"] == "reproduced"
+    for name in ("closed_form_relation_logits", "memory_recall", "readout_values", "confusing_gap"):
+        assert rows[f"exact.{name}"]["verdict"] == "reproduced", name
+    assert "gets 0." in rows["exact.no_cot_answers_tie"]["note"]
+    a = rows["pattern.n3_pair_weight"]
+    assert (
+        "a*(T) = 0.13" in a["claim"]
+        and "A: n=3, m=6, k=2, all_bijections, T=0.05, N=4; Adam lr 0.01, 300 steps" in a["note"]
+    )
+    assert a["note"].startswith("micro preset: sizes far below the paper's, not comparable")
+    assert rows["pattern.n3_first_step"]["verdict"] == "reproduced"
+    for name in ("B", "C"):
+        row = rows[f"pattern.{name}_second_step"]
+        assert row["verdict"] == "not run" and f"config {name}" in row["reason"]
+    fig4 = rows["pretrained_mlp.across_pairs"]
+    assert fig4["claim"].startswith("n=3, m=6, N=16, full W^KQ fine-tuning: ") and fig4["ours"] is not None
+    assert "150 full-batch steps" in rows["pretrained_mlp.pretrain_recall"]["note"]
+    assert (tmp_path / "ic_recall" / "fig2_pairwise_attention.png").stat().st_size > 0
+
+
+def test_sample_complexity_and_algorithm1_claims_read_their_results():
+    """The table's functions of the results, on hand-made results (no training)."""
+    import dataclasses
+
+    from analyses.papers.ic_recall.claims import CLAIMS
+    from analyses.papers.ic_recall.presets import PRESETS
+    from analyses.papers.ic_recall.runs import absent
+    from mechrecall.claims import evaluate
+
+    results = {
+        "settings": dataclasses.asdict(PRESETS["micro"].sample_complexity),
+        "affine_N8_accuracy": 1.0,
+        "affine_triplet_growth": 2.94,
+        "affine_Nstar_ratio": absent("accuracy 0.99 not reached for some n: N* = {5: None}"),
+        "second_step_all_cells": 1.0,
+        "full_N_star": {5: None, 7: None},
+        "full_fit": None,
+        "full_mode_Nstar_growth": absent("N* reached for fewer than 2 values of n: {5: None, 7: None}"),
+        "full_top_N": 16,
+        "full_second_step_at_top": {5: 0.6, 7: 0.65},
+        "full_mode_second_step": 0.6,
+        "fig3_N8_at_ceiling": absent("the Fig 3 sweep of random relations runs at --preset paper only"),
+    }
+    rows = {c.id: c.row() for c in evaluate(CLAIMS, "sample_complexity", results, experiment="x", note="run")}
+    assert rows["x.sample_complexity.affine_N8_accuracy"]["claim"].endswith(
+        "for every n in [5, 7] (min over n of the seed mean)"
+    )
+    assert (
+        rows["x.sample_complexity.affine_N8_accuracy"]["note"]
+        == 'run; partial mode, Adam lr 0.01, 200 steps, T = 0.05; "only 8 samples" (§5)'
+    )
+    assert rows["x.sample_complexity.affine_triplet_growth"]["rule"] == "≥ 1"
+    assert rows["x.sample_complexity.affine_Nstar_ratio"]["reason"].startswith("accuracy 0.99 not reached")
+    growth = rows["x.sample_complexity.full_mode_Nstar_growth"]
+    assert (
+        growth["verdict"] == "not run"
+        and growth["note"] == "run; N* = {5: None, 7: None}; fit None; Adam lr 1e-3, 60 steps"
+    )
+    assert "at N = 16" in rows["x.sample_complexity.full_mode_second_step"]["claim"]
+    assert rows["x.sample_complexity.fig3_N8_at_ceiling"]["verdict"] == "not run"
+    a1 = {"n7": {"config": {"n": 7, "m": 21, "N": 8, "T": 0.05, "steps": 100}, "stage1_order": 1.0}}
+    a1["n13"] = absent("Algorithm 1 with n = 13 runs at --preset paper only")
+    rows = {c.id: c.row() for c in evaluate(CLAIMS, "algorithm1", a1, experiment="x")}
+    assert rows["x.algorithm1.n7_stage1_order"]["claim"] == (
+        "n=7, m=21 affine, N=8, T=0.05, t2=100: after Stage 1, v1 > v2 > v5 and v3 > v4 > v5 (share of seeds)"
+    )
+    assert rows["x.algorithm1.n13_first_step"]["verdict"] == "not run"
 
 
 def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
     import pretrained
-    from analyses.papers.ic_recall.pretrained_heads import fact_prompts, prompt_vocab
+    from analyses.papers.ic_recall.data import fact_prompts, prompt_vocab
     from pretrained.testing import tiny_checkpoint
 
     tiny = tiny_checkpoint(tmp_path / "tiny", "gpt_neox", vocab=prompt_vocab(), seed=0, n_layers=2)
-    import analyses.ic_recall as entry
-
     out = tmp_path / "out"
     code = entry.main(
         [
@@ -184,7 +296,9 @@ def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
     claims = {c["id"]: c for c in res["claims"]}
     assert claims["ic_recall.algorithm1.n7_stage1_second_step"]["verdict"] == "reproduced"
     best = claims["ic_recall.pretrained.best_head_score"]
-    assert isinstance(best["ours"], float) and best["verdict"] != "not run"
+    assert isinstance(best["ours"], float) and best["verdict"] != "not run" and best["class"] == "extension"
+    assert best["claim"] == f"extension: the highest mean pairwise score over heads of {tiny}"
+    assert best["note"].startswith("micro preset: sizes far below the paper's, not comparable; L")
     table = res["parts"]["pretrained"]["results"]["table"]
     assert len(table) == 2 * 4  # layers × heads
     assert (out / "ic_recall" / "pretrained_head_pair_scores.png").stat().st_size > 0
@@ -208,12 +322,14 @@ def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
     assert row["score"] == pytest.approx(sum(scores) / len(scores), abs=1e-6)
 
 
-def test_no_weights_gives_not_run_claims(tmp_path, monkeypatch):
-    import analyses.ic_recall as entry
-    from analyses.papers.ic_recall.pretrained_heads import part_pretrained
-    from mechrecall.experiment import Context
+def test_no_weights_gives_not_run_claims(tmp_path):
+    from analyses.papers.ic_recall.parts import part_pretrained
+    from mechrecall.claims import evaluate
 
-    ctx = Context(entry.EXPERIMENT, tmp_path, "micro", 0, {"model": "pythia-14m"})
+    ctx, _ = entry.EXPERIMENT.prepare(tmp_path, preset="micro", parts=["pretrained"], options={"model": "pythia-14m"})
+    ctx.part = "pretrained"
     result = part_pretrained(ctx)
-    assert [c.verdict for c in result.claims] == ["not run", "not run"]
-    assert all(c.reason.startswith("no weights") for c in result.claims)
+    claims = evaluate(entry.EXPERIMENT.claim_table(), "pretrained", result.results, experiment="ic_recall")
+    assert [c.verdict for c in claims] == ["not run", "not run"]
+    assert all(c.reason.startswith("no weights") for c in claims)
+    assert claims[1].claim == "extension: the highest mean pairwise score over heads of pythia-14m"

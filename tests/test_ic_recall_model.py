@@ -6,7 +6,8 @@ import itertools
 import pytest
 import torch
 
-from analyses.papers.ic_recall.model import (
+from analyses.papers.ic_recall.data import ICRecallSpec, ICRecallTask
+from analyses.papers.ic_recall.models import (
     AnalyticICRecall,
     associative_memory,
     build_model,
@@ -20,8 +21,7 @@ from analyses.papers.ic_recall.model import (
     scores,
     set_scores,
 )
-from analyses.papers.ic_recall.task import ICRecallSpec, ICRecallTask
-from analyses.papers.ic_recall.training import FinetuneConfig, check_sample_count, finetune
+from analyses.papers.ic_recall.runs import FinetuneConfig, check_sample_count, finetune
 
 torch.set_num_threads(1)
 
@@ -233,3 +233,15 @@ def test_the_recipe_rebuilds_the_model_from_a_checkpoint(tmp_path):
     data = task.population()
     assert torch.equal(again(data.tokens), model(data.tokens))
     assert again.mechrecall_spec["surgeries"][6]["kind"] == "ic_recall_weights"
+
+
+def test_n3_optimum_minimises_the_first_step_loss_on_the_line():
+    """a*(T) (theory.n3_pairwise_optimum, scipy's bounded search) against a fine grid around it."""
+    from analyses.papers.ic_recall.theory import n3_first_step_loss, n3_pairwise_optimum
+
+    a = n3_pairwise_optimum(0.05)
+    x = torch.linspace(a - 1e-3, a + 1e-3, 201, dtype=torch.float64)
+    assert abs(float(x[n3_first_step_loss(x, 0.05).argmin()]) - a) < 2e-5
+    assert 0.1331 < a < 0.1333  # Table 2's logits at T = 0.05 (App. B's root (4 − √6)/10 ≈ 0.155 is not it)
+    with pytest.raises(ValueError, match="T=0"):
+        n3_pairwise_optimum(0)

@@ -1,1 +1,20 @@
-"""In-context factual recall (Huang, Nichani, Lee & Ge): task, model, training, analyses. See README.md."""
+"""Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Ruomin Huang, Eshaan Nichani, Jason D. Lee,
+Rong Ge): ``python -m analyses.ic_recall``. See README.md.
+
+============== =====================================================================================================
+module         holds
+============== =====================================================================================================
+presets.py     typed presets (``ICRecallPreset``, ``PRESETS``), the sweep cell ``Cell``, trial seeds under --seed
+data.py        the task (vocabulary, relation families, sampling, population, ceilings, sequence types) and the
+               extension's few-shot fact prompts (``facts.json``)
+models.py      the one-layer TransformerLens model (builder recipe, ``ICRecallWeights``), the Lemma 3.1 memory,
+               the closed-form logits (eq. (16), App. D) and the fast path ``AnalyticICRecall``
+runs.py        fine-tuning (Adam, Algorithm 1), pretraining, the resumable process-pool sweep and each part's run
+metrics.py     accuracies and ceilings, the construction's exact checks, attention-pattern readings
+pretrained.py  the extension: every head of a Pythia / GPT-2 model scored on few-shot fact prompts
+claims.py      ``CLAIMS``: the declarative claims table
+figures.py     Fig 2 / Fig 4 heatmaps, Fig 3 accuracy vs N, the extension's per-head heatmap
+parts.py       the experiment's parts: glue from the context to runs and figures; the option check
+theory.py      a*(T) of the n = 3 optimum, the Stage-1 saddle distance, N*(n) and its fits
+============== =====================================================================================================
+"""

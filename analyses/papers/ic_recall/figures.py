@@ -4,13 +4,16 @@
   relation (second step), one column per setting.
 * :func:`accuracy_vs_samples`: Fig 3, first-step test accuracy against the number of fine-tuning samples N
   (mean ± std over seeds), one curve per n, with each n's Bayes ceiling drawn dashed.
+* :func:`head_scores_heatmap`: the extension, the pairwise score of every head of a real LM.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+from matplotlib.figure import Figure
 
 from analyses.plotting import subplots
 
@@ -22,7 +25,7 @@ def position_labels(k: int, last: str = "r*") -> list[str]:
     return [*labels, f"s{k + 1}", "EoS", last]
 
 
-def attention_heatmaps(panels: Sequence[dict], title: str):
+def attention_heatmaps(panels: Sequence[Mapping[str, Any]], title: str) -> Figure:
     """``panels``: dicts with ``label``, ``k``, ``v`` (``[2k+2]``, from EoS) and ``q`` (``[2k+3]``, from r*)."""
     fig, axes = subplots(2, len(panels), figsize=(3.6 * len(panels) + 0.6, 3.4), squeeze=False)
     for col, panel in enumerate(panels):
@@ -45,7 +48,7 @@ def attention_heatmaps(panels: Sequence[dict], title: str):
     return fig
 
 
-def accuracy_vs_samples(rows: Sequence[dict], title: str, metric: str = "acc_relation_exact"):
+def accuracy_vs_samples(rows: Sequence[Mapping[str, Any]], title: str, metric: str = "acc_relation_exact") -> Figure:
     """``rows``: cell results (``n``, ``N``, ``metric``, ``bayes_ceiling_exact``); mean ± std over seeds."""
     fig, ax = subplots(figsize=(5.6, 3.6))
     for n in sorted({r["n"] for r in rows}):
@@ -68,3 +71,29 @@ def accuracy_vs_samples(rows: Sequence[dict], title: str, metric: str = "acc_rel
     ax.legend(fontsize=7, title="dashed: Bayes ceiling", title_fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def fig4_panel(settings: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+    """The Fig 4 heatmap panel of one pretrained-MLP run (mean attention over test prompts)."""
+    return {
+        "label": f"pretrained MLP, n={settings['n']}, m={settings['m']}, N={settings['N']} (seed {run['seed']}; "
+        "mean over test prompts)",
+        "k": 2,
+        "v": run["v_mean"],
+        "q": run["q_mean"],
+    }
+
+
+def head_scores_heatmap(table: Sequence[Mapping[str, Any]], name: str) -> Figure:
+    """Score, within, across and rest of every layer × head of ``name`` (the extension of Fig 2)."""
+    import pandas as pd
+
+    from analyses.plotting import heatmap
+
+    long = pd.DataFrame(table).melt(
+        id_vars=["layer", "head"],
+        value_vars=["score", "within", "across", "rest"],
+        var_name="metric",
+        value_name="value",
+    )
+    return heatmap(long, panel="metric", title=f"pairwise attention score per head of {name} (extension of Fig 2)")

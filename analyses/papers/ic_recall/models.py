@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Int
 
-from analyses.papers.ic_recall.task import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
+from analyses.papers.ic_recall.data import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
 from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import SURGERIES, SetActivation, SetWeight, Surgery, TrainableEntries, ZeroBiases
@@ -44,7 +44,7 @@ EMBEDDINGS = ("random", "identity")
 
 
 def orthonormal_embeddings(
-    d_vocab: int, kind: str = "random", seed: int = 0, dtype=torch.float64
+    d_vocab: int, kind: str = "random", seed: int = 0, dtype: torch.dtype = torch.float64
 ) -> Float[torch.Tensor, "d d_vocab"]:
     """Φ with orthonormal columns φ(u) (d = d_vocab): the Q factor of a seeded Gaussian, or the identity."""
     if kind not in EMBEDDINGS:
@@ -56,7 +56,9 @@ def orthonormal_embeddings(
     return (q * torch.sign(torch.diagonal(r))).to(dtype)
 
 
-def associative_memory(task: ICRecallTask, phi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def associative_memory(
+    task: ICRecallTask, phi: Float[torch.Tensor, "d d_vocab"]
+) -> tuple[Float[torch.Tensor, "rows d"], Float[torch.Tensor, "rows d"]]:
     """Lemma 3.1's MLP (W, V), each ``[3n², d]``. For the i-th (s, a) pair (s-major), ρ = Σ_{r ∈ R(s,a)} φ(r):
 
     w_{3i-2} = φ(s) + ρ, v_{3i-2} = φ(a)     (s, r) -> a
@@ -73,12 +75,22 @@ def associative_memory(task: ICRecallTask, phi: torch.Tensor) -> tuple[torch.Ten
     return W, V
 
 
-def memory_readout(W: torch.Tensor, V: torch.Tensor, phi: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def memory_readout(
+    W: Float[torch.Tensor, "rows d"],
+    V: Float[torch.Tensor, "rows d"],
+    phi: Float[torch.Tensor, "d d_vocab"],
+    x: Float[torch.Tensor, "*batch d"],
+) -> Float[torch.Tensor, "*batch d_vocab"]:
     """Logits ``φ(u)ᵀ Vᵀ (W x)²`` over the vocabulary for inputs ``x [B, d]`` -> ``[B, d_vocab]``."""
     return ((x @ W.T) ** 2 @ V) @ phi
 
 
-def memory_recall(task: ICRecallTask, W: torch.Tensor, V: torch.Tensor, phi: torch.Tensor) -> dict[str, float]:
+def memory_recall(
+    task: ICRecallTask,
+    W: Float[torch.Tensor, "rows d"],
+    V: Float[torch.Tensor, "rows d"],
+    phi: Float[torch.Tensor, "d d_vocab"],
+) -> dict[str, float]:
     """Argmax recall of the memory on every pretraining pair (φ(u1) + φ(u2) -> the third element), per kind.
 
     ``sa->r`` counts any relation in R(s, a) as correct (several relations can map s to a)."""
@@ -248,13 +260,15 @@ def merged_wkq(model: HookedTransformer) -> torch.Tensor:
     return model.blocks[0].attn.W_K[0, :Din, :Din]
 
 
-def scores(model: HookedTransformer, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def scores(model: HookedTransformer, k: int) -> tuple[Float[torch.Tensor, " eos_pos"], Float[torch.Tensor, " rel_pos"]]:
     """(θ ``[2k+2]``, ω ``[2k+3]``): the position–position attention scores of the EoS and relation queries."""
     W = model.blocks[0].attn.W_K[0]
     return W[: 2 * k + 2, 2 * k + 1].detach().clone(), W[: 2 * k + 3, 2 * k + 2].detach().clone()
 
 
-def set_scores(model: HookedTransformer, theta: torch.Tensor, omega: torch.Tensor) -> None:
+def set_scores(
+    model: HookedTransformer, theta: Float[torch.Tensor, " eos_pos"], omega: Float[torch.Tensor, " rel_pos"]
+) -> None:
     """Write θ and ω into the position–position block of W^KQ."""
     k = (len(theta) - 2) // 2
     with torch.no_grad():
@@ -291,7 +305,10 @@ def closed_form_relation_logits(
 
 
 def closed_form_answer_logits(
-    q: Float[torch.Tensor, "batch pos"], task: ICRecallTask, data: ICRecallData, relation: torch.Tensor | None = None
+    q: Float[torch.Tensor, "batch pos"] | Float[torch.Tensor, " pos"],
+    task: ICRecallTask,
+    data: ICRecallData,
+    relation: Int[torch.Tensor, " batch"] | None = None,
 ) -> Float[torch.Tensor, "batch n"]:
     """App. D (general k): with relation r in the last position,
     ``l(a) = Σ_i q_{s_i}² + (1 + q_r)² + 2 (1 + q_r) Σ_i q_{s_i} 1{r(s_i) = a}`` (q over positions 0..2k+2)."""
@@ -304,7 +321,7 @@ def closed_form_answer_logits(
     return base[:, None] + 2 * (1 + qr)[:, None] * torch.einsum("bi,bia->ba", qs, hit)
 
 
-def confusing_logit_gap(v: torch.Tensor) -> torch.Tensor:
+def confusing_logit_gap(v: Float[torch.Tensor, "*batch pos"]) -> Float[torch.Tensor, "*batch"]:
     """``l(r*) - l(r_conf) = 2 (v1 - v3)(v2 - v4)`` (§4.1; the paper writes ∝)."""
     return 2 * (v[..., 0] - v[..., 2]) * (v[..., 1] - v[..., 3])
 
@@ -316,9 +333,9 @@ class AnalyticICRecall(torch.nn.Module):
     def __init__(
         self,
         task: ICRecallTask,
-        theta: torch.Tensor | None = None,
-        omega: torch.Tensor | None = None,
-        dtype=torch.float64,
+        theta: Float[torch.Tensor, " eos_pos"] | None = None,
+        omega: Float[torch.Tensor, " rel_pos"] | None = None,
+        dtype: torch.dtype = torch.float64,
     ) -> None:
         super().__init__()
         self.task = task
@@ -330,7 +347,9 @@ class AnalyticICRecall(torch.nn.Module):
             torch.zeros(2 * k + 3, dtype=dtype) if omega is None else omega.clone().to(dtype)
         )
 
-    def relation_logits(self, data: ICRecallData, M: torch.Tensor | None = None) -> torch.Tensor:
+    def relation_logits(
+        self, data: ICRecallData, M: Float[torch.Tensor, "batch m pairs"] | None = None
+    ) -> Float[torch.Tensor, "batch m"]:
         """``[B, m]``; ``M`` = precomputed ``task.matches(data)`` as floats, flattened to ``[B, m, (k+1)k]``."""
         k, v = self.task.k, torch.softmax(self.theta, -1)
         vs, va = v[0 : 2 * k + 1 : 2], v[1 : 2 * k : 2]
@@ -344,8 +363,11 @@ class AnalyticICRecall(torch.nn.Module):
         return (v[: 2 * k + 1] ** 2).sum() + 2 * (M @ weights)
 
     def answer_logits(
-        self, data: ICRecallData, relation: torch.Tensor | None = None, hit: torch.Tensor | None = None
-    ) -> torch.Tensor:
+        self,
+        data: ICRecallData,
+        relation: Int[torch.Tensor, " batch"] | None = None,
+        hit: Float[torch.Tensor, "batch k1 n"] | None = None,
+    ) -> Float[torch.Tensor, "batch n"]:
         """``[B, n]``; ``hit`` = precomputed one-hot ``r(s_i)`` ``[B, k+1, n]``."""
         k, q = self.task.k, torch.softmax(self.omega, -1)
         if hit is None:

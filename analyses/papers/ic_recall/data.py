@@ -19,18 +19,25 @@ relabelled; two (subject, answer) pairs with distinct subjects pin down at most 
 identifiability Assumption 2.2 holds). The paper's own experimental sizes (n = 8, m = 64 > n(n-1))
 break Assumption 2.2, so first-step accuracy is judged against the exact Bayes ceiling E[1/K], K = the
 number of relations consistent with the context (:meth:`ICRecallTask.bayes_ceiling`).
+
+The extension's few-shot fact prompts for real LMs are data too (``facts.json``: capital, language, birthplace
+tables; :func:`fact_prompts`), e.g. ``"Einstein: Germany. Newton: England. Curie:"`` with per-token roles.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import random
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 from jaxtyping import Bool, Int
 
+IdT = TypeVar("IdT", torch.Tensor, int)  # a token index or a tensor of them
 FAMILIES = ("random", "all_bijections", "affine")
 MAX_POPULATION = 50_000
 
@@ -53,7 +60,7 @@ class ICRecallSpec:
     n: int
     m: int
     k: int = 2
-    family: Literal["random", "all_bijections", "affine"] = "random"
+    family: str = "random"  # one of FAMILIES
     seed: int = 0
 
     def validate(self) -> None:
@@ -161,13 +168,13 @@ class ICRecallTask:
         self.rel: Int[torch.Tensor, "m n"] = make_relations(spec)
 
     # -- vocabulary --------------------------------------------------------------------------
-    def subject_id(self, s: torch.Tensor | int):
+    def subject_id(self, s: IdT) -> IdT:
         return s
 
-    def answer_id(self, a: torch.Tensor | int):
+    def answer_id(self, a: IdT) -> IdT:
         return a + self.n
 
-    def relation_id(self, r: torch.Tensor | int):
+    def relation_id(self, r: IdT) -> IdT:
         return r + 2 * self.n
 
     @property
@@ -185,7 +192,7 @@ class ICRecallTask:
         return 2 * self.k + 2
 
     # -- sequences ---------------------------------------------------------------------------
-    def make(self, relation: torch.Tensor, subjects: torch.Tensor) -> ICRecallData:
+    def make(self, relation: Int[torch.Tensor, " batch"], subjects: Int[torch.Tensor, "batch k1"]) -> ICRecallData:
         """Sequences for relations ``[B]`` and distinct subjects ``[B, k+1]``."""
         answers = self.rel[relation[:, None], subjects]  # [B, k+1]
         B, k = len(relation), self.k
@@ -308,3 +315,62 @@ def make_relations(spec: ICRecallSpec) -> Int[torch.Tensor, "m n"]:
                 if len(rows) == m:
                     break
     return torch.stack(rows)
+
+
+# ------------------------------------------------------------- few-shot fact prompts (extension)
+
+FACTS = Path(__file__).with_name("facts.json")
+
+
+def load_facts(path: str | Path = FACTS) -> dict[str, list[tuple[str, str]]]:
+    """Relation name -> (subject, answer) pairs (keys starting with ``_`` are comments)."""
+    raw = json.loads(Path(path).read_text())
+    return {name: [tuple(p) for p in pairs] for name, pairs in raw.items() if not name.startswith("_")}
+
+
+def prompt_vocab(path: str | Path = FACTS) -> list[str]:
+    """Every word the prompts use (for a test tokenizer): subjects, answers and the punctuation."""
+    words = {w for pairs in load_facts(path).values() for pair in pairs for w in pair}
+    return [*sorted(words), ":", "."]
+
+
+def fact_prompts(
+    tokenizer: Any, k: int = 2, n_prompts: int = 100, seed: int = 0, path: str | Path = FACTS
+) -> dict[str, Any]:
+    """Tokenized prompts with per-token roles (``2i``/``2i+1`` for pair i's subject/answer, QUERY, END, OTHER).
+
+    Returns ``tokens [B, T]`` (right-padded), ``roles [B, T]``, ``query_pos [B]`` (the final ``":"``),
+    ``texts`` and ``relations``. Pieces are tokenized one by one (``" " + word``), so word spans are exact."""
+    from analyses.pair_attention import END, OTHER, QUERY  # the roles (imports TransformerLens: only here)
+
+    facts = load_facts(path)
+    rng = random.Random(seed)
+    bos = getattr(tokenizer, "bos_token_id", None)
+    pad = bos if bos is not None else (tokenizer.eos_token_id or 0)
+    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    rows, texts, relations = [], [], []
+    names = sorted(facts)
+    for _ in range(n_prompts):
+        rel = rng.choice(names)
+        pairs = rng.sample(facts[rel], k + 1)
+        pieces: list[tuple[str, int]] = []
+        for i, (s, a) in enumerate(pairs[:k]):
+            pieces += [((" " if i else "") + s, 2 * i), (":", OTHER), (" " + a, 2 * i + 1), (".", OTHER)]
+        pieces += [(" " + pairs[k][0], QUERY), (":", END)]
+        ids, roles = ([bos], [OTHER]) if bos is not None else ([], [])
+        for text, role in pieces:
+            piece = encode(text)
+            ids += piece
+            roles += [role] * len(piece)
+        rows.append((ids, roles))
+        texts.append("".join(t for t, _ in pieces))
+        relations.append(rel)
+    T = max(len(ids) for ids, _ in rows)
+    tokens = torch.full((len(rows), T), pad, dtype=torch.long)
+    roles = torch.full((len(rows), T), OTHER, dtype=torch.long)
+    query_pos = torch.empty(len(rows), dtype=torch.long)
+    for b, (ids, rl) in enumerate(rows):
+        tokens[b, : len(ids)] = torch.tensor(ids)
+        roles[b, : len(rl)] = torch.tensor(rl)
+        query_pos[b] = len(ids) - 1
+    return {"tokens": tokens, "roles": roles, "query_pos": query_pos, "texts": texts, "relations": relations}

@@ -1,0 +1,443 @@
+"""The claims of ``python -m analyses.ic_recall`` (Huang, Nichani, Lee & Ge), as data (no torch).
+
+Each row names the entry of its part's results that holds our number (``reads``, keys joined by ``/``); the
+protocol evaluates the table after each part. A statement or note that carries the run's sizes or numbers is a
+function of the results (``words`` / ``details`` of :class:`Spec`). Per-config claims of the ``pattern`` part
+(configs B and C) and per-size claims of ``algorithm1`` (n = 7, 13) are comprehensions; a config or size the
+preset does not run reads a ``{"not_run": why}`` entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mechrecall.claims import (
+    Claim,
+    ClaimSpec,
+    Results,
+    Rule,
+    at_least,
+    at_most,
+    between,
+    is_true,
+    near,
+)
+
+Text = Callable[[Results], str]
+
+
+@dataclass(frozen=True)
+class Spec(ClaimSpec):
+    """A :class:`ClaimSpec` whose statement (``words``) and note (``details``) may be functions of the part's
+    results (the run's sizes and numbers); where the results lack what they need, the static text stays."""
+
+    words: Text | None = None
+    details: Text | None = None
+
+    def evaluate(
+        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
+    ) -> Claim:
+        claim = _text(self.words, results) or self.claim
+        notes = "; ".join(n for n in (note, self.note, _text(self.details, results)) if n)  # the run's note first
+        spec = ClaimSpec(self.id, claim, self.reads, self.rule, self.where, self.paper, self.kind, notes)
+        return spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds)
+
+
+def _text(fn: Text | None, results: Results) -> str:
+    if fn is None:
+        return ""
+    try:
+        return fn(results)
+    except (KeyError, TypeError, IndexError):  # the entry is absent or not run
+        return ""
+
+
+def _config(r: Results, name: str) -> Mapping[str, Any]:
+    return r["configs"][name]["config"]
+
+
+def _tag(r: Results, name: str) -> str:
+    c = _config(r, name)
+    return f"{name}: n={c['n']}, m={c['m']}, k={c['k']}, {c['family']}, T={c['T']:g}, N={c['N']}"
+
+
+# ------------------------------------------------------------------------------------------- exact
+
+EXACT = (
+    Spec(
+        "exact.closed_form_relation_logits",
+        "the TransformerLens construction's first-step logits equal eq. (16) for any W^KQ (max |difference|, float64)",
+        "closed_form_relation_logits",
+        at_most(1e-10),
+        where="eq. (16), App. B",
+    ),
+    Spec(
+        "exact.closed_form_answer_logits",
+        "second-step logits equal App. D's closed form (max |difference|)",
+        "closed_form_answer_logits",
+        at_most(1e-10),
+        where="App. D",
+    ),
+    Spec(
+        "exact.partial_pattern_is_softmax_theta",
+        "partial fine-tuning: attention from EoS is softmax(θ) for every sequence (max |difference|)",
+        "partial_pattern_is_softmax_theta",
+        at_most(1e-12),
+        where="§2.3",
+    ),
+    Spec(
+        "exact.memory_recall",
+        "the constructed MLP recalls every fact (min accuracy over (s,r)->a, (s,a)->r, (a,r)->s)",
+        "memory_recall",
+        at_least(1.0),
+        paper=1.0,
+        where="Lemma 3.1",
+    ),
+    Spec(
+        "exact.readout_values",
+        "read-out of φ(s)+φ(r): 4 on r(s), 2 on the other answers, 1 on subjects and relations, 0 on EoS (the "
+        "proof of Lemma A.1 says 1 for other answers: an arithmetic slip)",
+        "readout_values_ok",
+        is_true(),
+        where="App. A",
+    ),
+    Spec(
+        "exact.no_cot_answers_tie",
+        "without the relation step all answer logits tie at EoS (max spread)",
+        "no_cot_answers_tie",
+        at_most(1e-10),
+        where="Lemma B.1",
+        details=lambda r: (
+            f"all answers tie, so a no-CoT argmax is a tie-break: ours (float rounding decides) gets "
+            f"{r['no_cot_accuracy']:.3f} on the 36 sequences; a uniform tie-break gets 1/3 in expectation"
+        ),
+    ),
+    Spec(
+        "exact.confusing_gap",
+        "l(r*) − l(r_conf) = 2(v1 − v3)(v2 − v4) (max |error|)",
+        "confusing_gap",
+        at_most(1e-12),
+        where="§4.1",
+    ),
+    Spec(
+        "exact.bayes_ceiling_exact",
+        "the exact Bayes ceiling (enumerated contexts) equals the mean of 1/K over the whole population "
+        "(max |difference|)",
+        "bayes_ceiling_exact",
+        at_most(1e-12),
+        where="Assumption 2.2 (ours)",
+    ),
+    Spec(
+        "exact.fast_path_same_parameters",
+        "fast path and TL model end the same Adam steps with the same θ, ω (max |difference|, float64)",
+        "fast_path_same_parameters",
+        at_most(1e-10),
+        where="eq. (16), App. D",
+        words=lambda r: (
+            f"fast path and TL model end {r['fast_path_steps']} Adam steps with the same θ, ω "
+            "(max |difference|, float64)"
+        ),
+    ),
+)
+
+# ----------------------------------------------------------------------------------------- pattern
+
+
+def _near_a_star(r: Results) -> Rule:
+    return near(r["configs"]["A"]["a_star"], 0.005, partial_tol=0.02)
+
+
+N3 = "§4.1, Theorem 4.2"
+PATTERN_A = (
+    Spec(
+        "pattern.n3_pair_weight",
+        "n = 3: v → (a, a, ½−a, ½−a, 0, 0); a (mean over seeds) vs a*(T), the minimiser of L1 on that line from "
+        "Table 2's logits",
+        "configs/A/pair_weight",
+        _near_a_star,
+        where=N3,
+        words=lambda r: (
+            f"n = 3: v → (a, a, ½−a, ½−a, 0, 0); a (mean over seeds) vs a*(T) = "
+            f"{r['configs']['A']['a_star']:.4f}, the minimiser of L1 on that line from Table 2's logits"
+        ),
+        details=lambda r: f"{_tag(r, 'A')}; Adam lr {_config(r, 'A')['lr']:g}, {_config(r, 'A')['steps']} steps",
+    ),
+    Spec(
+        "pattern.n3_within_pair",
+        "n = 3: equal attention within each pair (max over seeds of the within-pair score |v_s − v_a|/(v_s + v_a))",
+        "configs/A/within_max",
+        at_most(0.02),
+        where=N3,
+    ),
+    Spec(
+        "pattern.n3_query_and_eos",
+        "n = 3: ≈ 0 attention on s3 and EoS (max over seeds of v5 + v6)",
+        "configs/A/rest_max",
+        at_most(0.02),
+        where=N3,
+    ),
+    Spec(
+        "pattern.n3_first_step",
+        "n = 3: first-step accuracy (min over seeds; every sequence is confusing and mismatched)",
+        "configs/A/first_step_min",
+        at_least(0.999),
+        paper=1.0,
+        where=N3,
+    ),
+)
+
+
+def _fig2(name: str) -> tuple[Spec, ...]:
+    """The claims of one Fig 2 config (B: the paper's Fig 2 left sizes; C: 3-ICL)."""
+
+    def m(key: str) -> str:
+        return f"configs/{name}/{key}"
+
+    def said(text: str) -> Text:
+        return lambda r: f"{_tag(r, name)}: {text}"
+
+    def ours(r: Results, key: str) -> Any:
+        return r["configs"][name][key]
+
+    specs = [
+        ("first_step_at_ceiling", "first-step accuracy at the Bayes ceiling of the relation set (max over seeds "
+         "of |accuracy − ceiling|, test set)", "first_step_gap", at_most(0.01, partial=0.03), None,
+         lambda r: f"accuracy {ours(r, 'acc1_mean'):.4f} vs ceiling {ours(r, 'ceiling_mean'):.4f} (means); "
+         "the paper's sizes break Assumption 2.2, so 1.0 is impossible"),
+        ("first_step_consistent", "the decoded relation is always consistent with the context (min over seeds)",
+         "first_step_consistent", at_least(0.999), None, None),
+        ("second_step", "second step perfect given the true relation (teacher-forced; min over seeds)",
+         "second_step", at_least(0.999), 1.0, None),
+        ("end_to_end_vs_ceiling", "end-to-end accuracy (own decoded relation, then the answer) minus its own "
+         "ceiling E[max_a #{consistent r: r(s_q)=a}/K] (mean over seeds)", "end_to_end_vs_ceiling",
+         between(-0.05, 1e-9, partial=(-0.15, 1e-9)), None,
+         lambda r: f"end-to-end {ours(r, 'acc_final_mean'):.4f}, ceiling {ours(r, 'answer_ceiling_mean'):.4f}: "
+         "it cannot reach 1 when the first step is ambiguous"),
+        ("pairwise_pattern", "pairwise pattern from EoS (share of seeds with within ≤ 0.1, across ≥ 0.05, "
+         "s_q + EoS ≤ 0.05)", "pairwise_share", at_least(1.0, partial=0.6), None,
+         lambda r: f"within {ours(r, 'within_mean'):.3f}, across {ours(r, 'across_mean'):.3f}, "
+         f"rest {ours(r, 'rest_mean'):.3f} (means)"),
+        ("second_step_attends_query", "step-2 attention peaks on the query subject (share of seeds)",
+         "query_share", at_least(1.0), None, None),
+        ("ceiling_varies_by_family", "exact Bayes ceiling of each seed's relation set, half-range over seeds (the "
+         "ceiling varies between random families by ≈ ±0.01)", "ceiling_half_range", at_most(0.03), None, None),
+    ]  # fmt: skip
+    out = [
+        Spec(f"pattern.{name}_{sid}", f"config {name}: {text}", m(key), rule, where="Fig 2", paper=paper,
+             words=said(text), details=details)
+        for sid, text, key, rule, paper, details in specs
+    ]  # fmt: skip
+    tl = "the TransformerLens model with the learned θ, ω gives the fast path's logits (max |difference| of both "
+    out.append(
+        Spec(
+            f"pattern.{name}_tl_matches_fast_path",
+            f"config {name}: {tl}steps' logits on 4096 test sequences)",
+            m("tl_logit_diff"),
+            at_most(1e-10),
+            where="eq. (16), App. D",
+            words=lambda r: f"{_tag(r, name)}: {tl}steps' logits on 4096 test sequences, seed {ours(r, 'tl_seed')})",
+            details=lambda r: (
+                f"first-step accuracy TL {ours(r, 'tl_acc'):.4f} vs fast path "
+                f"{ours(r, 'fast_acc'):.4f}: exact ties between consistent relations (equal logits) are broken by "
+                "float rounding, differently in the two paths"
+            ),
+        )
+    )
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------- sample complexity
+
+
+def _settings(r: Results) -> Mapping[str, Any]:
+    return r["settings"]
+
+
+FIG3_THM = "Fig 3, Theorem 4.1"
+SAMPLE_COMPLEXITY = (
+    Spec(
+        "sample_complexity.affine_N8_accuracy",
+        "identifiable (affine) relations: first-step accuracy at N = 8 for every n tried (min over n of the seed mean)",
+        "affine_N8_accuracy",
+        at_least(0.99),
+        where=FIG3_THM,
+        words=lambda r: (
+            "identifiable (affine) relations: first-step accuracy at N = 8 for every n in "
+            f"{list(_settings(r)['affine_n'])} (min over n of the seed mean)"
+        ),
+        details=lambda r: (
+            f"partial mode, Adam lr {_settings(r)['lr']:g}, {_settings(r)['steps']} steps, "
+            'T = 0.05; "only 8 samples" (§5)'
+        ),
+    ),
+    Spec(
+        "sample_complexity.affine_triplet_growth",
+        "n·m (stored triplets) grows by this factor across the n tried",
+        "affine_triplet_growth",
+        lambda r: at_least(_settings(r)["triplet_growth_target"]),
+        where=FIG3_THM,
+    ),
+    Spec(
+        "sample_complexity.affine_Nstar_ratio",
+        "samples needed for 0.99, N*(largest n) / N*(smallest n)",
+        "affine_Nstar_ratio",
+        at_most(2.0),
+        where=FIG3_THM,
+    ),
+    Spec(
+        "sample_complexity.second_step_all_cells",
+        "the second step is perfect in every partial-mode cell (min teacher-forced accuracy)",
+        "second_step_all_cells",
+        at_least(0.999),
+        paper=1.0,
+        where=FIG3_THM,
+    ),
+    Spec(
+        "sample_complexity.full_mode_Nstar_growth",
+        "full W^KQ fine-tuning: fitted exponent b of N* ∝ n^b (sub-linear, b < 1, is consistent with the "
+        "polylog(n) sample complexity)",
+        "full_mode_Nstar_growth",
+        at_most(1.0),
+        where="Theorem 4.1 (§4.2)",
+        details=lambda r: (
+            f"N* = {r['full_N_star']}; fit {r['full_fit']}; Adam lr 1e-3, {_settings(r)['full_steps']} steps"
+        ),
+    ),
+    Spec(
+        "sample_complexity.full_mode_second_step",
+        "full W^KQ fine-tuning: the second step is perfect too (min over n of the teacher-forced accuracy at the "
+        "largest N)",
+        "full_mode_second_step",
+        at_least(0.999, partial=0.9),
+        paper=1.0,
+        where='§5 ("consistently achieves perfect test accuracy")',
+        words=lambda r: (
+            "full W^KQ fine-tuning: the second step is perfect too (min over n of the teacher-forced "
+            f"accuracy at N = {r['full_top_N']})"
+        ),
+        details=lambda r: f"by n: {r['full_second_step_at_top']}; token-specific attention memorises the small D",
+    ),
+    Spec(
+        "sample_complexity.fig3_N8_at_ceiling",
+        "random relations: at N = 8 the first step reaches the Bayes ceiling (max over n of ceiling − mean accuracy)",
+        "fig3_N8_at_ceiling",
+        at_most(0.01, partial=0.05),
+        where="Fig 3",
+        words=lambda r: (
+            f"random relations, m = {_settings(r)['fig3']['m']}, n in {list(_settings(r)['fig3']['n'])}: "
+            "at N = 8 the first step reaches the Bayes ceiling (max over n of ceiling − mean accuracy)"
+        ),
+        details=lambda r: (
+            f"Adam lr {_settings(r)['fig3']['lr']:g}, {_settings(r)['fig3']['steps']} steps, partial mode, T = 0.05"
+        ),
+    ),
+)
+
+# ------------------------------------------------------------------------------------- algorithm 1
+
+ALGORITHM1_SIZES = (7, 13)  # the presets' Algorithm 1 cells (13: paper only)
+
+
+def _algorithm1(n: int) -> tuple[Spec, ...]:
+    def said(text: str) -> Text:
+        def words(r: Results) -> str:
+            c = r[f"n{n}"]["config"]
+            return f"n={c['n']}, m={c['m']} affine, N={c['N']}, T={c['T']:g}, t2={c['steps']}: {text}"
+
+        return words
+
+    specs = [
+        ("stage1_equal_pairs", "after Stage 1, v1 ≈ v3 and v2 ≈ v4 (max over seeds)", at_most(2e-3), "Lemma C.1"),
+        ("stage1_order", "after Stage 1, v1 > v2 > v5 and v3 > v4 > v5 (share of seeds)", at_least(1.0),
+         "Lemma C.1"),
+        ("stage1_second_step", "one GD step makes ω largest on s3 (share of seeds)", at_least(1.0), "Lemma 4.5"),
+        ("first_step", "first-step accuracy after Algorithm 1 (min over seeds)", at_least(0.99), "Theorem 4.4"),
+        ("second_step", "second-step accuracy (min over seeds)", at_least(0.999), "Lemma 4.5"),
+    ]  # fmt: skip
+    return tuple(
+        Spec(f"algorithm1.n{n}_{sid}", f"n={n}: {text}", f"n{n}/{sid}", rule, where=where, words=said(text))
+        for sid, text, rule, where in specs
+    )
+
+
+# ---------------------------------------------------------------------------------- pretrained MLP
+
+
+def _fig4(text: str) -> Text:
+    def words(r: Results) -> str:
+        s = _settings(r)
+        return f"n={s['n']}, m={s['m']}, N={s['N']}, full W^KQ fine-tuning: {text}"
+
+    return words
+
+
+_FIG4 = (
+    ("within_pair", "step-1 attention equal within pairs (mean within-pair score over test prompts)",
+     at_most(0.1, partial=0.2)),
+    ("across_pairs", "step-1 attention differs across pairs (mean across-pair score)", at_least(0.05)),
+    ("eos_in_second_step", "step-2 attention also goes to EoS (q_EoS minus the mean q on the context answers, which "
+     "carry no step-2 information)", at_least(0.02)),
+    ("first_step_vs_ceiling", "first-step accuracy / Bayes ceiling (the paper shows only the pattern for Fig 4)",
+     at_least(0.95, partial=0.5)),
+)  # fmt: skip
+
+PRETRAINED_MLP = (
+    Spec(
+        "pretrained_mlp.pretrain_recall",
+        "pretraining stores every fact (recall of the third element, mean)",
+        "pretrain_recall",
+        at_least(0.99),
+        where="§5 (pretraining data)",
+        details=lambda r: f"AdamW lr 1e-2, weight decay 0.1, {_settings(r)['pretrain_steps']} full-batch steps, T = 1",
+    ),
+    *(Spec(f"pretrained_mlp.{sid}", text, sid, rule, where="Fig 4", words=_fig4(text)) for sid, text, rule in _FIG4),
+)
+
+# ---------------------------------------------------------------------- pretrained LMs (extension)
+
+
+def _best(r: Results) -> Mapping[str, Any]:
+    return r["best_head"]
+
+
+PRETRAINED = (
+    Spec(
+        "pretrained.best_head_pairwise_share",
+        "extension: the best head of the model attends pairwise from the final ':'",
+        "best_pairwise_share",
+        at_least(0.5, partial=0.2),
+        where="extension",
+        kind="extension",
+        words=lambda r: (
+            f"extension: the best head of {r['model']} attends pairwise from the final ':' (share of "
+            "prompts passing within ≤ 0.1, across ≥ 0.05, query + ':' ≤ 0.05)"
+        ),
+        details=lambda r: f"head L{_best(r)['layer']}H{_best(r)['head']} has the highest score",
+    ),
+    Spec(
+        "pretrained.best_head_score",
+        "extension: the highest mean pairwise score over heads of the model",
+        "best_head/score",
+        at_least(0.2),
+        where="extension",
+        kind="extension",
+        words=lambda r: f"extension: the highest mean pairwise score over heads of {r['model']}",
+        details=lambda r: (
+            f"L{_best(r)['layer']}H{_best(r)['head']}: within {_best(r)['within']:.3f}, "
+            f"across {_best(r)['across']:.3f}, rest {_best(r)['rest']:.3f}"
+        ),
+    ),
+)
+
+CLAIMS: tuple[ClaimSpec, ...] = (
+    *EXACT,
+    *PATTERN_A,
+    *_fig2("B"),
+    *_fig2("C"),
+    *SAMPLE_COMPLEXITY,
+    *(spec for n in ALGORITHM1_SIZES for spec in _algorithm1(n)),
+    *PRETRAINED_MLP,
+    *PRETRAINED,
+)

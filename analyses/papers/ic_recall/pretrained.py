@@ -1,0 +1,51 @@
+"""Extension (not in Huang, Nichani, Lee & Ge): does a real LM show the pairwise attention pattern of Fig 2?
+
+Few-shot fact prompts (:func:`.data.fact_prompts`, e.g. ``"Einstein: Germany. Newton: England. Curie:"``): k
+(subject, answer) pairs of one relation, then a query subject and ``":"``, the position that must name the
+answer. Every layer × head of a GPT-2 / Pythia model is scored from that last position with the model-agnostic
+:func:`analyses.pair_attention.head_pair_scores` (within-pair equality, across-pair difference, little on the
+query subject and the ``":"``), and heads are ranked by the pairwise score. The paper studies a one-layer toy;
+whether real heads do this is open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyses.papers.ic_recall.data import fact_prompts
+
+
+def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
+    """The pairwise score of every head of ``name`` on ``n_prompts`` fact prompts: the ranking, the whole table,
+    the best head; ``{"model": name, "not_run": why}`` when its weights cannot be loaded here."""
+    import pretrained
+    from analyses.pair_attention import head_pair_scores
+
+    try:
+        model = pretrained.load(name, processing="raw")
+    except pretrained.PretrainedNotAvailableError as exc:
+        return {"model": name, "not_run": f"no weights: {str(exc).splitlines()[0]}"}
+    model.eval()
+    prompts = fact_prompts(model.tokenizer, k=2, n_prompts=n_prompts, seed=seed)
+    device = model.cfg.device
+    table = head_pair_scores(
+        model, prompts["tokens"].to(device), prompts["roles"].to(device), prompts["query_pos"].to(device)
+    )
+    ranked = table.sort_values("score", ascending=False).reset_index(drop=True)
+    best = ranked.iloc[0]
+    return {
+        "model": name,
+        "n_prompts": len(prompts["texts"]),
+        "example_prompt": prompts["texts"][0],
+        "ranking": ranked.head(20).to_dict(orient="records"),
+        "table": table.to_dict(orient="records"),
+        "best_head": {
+            "layer": int(best["layer"]),
+            "head": int(best["head"]),
+            "score": float(best["score"]),
+            "within": float(best["within"]),
+            "across": float(best["across"]),
+            "rest": float(best["rest"]),
+        },
+        "best_pairwise_share": float(ranked["pairwise_fraction"].max()),
+    }

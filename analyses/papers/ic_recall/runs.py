@@ -1,0 +1,697 @@
+"""Train and measure (Huang, Nichani, Lee & Ge): every function returns numbers, never claims or figures.
+
+* Fine-tuning: the CoT loss of eq. (1), Adam (§5's experiments) and Algorithm 1 (temperature-scaled perturbed
+  gradient descent, §4); pretraining the MLP (§5, Fig 4). Every run goes through the one trainer
+  (``mechrecall.trainer.train``) with a custom ``loss_fn``; the data is the full fine-tuning set D every step
+  (full batch). The model is either the TransformerLens model of :mod:`.models` (any mode) or its closed-form
+  partial-mode twin :class:`.models.AnalyticICRecall` (the fast path: same parameters θ, ω, same losses, same
+  numbers up to float rounding).
+* Sweeps: independent runs ("cells", :class:`.presets.Cell`) in a process pool (``--workers``), resumable: each
+  finished cell is written atomically to ``<out>/<cell.key>.json`` and a rerun skips it. Partial mode trains the
+  fast path; ``full`` mode the TransformerLens model's whole W^KQ.
+* The parts' runs: :func:`exact_checks`, :func:`pattern_run`, :func:`sample_complexity_run`,
+  :func:`algorithm1_run`, :func:`pretrained_mlp_run` (results dictionaries; the claims table reads them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import multiprocessing
+import os
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from multiprocessing.context import BaseContext
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from analyses.papers.ic_recall.data import ICRecallData, ICRecallSpec, ICRecallTask, check_temperature
+from analyses.papers.ic_recall.data import check_sample_count as check_spec_samples
+from analyses.papers.ic_recall.metrics import (
+    accuracy,
+    closed_form_check,
+    eos_tie_check,
+    pattern_stats,
+    pretrained_mlp_pattern,
+    readout_check,
+    tl_readout,
+)
+from analyses.papers.ic_recall.models import AnalyticICRecall, build_model, initial_scores, scores, set_scores
+from analyses.papers.ic_recall.presets import Cell, Fig3, PretrainedMLP, SampleComplexity, trial_seeds
+from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, polylog_fit
+from mechrecall._tl import HookedTransformer
+from mechrecall.batch import Batch
+from mechrecall.claims import NOT_RUN_KEY
+from mechrecall.io import atomic_write_json
+from mechrecall.trainer import TrainConfig, train
+
+OPTIMIZERS = ("adam", "pgd")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """One fine-tuning run. ``optimizer="adam"``: §5 (lr 1e-3 in the paper); ``"pgd"``: Algorithm 1 with
+    η1 = c_eta1·T^1.5·ln(1/T), η2 = c_eta2·T², ξ uniform in the ball of radius c_radius·T³/ln²(1/δ)."""
+
+    T: float = 0.05
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    steps: int = 3000
+    perturb_std: float = 1e-3
+    # Algorithm 1
+    t1: int = 1
+    t2: int = 2000
+    delta: float = 0.1
+    c_eta1: float = 1.0
+    c_eta2: float = 1.0
+    c_radius: float = 1.0
+    log_every: int = 0
+    seed: int = 0
+
+    def validate(self) -> None:
+        check_temperature(self.T)
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer={self.optimizer!r}; expected one of {OPTIMIZERS}")
+        if not self.lr > 0:
+            raise ValueError(f"lr={self.lr!r}; expected > 0")
+        for name in ("steps", "t1", "t2"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)!r}; expected >= 0")
+        if not 0 < self.delta < 1:
+            raise ValueError(f"delta={self.delta!r}; expected in (0, 1)")
+
+    @property
+    def eta1(self) -> float:
+        return self.c_eta1 * self.T**1.5 * math.log(1 / self.T)
+
+    @property
+    def eta2(self) -> float:
+        return self.c_eta2 * self.T**2
+
+    @property
+    def radius(self) -> float:
+        return self.c_radius * self.T**3 / math.log(1 / self.delta) ** 2
+
+
+def check_sample_count(task: ICRecallTask, N: int) -> None:
+    """``N`` must not exceed the number of distinct sequences (a clear error naming it)."""
+    check_spec_samples(task.spec, N)
+
+
+def make_batch(task: ICRecallTask, data: ICRecallData, analytic: bool) -> Batch:
+    """The trainer's batch: tokens, r* as targets; the analytic path's precomputed match tensors in extras."""
+    extras: dict[str, Any] = {"answer": data.answer}
+    if analytic:
+        extras["M"] = task.matches(data).double().flatten(2)
+        extras["hit"] = F.one_hot(task.rel[data.relation[:, None], data.subjects], task.n).double()
+    return Batch(data.tokens, data.relation, extras=extras)
+
+
+def cot_loss_fn(task: ICRecallTask, T: float) -> Callable[[torch.nn.Module, Batch], torch.Tensor]:
+    """Eq. (1): L = L1 + L2, cross-entropies of the relation-masked / answer-masked logits over T (step 2
+    conditioned on the true relation r*)."""
+
+    def loss(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        if isinstance(model, AnalyticICRecall):
+            rel = model.relation_logits(None, batch.extras["M"])  # type: ignore[arg-type]
+            ans = model.answer_logits(None, hit=batch.extras["hit"])  # type: ignore[arg-type]
+        else:
+            logits = model(batch.tokens)
+            rel = logits[:, task.relation_pos, 2 * task.n : 2 * task.n + task.m]
+            ans = logits[:, task.answer_pos, task.n : 2 * task.n]
+        return F.cross_entropy(rel / T, batch.targets) + F.cross_entropy(ans / T, batch.extras["answer"])
+
+    return loss
+
+
+def _score_trace(model: torch.nn.Module, k: int) -> dict[str, float]:
+    theta, omega = (
+        (model.theta.detach(), model.omega.detach()) if isinstance(model, AnalyticICRecall) else scores(model, k)
+    )
+    v, q = torch.softmax(theta.double(), -1), torch.softmax(omega.double(), -1)
+    return {**{f"v{i + 1}": float(x) for i, x in enumerate(v)}, **{f"q{i + 1}": float(x) for i, x in enumerate(q)}}
+
+
+def finetune(
+    model: torch.nn.Module,
+    task: ICRecallTask,
+    data: ICRecallData,
+    cfg: FinetuneConfig,
+    *,
+    init: tuple[torch.Tensor, torch.Tensor] | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Fine-tune ``model`` in place on D = ``data`` (full batch); returns the trainer's history (+ v, q traces).
+
+    ``init``: θ0, ω0 written into the position–position block before training (Algorithm 1 starts at 0; a
+    seeded perturbation of ``perturb_std`` is the default for Adam). Frozen entries never move.
+    """
+    cfg.validate()
+    analytic = isinstance(model, AnalyticICRecall)
+    if init is not None:
+        if analytic:
+            with torch.no_grad():
+                model.theta.copy_(init[0]), model.omega.copy_(init[1])
+        else:
+            set_scores(model, *init)
+    batch = make_batch(task, data, analytic)
+    loss = cot_loss_fn(task, cfg.T)
+    evals = {"attn": lambda m: _score_trace(m, task.k)} if cfg.log_every else None
+    if cfg.optimizer == "adam":
+        tc = TrainConfig(
+            steps=cfg.steps, optimizer="adam", lr=cfg.lr, eval_every=cfg.log_every, seed=cfg.seed, progress=progress
+        )
+        return train(model, lambda step, gen: batch, tc, loss_fn=loss, evals=evals).history
+    # Algorithm 1: stage 1 (t1 GD steps at η1), perturbation ξ ~ U(ball), stage 2 (t2 GD steps at η2).
+    stage1 = TrainConfig(
+        steps=cfg.t1, optimizer="sgd", lr=cfg.eta1, eval_every=cfg.log_every, seed=cfg.seed, progress=progress
+    )
+    h1 = train(model, lambda step, gen: batch, stage1, loss_fn=loss, evals=evals).history
+    after_stage1 = _score_trace(model, task.k)
+    _perturb(model, task.k, cfg.radius, cfg.seed)
+    stage2 = TrainConfig(
+        steps=cfg.t2, optimizer="sgd", lr=cfg.eta2, eval_every=cfg.log_every, seed=cfg.seed + 1, progress=progress
+    )
+    h2 = train(model, lambda step, gen: batch, stage2, loss_fn=loss, evals=evals).history
+    return {"stage1": h1, "after_stage1": after_stage1, "train": h2["train"], "eval": h2["eval"]}
+
+
+def _perturb(model: torch.nn.Module, k: int, radius: float, seed: int) -> None:
+    """Add ξ ~ Uniform(Ball(0, radius)) jointly over (θ, ω) ∈ R^{4k+5} (Algorithm 1, stage 2)."""
+    g = torch.Generator().manual_seed(15_485_863 * seed + 5)
+    dim = 4 * k + 5
+    direction = torch.randn(dim, generator=g, dtype=torch.float64)
+    xi = direction / direction.norm() * radius * torch.rand((), generator=g, dtype=torch.float64) ** (1 / dim)
+    if isinstance(model, AnalyticICRecall):
+        with torch.no_grad():
+            model.theta += xi[: 2 * k + 2].to(model.theta.dtype)
+            model.omega += xi[2 * k + 2 :].to(model.omega.dtype)
+    else:
+        theta, omega = scores(model, k)
+        set_scores(model, theta.double() + xi[: 2 * k + 2], omega.double() + xi[2 * k + 2 :])
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    """Pretraining the whole transformer on (u1, u2) -> third element of a fact (§5): full-vocabulary
+    cross-entropy at temperature ``T`` read at position 1, full batch over all 6nm pairs, AdamW."""
+
+    steps: int = 2000
+    lr: float = 1e-2
+    weight_decay: float = 0.1
+    T: float = 1.0
+    seed: int = 0
+
+
+def pretrain(
+    model: HookedTransformer, task: ICRecallTask, cfg: PretrainConfig, progress: bool = False
+) -> dict[str, Any]:
+    """Pretrain W^KQ and the MLP of a ``mode="pretrain"`` model in place; returns history with recall accuracy."""
+    tokens, targets = task.pretraining_population()
+    batch = Batch(tokens, targets)
+
+    def loss(m: torch.nn.Module, b: Batch) -> torch.Tensor:
+        return F.cross_entropy(m(b.tokens)[:, 1] / cfg.T, b.targets)
+
+    def recall(m: torch.nn.Module) -> float:
+        pred = m(tokens)[:, 1].argmax(-1)
+        ok = pred == targets
+        # (s, a) -> r: any relation mapping s to a is correct
+        is_rel = (targets >= 2 * task.n) & (targets < 2 * task.n + task.m)
+        s = torch.where(tokens[:, 0] < task.n, tokens[:, 0], tokens[:, 1])
+        a = torch.where(tokens[:, 0] < task.n, tokens[:, 1], tokens[:, 0]) - task.n
+        r_pred = (pred - 2 * task.n).clamp(0, task.m - 1)
+        alt = (pred >= 2 * task.n) & (pred < 2 * task.n + task.m) & (task.rel[r_pred, s.clamp(0, task.n - 1)] == a)
+        return float((torch.where(is_rel, alt, ok)).double().mean())
+
+    tc = TrainConfig(
+        steps=cfg.steps,
+        optimizer="adamw",
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        eval_every=max(1, cfg.steps // 4),
+        seed=cfg.seed,
+        progress=progress,
+    )
+    return train(model, lambda step, gen: batch, tc, loss_fn=loss, evals={"recall": recall}).history
+
+
+# ----------------------------------------------------------------------------------------- sweeps
+
+
+def run_cell(cell: Cell) -> dict[str, Any]:
+    """Fine-tune and evaluate one cell (module level: picklable for the pool). Single-threaded torch."""
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
+    check_sample_count(task, cell.N)
+    data = task.sample(cell.N, torch.Generator().manual_seed(1_000 * cell.seed + 7))
+    test = task.population(cell.test_size, torch.Generator().manual_seed(99_991 + cell.seed))
+    model: torch.nn.Module
+    if cell.mode == "partial":
+        model = AnalyticICRecall(task)
+    else:
+        model = build_model(task.spec, cell.mode, dtype="float32", seed=cell.seed)
+    cfg = FinetuneConfig(
+        T=cell.T,
+        optimizer=cell.optimizer,
+        lr=cell.lr,
+        steps=cell.steps,
+        t2=cell.steps,
+        perturb_std=cell.perturb_std,
+        seed=cell.seed,
+    )
+    init = initial_scores(cell.k, cell.perturb_std if cell.optimizer == "adam" else 0.0, cell.seed)
+    history = finetune(model, task, data, cfg, init=init)
+    acc = accuracy(model, task, test, cell.T)
+    if isinstance(model, AnalyticICRecall):
+        theta, omega = model.theta.detach(), model.omega.detach()
+    else:
+        theta, omega = scores(model, cell.k)
+    return {
+        **dataclasses.asdict(cell),
+        **acc,
+        "bayes_ceiling_exact": task.bayes_ceiling(),
+        "v": torch.softmax(theta.double(), -1).tolist(),
+        "q": torch.softmax(omega.double(), -1).tolist(),
+        "final_loss": history["train"][-1]["loss"] if history["train"] else None,
+        "after_stage1": history.get("after_stage1"),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _pool_context() -> BaseContext:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    out_dir: str | os.PathLike,
+    *,
+    workers: int = 2,
+    progress: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run every cell not already finished in ``out_dir``; return (results in ``cells`` order, info).
+
+    ``info``: ``skipped`` (finished earlier), ``ran``, ``workers``, ``seconds`` (wall time of this call)."""
+    from tqdm.auto import tqdm
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, Any]] = {}
+    todo: list[Cell] = []
+    for cell in cells:
+        path = out / f"{cell.key}.json"
+        if path.is_file():
+            results[cell.key] = json.loads(path.read_text())
+        elif cell not in todo:
+            todo.append(cell)
+    skipped = len(results)
+    started = time.perf_counter()
+    bar = tqdm(total=len(todo), disable=not progress, desc="cells", dynamic_ncols=True)
+
+    def finish(cell: Cell, row: dict[str, Any]) -> None:
+        atomic_write_json(out / f"{cell.key}.json", row)
+        results[cell.key] = row
+        bar.update(1)
+
+    if workers > 1 and len(todo) > 1:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
+            futures = {pool.submit(run_cell, c): c for c in todo}
+            for future in as_completed(futures):
+                finish(futures[future], future.result())
+    else:
+        for cell in todo:
+            finish(cell, run_cell(cell))
+    bar.close()
+    seconds = time.perf_counter() - started
+    if say and todo:
+        say(f"{len(todo)} cells in {seconds:.1f} s with {workers} worker(s); {skipped} finished earlier, skipped")
+    info = {"skipped": skipped, "ran": len(todo), "workers": workers, "seconds": seconds}
+    return [results[c.key] for c in cells], info
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """Where and how a part runs its cells: its folder, worker processes, a progress bar, a log line."""
+
+    out: Path
+    workers: int = 2
+    progress: bool = False
+    say: Callable[[str], None] | None = None
+
+    def run(self, cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        return run_cells(cells, self.out, workers=self.workers, progress=self.progress, say=self.say)
+
+
+def absent(why: str) -> dict[str, str]:
+    """A results entry for a measurement this run does not make (its claims say ``not run`` with ``why``)."""
+    return {NOT_RUN_KEY: why}
+
+
+# ----------------------------------------------------------------------------------------- exact
+
+
+def fast_path_check(seed: int, steps: int) -> float:
+    """Train the fast path and the TL model (float64, n = 8, m = 64, N = 8) ``steps`` Adam steps from the same
+    start: the max |difference| of their final θ, ω."""
+    task = ICRecallTask(ICRecallSpec(8, 64, 2, "random", seed))
+    data = task.sample(8, torch.Generator().manual_seed(1))
+    ft = FinetuneConfig(T=0.05, lr=1e-2, steps=steps)
+    init = initial_scores(2, 1e-3, seed)
+    fast = AnalyticICRecall(task)
+    finetune(fast, task, data, ft, init=init)
+    tl = build_model(task.spec, "partial", dtype="float64", seed=seed)
+    finetune(tl, task, data, ft, init=init)
+    theta, omega = scores(tl, 2)
+    return float(max((theta - fast.theta.detach()).abs().max(), (omega - fast.omega.detach()).abs().max()))
+
+
+def exact_checks(seed: int, with_affine: bool, fast_path_steps: int) -> dict[str, Any]:
+    """The construction against its closed forms (float64) on two tasks (three ``with_affine``), the memory's
+    read-out, the tie at EoS, the confusing gap, the exact Bayes ceiling, and the fast path's training."""
+    specs = [ICRecallSpec(3, 6, 2, "all_bijections", seed), ICRecallSpec(8, 64, 2, "random", seed)]
+    if with_affine:
+        specs.append(ICRecallSpec(7, 30, 3, "affine", seed))
+    g = torch.Generator().manual_seed(seed)
+    rows = [closed_form_check(spec, seed, g) for spec in specs]
+    readout, readout_ok = readout_check(specs[1])
+    ties = eos_tie_check(specs[0], seed, g)
+    measured = {
+        "closed_form_relation_logits": max(r["max_abs_diff_relation_logits"] for r in rows),
+        "closed_form_answer_logits": max(r["max_abs_diff_answer_logits"] for r in rows),
+        "partial_pattern_is_softmax_theta": max(r["max_abs_diff_partial_pattern"] for r in rows),
+        "memory_recall": min(min(r["memory_recall"].values()) for r in rows),
+        "readout_values_ok": readout_ok,
+        "no_cot_answers_tie": ties["tie_spread"],
+        "no_cot_accuracy": ties["no_cot_accuracy"],
+        "confusing_gap": ties["gap_error"],
+        "bayes_ceiling_exact": max(
+            abs(r["bayes_ceiling_exact"] - r["bayes_ceiling_population"])
+            for r in rows
+            if r["bayes_ceiling_population"] is not None
+        ),
+        "fast_path_steps": fast_path_steps,
+        "fast_path_same_parameters": fast_path_check(seed, fast_path_steps),
+    }
+    return {"tasks": rows, "readout_values": readout, "no_cot_accuracy_n3": ties["no_cot_accuracy"], **measured}
+
+
+# --------------------------------------------------------------------------------------- pattern
+
+
+def _rows_of(rows: Sequence[dict[str, Any]], cells: Sequence[Cell]) -> list[dict[str, Any]]:
+    keys = {c.key for c in cells}
+    fields = [f.name for f in dataclasses.fields(Cell)]
+    return [r for r in rows if Cell(**{f: r[f] for f in fields}).key in keys]
+
+
+def _pattern_summary(k: int, rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    stats = pattern_stats(torch.tensor([r["v"] for r in rs], dtype=torch.float64), k)
+    keys = ("acc_relation_exact", "bayes_ceiling", "bayes_ceiling_exact", "acc_answer_teacher_forced")
+    summary: dict[str, Any] = {key: [r[key] for r in rs] for key in keys}
+    summary.update(acc_final=[r["acc_final"] for r in rs], answer_ceiling=[r["answer_ceiling"] for r in rs])
+    return {**summary, **stats}
+
+
+def _n3_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+    """Config A (n = 3, Theorem 4.2): the pair weight a against a*(T), within-pair and rest maxima, first step."""
+    a = [min(r["v"][0] + r["v"][1], r["v"][2] + r["v"][3]) / 2 for r in rs]
+    return {
+        "config": dataclasses.asdict(cfg),
+        "a_star": n3_pairwise_optimum(cfg.T),
+        "pair_weight": statistics.mean(a),
+        "within_max": max(summary["within"]),
+        "rest_max": max(summary["rest"]),
+        "first_step_min": min(summary["acc_relation_exact"]),
+    }
+
+
+def _fig2_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, Any], readout: dict) -> dict:
+    """Configs B, C (Fig 2): the first step against its ceiling, the second step, end to end, the pattern."""
+    acc1, ceil = summary["acc_relation_exact"], summary["bayes_ceiling"]
+    exact_ceil = summary["bayes_ceiling_exact"]
+    qarg = [int(torch.tensor(r["q"]).argmax()) == 2 * cfg.k for r in rs]
+    return {
+        "config": dataclasses.asdict(cfg),
+        "first_step_gap": max(abs(a - c) for a, c in zip(acc1, ceil)),
+        "acc1_mean": statistics.mean(acc1),
+        "ceiling_mean": statistics.mean(ceil),
+        "first_step_consistent": min(r["acc_relation_consistent"] for r in rs),
+        "second_step": min(summary["acc_answer_teacher_forced"]),
+        "end_to_end_vs_ceiling": statistics.mean(r["acc_final"] - r["answer_ceiling"] for r in rs),
+        "acc_final_mean": statistics.mean(r["acc_final"] for r in rs),
+        "answer_ceiling_mean": statistics.mean(r["answer_ceiling"] for r in rs),
+        "pairwise_share": sum(summary["pairwise"]) / len(rs),
+        "within_mean": statistics.mean(summary["within"]),
+        "across_mean": statistics.mean(summary["across"]),
+        "rest_mean": statistics.mean(summary["rest"]),
+        "query_share": sum(qarg) / len(qarg),
+        "ceiling_half_range": (max(exact_ceil) - min(exact_ceil)) / 2,
+        "tl_logit_diff": readout["max_logit_diff_tl_vs_fast"],
+        "tl_acc": readout["acc_tl"]["acc_relation_exact"],
+        "fast_acc": readout["acc_fast"]["acc_relation_exact"],
+        "tl_seed": rs[0]["seed"],
+    }
+
+
+def _readout(cell: Cell, row: dict[str, Any]) -> dict[str, Any]:
+    """:func:`.metrics.tl_readout` of one finished cell (its learned θ, ω, its test set)."""
+    task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
+    theta = torch.log(torch.tensor(row["v"], dtype=torch.float64))
+    omega = torch.log(torch.tensor(row["q"], dtype=torch.float64))
+    test = task.population(cell.test_size, torch.Generator().manual_seed(99_991 + cell.seed))
+    return tl_readout(task, theta, omega, cell.T, test)
+
+
+ABSENT_CONFIG = {
+    "A": "config A is not in this preset",
+    "B": "config B runs at --preset smoke and paper (or with --n/--m/--k/--family/--temperature/--samples)",
+    "C": "config C (3-ICL) runs at --preset paper only, without --n/--m/--k/--family/--temperature/--samples",
+}
+
+
+def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep) -> dict[str, Any]:
+    """Fig 2: partial fine-tuning (Adam) with the constructed MLP, every config × seed; per config the summary,
+    the TL read-out of the first seed and the numbers its claims read (``configs/<name>``)."""
+    rows, info = sweep.run([replace(cfg, seed=s) for cfg in configs.values() for s in seeds])
+    results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds), "configs": {}, "panels": []}
+    for name in ("A", "B", "C"):
+        if name not in configs:
+            results["configs"][name] = absent(ABSENT_CONFIG[name])
+            continue
+        cfg = configs[name]
+        rs = _rows_of(rows, [replace(cfg, seed=s) for s in seeds])
+        label = f"{name}: n={cfg.n}, m={cfg.m}, {cfg.k}-ICL, T={cfg.T:g} (seed {seeds[0]})"
+        results["panels"].append({"label": label, "k": cfg.k, "v": rs[0]["v"], "q": rs[0]["q"]})
+        summary = results[f"summary_{name}"] = _pattern_summary(cfg.k, rs)
+        if name == "A":
+            results["configs"][name] = _n3_measures(cfg, rs, summary)
+            results["a_star"] = results["configs"][name]["a_star"]
+        readout = results[f"tl_readout_{name}"] = _readout(replace(cfg, seed=seeds[0]), rs[0])
+        if name != "A":
+            results["configs"][name] = _fig2_measures(cfg, rs, summary, readout)
+    return results
+
+
+# ---------------------------------------------------------------------------------- sample complexity
+
+
+def mean_by(rows: Sequence[dict[str, Any]], metric: str = "acc_relation_exact") -> dict[int, dict[int, float]]:
+    """``{n: {N: mean of metric over seeds}}``."""
+    out: dict[int, dict[int, list[float]]] = {}
+    for r in rows:
+        out.setdefault(r["n"], {}).setdefault(r["N"], []).append(r[metric])
+    return {n: {N: statistics.mean(v) for N, v in d.items()} for n, d in out.items()}
+
+
+def sample_complexity_cells(cfg: SampleComplexity, seed: int) -> dict[str, list[Cell]]:
+    """Fig 3's cells under ``--seed``: ``affine`` (partial mode), ``full`` (full W^KQ), ``fig3`` (random, m fixed)."""
+    affine = [
+        Cell(n=n, m=n * (n - 1) // 2, N=N, seed=s, family="affine", lr=cfg.lr, steps=cfg.steps)
+        for n in cfg.affine_n
+        for N in cfg.N
+        for s in trial_seeds(cfg.seeds, seed)
+    ]
+    full = [
+        Cell(n=n, m=n * (n - 1) // 2, N=N, seed=s, family="affine", mode="full", lr=1e-3, steps=cfg.full_steps)
+        for n in cfg.full_n
+        for N in cfg.full_N
+        for s in trial_seeds(cfg.full_seeds, seed)
+    ]
+    f = cfg.fig3
+    fig3 = (
+        [
+            Cell(n=n, m=f.m, N=N, seed=s, family="random", lr=f.lr, steps=f.steps)
+            for n in f.n
+            for N in f.N
+            for s in trial_seeds(f.seeds, seed)
+        ]
+        if f is not None
+        else []
+    )
+    return {"affine": affine, "full": full, "fig3": fig3}
+
+
+def _affine_measures(cfg: SampleComplexity, ra: list[dict], r3: list[dict]) -> dict[str, Any]:
+    """Identifiable relations: accuracy at N = 8, N* per n and its ratio, the growth of n·m, the second step."""
+    curve = mean_by(ra)
+    at8 = {n: d.get(8) for n, d in curve.items()}
+    nm = [n * (n * (n - 1) // 2) for n in cfg.affine_n]
+    n_star = min_samples(curve, dict.fromkeys(curve, 0.99))
+    reached = all(v is not None for v in n_star.values())
+    return {
+        "affine_curve": curve,
+        "affine_N_star": n_star,
+        "affine_N8_accuracy": min(at8.values())  # type: ignore[type-var]
+        if 8 in cfg.N
+        else absent(f"N = 8 is not among this preset's sample sizes {list(cfg.N)}"),
+        "affine_triplet_growth": nm[-1] / nm[0],
+        "affine_Nstar_ratio": n_star[max(n_star)] / n_star[min(n_star)]  # type: ignore[operator]
+        if reached
+        else absent(f"accuracy 0.99 not reached for some n: N* = {n_star}"),
+        "second_step_all_cells": min(r["acc_answer_teacher_forced"] for r in ra + r3),
+    }
+
+
+def _full_measures(cfg: SampleComplexity, rf: list[dict]) -> dict[str, Any]:
+    """Full W^KQ fine-tuning: N* per n, its fitted growth exponent, the second step at the largest N."""
+    f_star = min_samples(mean_by(rf), dict.fromkeys(mean_by(rf), 0.99))
+    reached = {n: s for n, s in f_star.items() if s is not None}
+    fit = polylog_fit(list(reached), list(reached.values())) if len(reached) >= 2 else None
+    second = mean_by(rf, metric="acc_answer_teacher_forced")
+    top = max(cfg.full_N)
+    at_top = {n: d[top] for n, d in second.items()}
+    return {
+        "full_curve": mean_by(rf),
+        "full_N_star": f_star,
+        "full_second_step": second,
+        "full_fit": fit,
+        "full_mode_Nstar_growth": fit["slope_loglog_n"]
+        if fit is not None
+        else absent(f"N* reached for fewer than 2 values of n: {f_star}"),
+        "full_top_N": top,
+        "full_second_step_at_top": at_top,
+        "full_mode_second_step": min(at_top.values()) if rf else absent("no full-mode cells in this preset"),
+    }
+
+
+def _fig3_measures(f: Fig3, r3: list[dict]) -> dict[str, Any]:
+    """The paper's Fig 3 (random relations): curves, exact ceilings, spreads, the gap to the ceiling at N = 8."""
+    curve3 = mean_by(r3)
+    ceil3 = {n: statistics.mean(r["bayes_ceiling_exact"] for r in r3 if r["n"] == n) for n in f.n}
+    std = {
+        n: {N: statistics.pstdev([r["acc_relation_exact"] for r in r3 if r["n"] == n and r["N"] == N]) for N in f.N}
+        for n in f.n
+    }
+    gap8 = max(ceil3[n] - curve3[n][8] for n in f.n)
+    return {"fig3_curve": curve3, "fig3_ceiling": ceil3, "fig3_std": std, "fig3_N8_at_ceiling": gap8}
+
+
+def sample_complexity_run(cfg: SampleComplexity, seed: int, sweep: Sweep) -> tuple[dict[str, Any], dict[str, list]]:
+    """Fig 3: first-step accuracy vs N; N* against n. Returns (results, the rows of each group for the figures)."""
+    groups = sample_complexity_cells(cfg, seed)
+    rows, info = sweep.run([c for cells in groups.values() for c in cells])
+    split, start = {}, 0
+    for name, cells in groups.items():
+        split[name], start = rows[start : start + len(cells)], start + len(cells)
+    results: dict[str, Any] = {"cells": rows, "sweep": info, "settings": dataclasses.asdict(cfg)}
+    results.update(_affine_measures(cfg, split["affine"], split["fig3"]))
+    results.update(_full_measures(cfg, split["full"]))
+    if cfg.fig3 is not None and split["fig3"]:
+        results.update(_fig3_measures(cfg.fig3, split["fig3"]))
+    else:
+        results["fig3_N8_at_ceiling"] = absent("the Fig 3 sweep of random relations runs at --preset paper only")
+    return results, split
+
+
+# ------------------------------------------------------------------------------------ algorithm 1
+
+
+def _algorithm1_measures(base: Cell, rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    st = [r["after_stage1"] for r in rs]
+    eq = [max(abs(s["v1"] - s["v3"]), abs(s["v2"] - s["v4"])) for s in st]
+    order = [s["v1"] > s["v2"] > s["v5"] and s["v3"] > s["v4"] > s["v5"] for s in st]
+    q_s3 = [max(range(2 * base.k + 3), key=lambda i: s[f"q{i + 1}"]) == 2 * base.k for s in st]
+    return {
+        "config": dataclasses.asdict(base),
+        "stage1_equal_pairs": max(eq),
+        "stage1_order": sum(order) / len(order),
+        "stage1_second_step": sum(q_s3) / len(q_s3),
+        "first_step": min(r["acc_relation_exact"] for r in rs),
+        "second_step": min(r["acc_answer_teacher_forced"] for r in rs),
+    }
+
+
+def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, sizes: Sequence[int]) -> dict:
+    """Algorithm 1 (temperature-scaled perturbed GD) on identifiable relations: Stage-1 shape and accuracies,
+    per base cell (``n<n>``); each n of ``sizes`` this preset does not run is marked absent."""
+    rows, info = sweep.run([replace(base, seed=s) for base in bases for s in seeds])
+    results: dict[str, Any] = {"cells": rows, "sweep": info}
+    for n in sizes:
+        base = next((b for b in bases if b.n == n), None)
+        results[f"n{n}"] = (
+            _algorithm1_measures(base, [r for r in rows if r["n"] == n])
+            if base is not None
+            else absent(f"Algorithm 1 with n = {n} runs at --preset paper only")
+        )
+    return results
+
+
+# ---------------------------------------------------------------------------------- pretrained MLP
+
+
+def pretrained_mlp_seed(cfg: PretrainedMLP, seed: int, progress: bool = False) -> dict[str, Any]:
+    """Fig 4, one seed: pretrain the whole transformer on fact pairs, freeze the MLP, fine-tune the whole W^KQ;
+    the recall after pretraining, the accuracies and the attention pattern after fine-tuning."""
+    started = time.perf_counter()
+    task = ICRecallTask(ICRecallSpec(cfg.n, cfg.m, 2, cfg.family, seed))
+    model = build_model(task.spec, "pretrain", memory="random", dtype="float32", seed=seed)
+    ph = pretrain(model, task, PretrainConfig(steps=cfg.pretrain_steps, seed=seed), progress=progress)
+    for name in ("blocks.0.mlp.W_in", "blocks.0.mlp.W_out"):  # fine-tuning: the MLP is frozen
+        model.get_parameter(name).requires_grad_(False)
+    masks = model.mechrecall_entry_masks
+    model.mechrecall_entry_masks = {k: v for k, v in masks.items() if "mlp" not in k}
+    data = task.sample(cfg.N, torch.Generator().manual_seed(1_000 * seed + 7))
+    finetune(model, task, data, FinetuneConfig(T=0.05, lr=1e-3, steps=cfg.steps, seed=seed), progress=progress)
+    test = task.population(20_000, torch.Generator().manual_seed(99_991 + seed))
+    return {
+        "seed": seed,
+        "pretrain_recall": ph["eval"][-1]["recall"],
+        "pretrain_final_loss": ph["train"][-1]["loss"],
+        **accuracy(model, task, test, 0.05),
+        **pretrained_mlp_pattern(model, task, test),
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def pretrained_mlp_run(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, progress: bool = False) -> dict:
+    """Fig 4 over ``seeds`` (each finished seed is kept in ``out/seed<s>.json``; a rerun resumes) and the
+    numbers its claims read (means over seeds)."""
+    runs = []
+    for seed in seeds:
+        done = out / f"seed{seed}.json"
+        if not done.is_file():
+            atomic_write_json(done, pretrained_mlp_seed(cfg, seed, progress))
+        runs.append(json.loads(done.read_text()))
+    mean = lambda key: statistics.mean(r[key] for r in runs)  # noqa: E731
+    return {
+        "runs": runs,
+        "settings": dataclasses.asdict(cfg),
+        "pretrain_recall": mean("pretrain_recall"),
+        "within_pair": mean("within"),
+        "across_pairs": mean("across"),
+        "eos_in_second_step": statistics.mean(r["q_mean"][5] - (r["q_mean"][1] + r["q_mean"][3]) / 2 for r in runs),
+        "first_step_vs_ceiling": mean("acc_relation_exact") / mean("bayes_ceiling"),
+        "acc_relation_exact": mean("acc_relation_exact"),
+        "bayes_ceiling": mean("bayes_ceiling"),
+    }
