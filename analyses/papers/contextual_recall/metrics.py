@@ -19,11 +19,11 @@ from typing import Any
 
 import torch
 from jaxtyping import Float, Int
-from transformer_lens import HookedTransformer
 
 from analyses.heads import attention_patterns, head_outputs
 from analyses.ov import full_ov_circuit
 from analyses.task_vectors import class_cosine_matrix, cosine_silhouette_score, replace_and_rank, residual_vectors
+from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 
 from .data import World, icl_prefix_tokens

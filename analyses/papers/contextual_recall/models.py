@@ -38,8 +38,8 @@ from typing import Any
 
 import torch
 from jaxtyping import Float, Int
-from transformer_lens import HookedTransformer
 
+from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import PermanentHook, SetWeight, Surgery, ZeroBiases

@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 from jaxtyping import Float, Int
-from transformer_lens import HookedTransformer
+
+from mechrecall._tl import HookedTransformer
 
 from .data import RELATIONS, prompt_text
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformer_lens import HookedTransformer
 
+from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 from mechrecall.builder import build_from_spec, model_spec
 from mechrecall.trainer import TrainConfig, train
