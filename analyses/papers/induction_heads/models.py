@@ -266,3 +266,25 @@ class DisentangledReference(nn.Module):
 
     def forward(self, X: Tensor) -> Tensor:
         return disentangled_forward(X, self.W1, self.W2, self.W3, self.exclude_self)
+
+
+# ------------------------------------------------------------------------------------------- the demo's model
+
+
+def demo_config(d_model: int = 64, d_vocab: int = 64, seq_len: int = 32) -> dict:
+    """The demo's 2-layer, 1-head, attention-only, LayerNorm-free model (biases zeroed by the builder recipe)."""
+    return dict(
+        n_layers=2,
+        n_heads=1,
+        d_model=d_model,
+        d_head=d_model,
+        d_vocab=d_vocab,
+        n_ctx=seq_len,
+        attn_only=True,
+        normalization_type=None,
+    )
+
+
+def demo_model(d_model: int = 64, d_vocab: int = 64, seq_len: int = 32, seed: int = 0) -> HookedTransformer:
+    """:func:`demo_config` built with zero, frozen biases (``ZeroBiases``)."""
+    return build_toy_model(demo_config(d_model, d_vocab, seq_len), [ZeroBiases()], seed=seed)
