@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from analyses.papers.induction_heads.metrics import INDUCTION_PARAMS, PSEUDO_PARAMS, greek
@@ -21,7 +22,7 @@ from analyses.papers.induction_heads.runs import DisentangledRun, Trained
 from analyses.plotting import subplots
 
 
-def _grid(ax, sizes: Sequence[int], axis: str) -> None:
+def _grid(ax: Axes, sizes: Sequence[int], axis: str) -> None:
     at = 0
     for size in sizes[:-1]:
         at += size
@@ -30,7 +31,7 @@ def _grid(ax, sizes: Sequence[int], axis: str) -> None:
 
 def interpretable_qk_figure(
     mats: Mapping[str, dict], title: str = "Fig 2: the trained §2 transformer", center_rows: bool = True
-):
+) -> Figure:
     """Fig 2: layer-0 and layer-1 QK matrices and the output matrix in the [E, P, OV·E, OV·P, ...] basis.
 
     ``center_rows``: QK panels show each row minus its mean within each key block (softmax-invariant per block).
@@ -60,8 +61,9 @@ def interpretable_qk_figure(
     return fig
 
 
-def weight_heatmaps(W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, dim: int, title: str):
+def weight_heatmaps(weights: tuple[torch.Tensor, torch.Tensor, torch.Tensor], dim: int, title: str) -> Figure:
     """Figs 3, 6–14: heatmaps of W1 (2D x 2D), W2 (4D x 4D) and W3ᵀ (D x 8D), D x D block grid."""
+    W1, W2, W3 = weights
     fig, axes = subplots(1, 3, figsize=(13, 4.2), gridspec_kw={"width_ratios": [2, 4, 8]})
     for ax, W, name in zip(axes, (W1, W2, W3.T), ("W1", "W2", "W3ᵀ")):
         m = W.detach().cpu().float().numpy()
@@ -75,7 +77,7 @@ def weight_heatmaps(W1: torch.Tensor, W2: torch.Tensor, W3: torch.Tensor, dim: i
     return fig
 
 
-def _trajectory_panels(ax_pp, ax_loss, history: Sequence[Mapping], label: str) -> None:
+def _trajectory_panels(ax_pp: Axes, ax_loss: Axes, history: Sequence[Mapping[str, Any]], label: str) -> None:
     steps = [r["step"] for r in history]
     for name in PSEUDO_PARAMS:
         bold = name in INDUCTION_PARAMS
@@ -93,7 +95,7 @@ def _trajectory_panels(ax_pp, ax_loss, history: Sequence[Mapping], label: str) -
     ax_loss.set(xlabel="SGD step", ylabel="training MSE", yscale="log", title=f"{label}: loss")
 
 
-def trajectories_figure(full: Sequence[Mapping], three: Sequence[Mapping], title: str):
+def trajectories_figure(full: Sequence[Mapping[str, Any]], three: Sequence[Mapping[str, Any]], title: str) -> Figure:
     """Figs 4, 15, 16: top, training every weight; bottom, only α₃, β₂, γ₃ (gradients projected)."""
     fig, axes = subplots(2, 2, figsize=(10, 7))
     _trajectory_panels(axes[0, 0], axes[0, 1], full, "all weights")
@@ -109,7 +111,7 @@ def scaling_figure(
     t_icl: Sequence[float],
     asymptote: float | None,
     title: str = "Fig 5: emergence time vs N",
-):
+) -> Figure:
     """Fig 5. Left: T_α₃, T_β₂, T_γ₃ vs N (log-log). Right: t_ICL vs N and ``c N²``."""
     fig, (ax_l, ax_r) = subplots(1, 2, figsize=(10, 4))
     for name in ("gamma3", "beta2", "alpha3"):
@@ -135,7 +137,7 @@ def scaling_figure(
     return fig
 
 
-def loss_figure(history: Mapping, title: str = "Fig 17: training loss of the §2 transformer"):
+def loss_figure(history: Mapping[str, Any], title: str = "Fig 17: training loss of the §2 transformer") -> Figure:
     """Fig 17: NLL at the query vs step, and the eval scores."""
     fig, (ax_l, ax_r) = subplots(1, 2, figsize=(10, 3.6))
     ax_l.plot([r["step"] for r in history["train"]], [r["loss"] for r in history["train"]], lw=0.8)
@@ -154,8 +156,8 @@ def loss_figure(history: Mapping, title: str = "Fig 17: training loss of the §2
 
 
 def checkpoint_scores_figure(
-    steps: Sequence[int], series: Mapping[str, Sequence[float]], emergence: Mapping, title: str
-):
+    steps: Sequence[int], series: Mapping[str, Sequence[float]], emergence: Mapping[str, Any], title: str
+) -> Figure:
     """Extension: head-role scores of the top heads vs training step (log x; step 0 drawn at 0.5)."""
     fig, ax = subplots(1, 1, figsize=(7, 4))
     x = [max(s, 0.5) for s in steps]
@@ -170,7 +172,7 @@ def checkpoint_scores_figure(
     return fig
 
 
-def n_ticks(ax, ns: Sequence[int]) -> None:
+def n_ticks(ax: Axes, ns: Sequence[int]) -> None:
     """Label a log x axis with the N values themselves (no minor labels)."""
     from matplotlib.ticker import NullFormatter
 
@@ -248,11 +250,11 @@ def disentangled_figures(runs: Mapping[str, DisentangledRun], trained: Trained) 
         if key != "main":
             continue
         figures["fig3_weights.png"] = weight_heatmaps(
-            *full.model.weights(), run.dim, f"Fig 3: weights after {run.steps} SGD steps (D={run.dim}, N={run.n_pairs})"
+            full.model.weights(), run.dim, f"Fig 3: weights after {run.steps} SGD steps (D={run.dim}, N={run.n_pairs})"
         )
         for step in sorted(full.snapshots):  # the emergence step by step (Figs 6–14 style), same run
             figures[f"weights_N{run.n_pairs}_step{step:04d}.png"] = weight_heatmaps(
-                *full.snapshots[step],
+                full.snapshots[step],
                 run.dim,
                 f"Figs 6–14 style: weights after {step} SGD steps "
                 f"(D={run.dim}, N={run.n_pairs}, lr {run.lr}, B={run.batch_size})",
@@ -268,7 +270,7 @@ def weights_figures(p: InductionPreset, trained: Trained) -> dict[str, Figure]:
         for step, fig_no in zip(fig.steps, fig.fig_nos):
             if step in snapshots:
                 figures[f"fig{fig_no}_weights_N{fig.n_pairs}_step{step}.png"] = weight_heatmaps(
-                    *snapshots[step],
+                    snapshots[step],
                     p.weights_dim,
                     f"Fig {fig_no}: weights after {step} SGD steps (D={p.weights_dim}, N={fig.n_pairs})",
                 )

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.hooks import RemovableHandle
 
 from analyses.heads import attention_mass, attention_patterns, induction_keys, previous_token_keys
 from analyses.ov import block_of, diagonal_contrast
@@ -55,6 +56,7 @@ from analyses.papers.induction_heads.data import (
     orthonormal_icl_batch,
 )
 from analyses.papers.induction_heads.models import (
+    DisentangledTL,
     build_disentangled,
     disentangled_forward,
     standard_forward,
@@ -62,6 +64,8 @@ from analyses.papers.induction_heads.models import (
 from analyses.papers.induction_heads.theory import closed_form_loss
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
+
+Series = Sequence[float] | np.ndarray  # measurements over time (a list, or an ODE trajectory's array)
 
 #: Definition 1 (½ for all three) and App. F (0.1 for α₃ and β₂ "to better highlight their separation").
 DEFINITION_1 = {"alpha3": 0.5, "beta2": 0.5, "gamma3": 0.5}
@@ -81,7 +85,7 @@ def check_thresholds(thresholds: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def _arrays(times: Sequence[float], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(times: Series, values: Series) -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(times, dtype=float)
     x = np.asarray(values, dtype=float)
     if t.ndim != 1 or t.shape != x.shape:
@@ -100,9 +104,7 @@ def _interp(t: np.ndarray, x: np.ndarray, k: int, threshold: float, interpolate:
     return float(t[k - 1] + frac * (t[k] - t[k - 1]))
 
 
-def crossing_time(
-    times: Sequence[float], values: Sequence[float], threshold: float, *, interpolate: bool = True
-) -> float | None:
+def crossing_time(times: Series, values: Series, threshold: float, *, interpolate: bool = True) -> float | None:
     """First time the series reaches ``threshold`` (``None`` if it never does)."""
     t, x = _arrays(times, values)
     hit = np.flatnonzero(x >= threshold)
@@ -112,8 +114,8 @@ def crossing_time(
 
 
 def emergence_times(
-    times: Sequence[float],
-    series: Mapping[str, Sequence[float]],
+    times: Series,
+    series: Mapping[str, Series],
     thresholds: Mapping[str, float] = DEFINITION_1,
     *,
     interpolate: bool = True,
@@ -127,8 +129,8 @@ def emergence_times(
 
 
 def joint_emergence_time(
-    times: Sequence[float],
-    series: Mapping[str, Sequence[float]],
+    times: Series,
+    series: Mapping[str, Series],
     thresholds: Mapping[str, float] = DEFINITION_1,
     *,
     interpolate: bool = True,
@@ -282,21 +284,16 @@ def project(W1: Tensor, W2: Tensor, W3: Tensor, keep: Sequence[str] = PSEUDO_PAR
     return out[0], out[1], out[2]
 
 
-def subspace_residual(
-    W1: Tensor, W2: Tensor, W3: Tensor, keep: Sequence[str] = PSEUDO_PARAMS, per_matrix: bool = False
-) -> float | dict[str, float]:
-    """``sqrt(Σ_m ‖W − Π(W)‖² / Σ_m ‖W‖²)`` (0 for zero weights); ``per_matrix``: the same for W1, W2, W3."""
+def subspace_residual(W1: Tensor, W2: Tensor, W3: Tensor, keep: Sequence[str] = PSEUDO_PARAMS) -> float:
+    """``sqrt(Σ_m ‖W − Π(W)‖² / Σ_m ‖W‖²)`` (0 for zero weights)."""
     mats = [W.detach() for W in (W1, W2, W3)]
-    proj = project(*mats, keep=keep)
+    proj = project(mats[0], mats[1], mats[2], keep=keep)
     off = [float((W - P).pow(2).sum()) for W, P in zip(mats, proj)]
     tot = [float(W.pow(2).sum()) for W in mats]
-    frac = lambda o, t: (o / t) ** 0.5 if t > 0 else 0.0  # noqa: E731
-    if per_matrix:
-        return {f"W{i + 1}": frac(o, t) for i, (o, t) in enumerate(zip(off, tot))}
-    return frac(sum(off), sum(tot))
+    return (sum(off) / sum(tot)) ** 0.5 if sum(tot) > 0 else 0.0
 
 
-def project_gradients_to_span(model, keep: Sequence[str]) -> list:
+def project_gradients_to_span(model: DisentangledTL, keep: Sequence[str]) -> list[RemovableHandle]:
     """Gradient hooks on a :class:`~analyses.papers.induction_heads.models.DisentangledTL`: each step then
     moves only the coefficients of ``keep`` (SGD from zero init stays exactly in their span).
 
@@ -315,7 +312,9 @@ def project_gradients_to_span(model, keep: Sequence[str]) -> list:
         names = [n for n in keep if LAYOUT[n][0] == m]
         basis = [basis_matrix(n, dim, param.dtype).to(param.device) for n in names]
 
-        def hook(grad: Tensor, names=names, basis=basis, index=index) -> Tensor:
+        def hook(
+            grad: Tensor, names: list[str] = names, basis: list[Tensor] = basis, index: tuple[Any, ...] = index
+        ) -> Tensor:
             out = torch.zeros_like(grad)
             sub = grad[index]
             acc = torch.zeros_like(sub)
@@ -369,7 +368,7 @@ def symmetrized_gradient(
 
     X, y = orbit_batch(a, b, p, q)
     Ws = [W.detach().clone().to(torch.float64).requires_grad_(True) for W in (W1, W2, W3)]
-    loss = (disentangled_forward(X, *Ws, exclude_self=exclude_self) - y).pow(2).sum(-1).mean()
+    loss = (disentangled_forward(X, Ws[0], Ws[1], Ws[2], exclude_self=exclude_self) - y).pow(2).sum(-1).mean()
     loss.backward()
     return Ws[0].grad, Ws[1].grad, Ws[2].grad
 
@@ -387,7 +386,7 @@ def orbit_residual(
     sym = symmetrized_gradient(*W, a, b, p, q, exclude_self)
     X, y = assemble_sequences(a, b, p, q)
     Ws = [w.clone().requires_grad_(True) for w in W]
-    (disentangled_forward(X, *Ws, exclude_self=exclude_self) - y).pow(2).sum(-1).mean().backward()
+    (disentangled_forward(X, Ws[0], Ws[1], Ws[2], exclude_self=exclude_self) - y).pow(2).sum(-1).mean().backward()
     n_seq = n_base * signed_permutations(dim).shape[0] * position_group(dim).shape[0]
     return {
         "symmetrized": subspace_residual(*sym),
@@ -427,7 +426,7 @@ def tl_vs_reference(seed: int, exclude_self: bool, dim: int = 4, n_pairs: int = 
     z = dtl(X)
     ((z - y) ** 2).sum(-1).mean().backward()
     ref = [w.clone().requires_grad_(True) for w in (W1, W2, W3)]
-    zr = disentangled_forward(X, *ref, exclude_self=exclude_self)
+    zr = disentangled_forward(X, ref[0], ref[1], ref[2], exclude_self=exclude_self)
     ((zr - y) ** 2).sum(-1).mean().backward()
     q0, q1 = (dtl.model.blocks[i].attn.W_Q.grad for i in (0, 1))
     assert q0 is not None and q1 is not None and dtl.model.W_U.grad is not None

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +26,7 @@ from jaxtyping import Float
 from torch import Tensor, nn
 
 from mechrecall._tl import HookedTransformer
+from mechrecall.batch import Batch
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import Freeze, PermanentHook, SetWeight, ZeroBiases
 
@@ -64,7 +66,7 @@ def offset_pos_hook(model: HookedTransformer, pos_offset: Tensor) -> tuple[str, 
     """
     W_pos = model.W_pos
 
-    def positions(pos_embed: Tensor, hook) -> Tensor:
+    def positions(pos_embed: Float[Tensor, "batch pos d_model"], hook: Any) -> Float[Tensor, "batch pos d_model"]:
         L = pos_embed.shape[1]
         index = pos_offset.to(pos_embed.device)[:, None] + torch.arange(L, device=pos_embed.device)
         return W_pos[index]
@@ -83,7 +85,7 @@ def standard_forward(model: HookedTransformer, tokens: Tensor, pos_offset: Tenso
     return model.run_with_hooks(tokens, fwd_hooks=[offset_pos_hook(model, pos_offset)])
 
 
-def standard_loss(model: HookedTransformer, batch) -> Tensor:
+def standard_loss(model: HookedTransformer, batch: Batch) -> Tensor:
     """Negative log-likelihood of the query's label at the last position (App. E)."""
     logits = standard_forward(model, batch.tokens, batch.extras.get("pos_offset"))
     return F.cross_entropy(logits[:, -1].float(), batch.targets)

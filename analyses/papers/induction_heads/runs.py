@@ -52,6 +52,7 @@ from analyses.papers.induction_heads.metrics import (
     tl_vs_reference,
 )
 from analyses.papers.induction_heads.models import (
+    DisentangledTL,
     build_disentangled,
     demo_model,
     mse,
@@ -61,6 +62,7 @@ from analyses.papers.induction_heads.models import (
 )
 from analyses.papers.induction_heads.presets import EXTRA_TRAJECTORIES, DisentangledSizes, InductionPreset
 from analyses.papers.induction_heads.theory import asymptotic_emergence_times, integrate_three_param
+from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 from mechrecall.checkpoint import load_model
 from mechrecall.sequences import induction_batch
@@ -99,7 +101,7 @@ class DisentangledRun:
 
 @dataclass
 class DisentangledResult:
-    model: object  # DisentangledTL
+    model: DisentangledTL
     history: list[dict]  # rows: step, loss (train, this step), 19 pseudo-parameters, residual
     train_loss: list[dict]
     snapshots: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
@@ -125,9 +127,9 @@ def train_disentangled(
     if device:
         dtl.model.to(device)
     handles = project_gradients_to_span(dtl, run.trainable) if run.trainable is not None else []
-    weights_log: list[tuple] = []
+    weights_log: list[tuple[Tensor, Tensor, Tensor]] = []
 
-    def probe(model) -> dict[str, float]:
+    def probe(model: HookedTransformer) -> dict[str, float]:
         W = wrap_disentangled(model).weights()
         if run.snapshot_steps:
             weights_log.append(W)
@@ -148,7 +150,7 @@ def train_disentangled(
         checkpoint_every=max(run.steps // 4, 1) if out_dir else 0,
     )
 
-    def loss_fn(model, batch: Batch) -> torch.Tensor:
+    def loss_fn(model: HookedTransformer, batch: Batch) -> torch.Tensor:
         return mse(dtl.forward(batch.tokens), batch.targets, run.loss)
 
     try:
@@ -283,6 +285,7 @@ def run_demo(c: DemoConfig, out_dir: Path, root: Path, *, device: str | None = N
     )
     seconds = time.perf_counter() - started
     checkpoint = latest_checkpoint(out_dir)
+    assert checkpoint is not None  # the trainer wrote one (checkpoint_every <= steps)
     reloaded = load_model(checkpoint).to(model.cfg.device)
     roles = head_roles(model, seed=c.seed)
     score = {(r["layer"], r["head"], r["score"]): r["value"] for r in roles.to_dict(orient="records")}
@@ -391,7 +394,7 @@ def disentangled_runs(sizes: DisentangledSizes, extra: bool, seed: int) -> dict[
     base = replace(base, snapshot_steps=(base.steps // 4, base.steps // 2, base.steps))
     runs = {"main": base}
     if extra:
-        runs.update({k: replace(base, **v) for k, v in EXTRA_TRAJECTORIES.items()})
+        runs.update({k: replace(base, dim=v["dim"], n_pairs=v["n_pairs"]) for k, v in EXTRA_TRAJECTORIES.items()})
     return runs
 
 
@@ -582,6 +585,15 @@ def sgd_scaling_row(
     }
 
 
+def ode_t_icl(n: int, thresholds: Mapping[str, float]) -> float:
+    """t_ICL of the gradient-flow ODE at ``N = n``."""
+    traj = integrate_three_param(n, stop_at=max(thresholds.values()))
+    t_icl = joint_emergence_time(traj.t, traj.series(), thresholds)
+    if t_icl is None:
+        raise RuntimeError(f"the ODE did not reach t_ICL at N={n} within its time span")
+    return t_icl
+
+
 def run_sgd_scaling(
     p: InductionPreset,
     seeds: Sequence[int],
@@ -596,10 +608,7 @@ def run_sgd_scaling(
     Two protocols: App. F's (gradients projected on span{α₃, β₂, γ₃}; the loss is then the same for every
     orthonormal sample, so one run per N, batch 8) and full training of every weight, one run per seed."""
     ns, lr = p.sgd_ns, ETA_EFF * p.sgd_dim
-    ode = {}
-    for n in ns:
-        traj = integrate_three_param(n, stop_at=max(thresholds.values()))
-        ode[n] = joint_emergence_time(traj.t, traj.series(), thresholds)
+    ode = {n: ode_t_icl(n, thresholds) for n in ns}
     rows = []
     for variant in VARIANTS:
         span = variant == "appendixF_span"

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 
@@ -27,7 +29,7 @@ def _check_n(n_pairs: int) -> None:
         raise ValueError(f"n_pairs={n_pairs!r}; expected an integer >= 2 (for N = 1, dα/dt = 0: α never emerges)")
 
 
-def closed_form_loss(alpha, beta, gamma, n_pairs: int):
+def closed_form_loss(alpha: ArrayLike, beta: ArrayLike, gamma: ArrayLike, n_pairs: int) -> Any:
     """App. B.3: the per-sequence loss ``‖y − z‖²`` of the 3-parameter model (numpy broadcasting)."""
     G = np.exp(alpha) + 2 * n_pairs - 2
     F = 2 * n_pairs - 1
@@ -36,7 +38,7 @@ def closed_form_loss(alpha, beta, gamma, n_pairs: int):
     return gamma**2 * (s**2 + F) / r**2 - 2 * gamma * s / r + 1
 
 
-def closed_form_grad(alpha, beta, gamma, n_pairs: int):
+def closed_form_grad(alpha: ArrayLike, beta: ArrayLike, gamma: ArrayLike, n_pairs: int) -> tuple[Any, Any, Any]:
     """App. B.4: ``(∂L/∂α, ∂L/∂β, ∂L/∂γ)``."""
     ea = np.exp(alpha)
     G = ea + 2 * n_pairs - 2
