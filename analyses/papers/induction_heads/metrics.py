@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from jaxtyping import Float, Int
 from torch import Tensor
 from torch.utils.hooks import RemovableHandle
 
@@ -243,6 +244,7 @@ def _block(W: Tensor, dim: int, r: int, c: int) -> Tensor:
 
 
 def coefficient(W: Tensor, name: str, dim: int) -> Tensor:
+    # (no jaxtyping shapes: called per pseudo-parameter in every projected gradient step and every probe)
     """``c_k = ⟨W^{(m_k)}, B_k⟩ / D`` for the matrix ``W`` that ``name`` lives in (batched over leading dims)."""
     _, r, c, kind = LAYOUT[name]
     block = _block(W, dim, r, c)
@@ -255,7 +257,9 @@ def coefficient(W: Tensor, name: str, dim: int) -> Tensor:
     ) / dim
 
 
-def pseudo_parameters(W1: Tensor, W2: Tensor, W3: Tensor) -> dict[str, float]:
+def pseudo_parameters(
+    W1: Float[Tensor, "d2 d2"], W2: Float[Tensor, "d4 d4"], W3: Float[Tensor, "d8 d"]
+) -> dict[str, float]:
     """All 19 coefficients ``c_k`` of the weights (eqs. 6–8)."""
     dim = W3.shape[-1]
     mats = {1: W1.detach(), 2: W2.detach(), 3: W3.detach()}
@@ -273,7 +277,12 @@ def weights_from_pseudo_parameters(
     return mats[1], mats[2], mats[3]
 
 
-def project(W1: Tensor, W2: Tensor, W3: Tensor, keep: Sequence[str] = PSEUDO_PARAMS) -> tuple[Tensor, Tensor, Tensor]:
+def project(
+    W1: Float[Tensor, "d2 d2"],
+    W2: Float[Tensor, "d4 d4"],
+    W3: Float[Tensor, "d8 d"],
+    keep: Sequence[str] = PSEUDO_PARAMS,
+) -> tuple[Float[Tensor, "d2 d2"], Float[Tensor, "d4 d4"], Float[Tensor, "d8 d"]]:
     """``Π(W) = Σ_{k in keep} c_k(W) B_k``, per matrix."""
     dim = W3.shape[-1]
     mats = (W1, W2, W3)
@@ -284,7 +293,12 @@ def project(W1: Tensor, W2: Tensor, W3: Tensor, keep: Sequence[str] = PSEUDO_PAR
     return out[0], out[1], out[2]
 
 
-def subspace_residual(W1: Tensor, W2: Tensor, W3: Tensor, keep: Sequence[str] = PSEUDO_PARAMS) -> float:
+def subspace_residual(
+    W1: Float[Tensor, "d2 d2"],
+    W2: Float[Tensor, "d4 d4"],
+    W3: Float[Tensor, "d8 d"],
+    keep: Sequence[str] = PSEUDO_PARAMS,
+) -> float:
     """``sqrt(Σ_m ‖W − Π(W)‖² / Σ_m ‖W‖²)`` (0 for zero weights)."""
     mats = [W.detach() for W in (W1, W2, W3)]
     proj = project(mats[0], mats[1], mats[2], keep=keep)
@@ -330,7 +344,7 @@ def project_gradients_to_span(model: DisentangledTL, keep: Sequence[str]) -> lis
 # ------------------------------------------------------------------------------------------- the exact orbit test
 
 
-def signed_permutations(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
+def signed_permutations(n: int, dtype: torch.dtype = torch.float64) -> Float[Tensor, "G n n"]:
     """All ``2ⁿ n!`` signed permutation matrices ``[G, n, n]`` (the hyperoctahedral group B_n)."""
     perms = torch.tensor(list(itertools.permutations(range(n))))
     signs = torch.tensor(list(itertools.product((1.0, -1.0), repeat=n)), dtype=dtype)
@@ -338,7 +352,7 @@ def signed_permutations(n: int, dtype: torch.dtype = torch.float64) -> Tensor:
     return (P[:, None] * signs[None, :, None, :]).reshape(-1, n, n)
 
 
-def position_group(dim: int, dtype: torch.dtype = torch.float64) -> Tensor:
+def position_group(dim: int, dtype: torch.dtype = torch.float64) -> Float[Tensor, "G D D"]:
     """``{diag(E, E), [[0, E], [E, 0]] : E ∈ B_{D/2}}`` (acting on positional codes; commutes with M)."""
     E = signed_permutations(dim // 2, dtype)
     Z = torch.zeros_like(E)
@@ -347,7 +361,9 @@ def position_group(dim: int, dtype: torch.dtype = torch.float64) -> Tensor:
     return torch.cat([diag, swap])
 
 
-def orbit_batch(a: Tensor, b: Tensor, p: Tensor, q: Tensor) -> tuple[Tensor, Tensor]:
+def orbit_batch(
+    a: Float[Tensor, "B N D"], b: Float[Tensor, "B N D"], p: Float[Tensor, "B N D"], q: Int[Tensor, " B"]
+) -> tuple[Float[Tensor, "S L d2"], Float[Tensor, "S D"]]:
     """Every base sequence under every group element: ``a' = aE, b' = bE, p' = pF`` (label code ``p'M``)."""
     dim = a.shape[-1]
     E = signed_permutations(dim, a.dtype)
@@ -362,7 +378,14 @@ def orbit_batch(a: Tensor, b: Tensor, p: Tensor, q: Tensor) -> tuple[Tensor, Ten
 
 
 def symmetrized_gradient(
-    W1: Tensor, W2: Tensor, W3: Tensor, a: Tensor, b: Tensor, p: Tensor, q: Tensor, exclude_self: bool = True
+    W1: Float[Tensor, "d2 d2"],
+    W2: Float[Tensor, "d4 d4"],
+    W3: Float[Tensor, "d8 d"],
+    a: Float[Tensor, "B N D"],
+    b: Float[Tensor, "B N D"],
+    p: Float[Tensor, "B N D"],
+    q: Int[Tensor, " B"],
+    exclude_self: bool = True,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Gradient of the loss ``‖y − z‖²`` averaged over the group orbit of the base sequences (float64)."""
 

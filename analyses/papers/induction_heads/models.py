@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor, nn
 
 from mechrecall._tl import HookedTransformer
@@ -59,7 +59,7 @@ def standard_model(d_model: int = 2048, n_ctx: int = 32, d_vocab: int = 32, seed
     return build_toy_model(standard_config(d_model, n_ctx, d_vocab), [], seed=seed)
 
 
-def offset_pos_hook(model: HookedTransformer, pos_offset: Tensor) -> tuple[str, Callable]:
+def offset_pos_hook(model: HookedTransformer, pos_offset: Int[Tensor, " batch"]) -> tuple[str, Callable]:
     """``("hook_pos_embed", fn)``: row ``b`` uses learned positions ``pos_offset[b] .. pos_offset[b] + L - 1``.
 
     The hook indexes the live ``W_pos``, so gradients flow into it (Task A's random placement, App. E).
@@ -74,7 +74,9 @@ def offset_pos_hook(model: HookedTransformer, pos_offset: Tensor) -> tuple[str, 
     return "hook_pos_embed", positions
 
 
-def standard_forward(model: HookedTransformer, tokens: Tensor, pos_offset: Tensor | None) -> Float[Tensor, "B L V"]:
+def standard_forward(
+    model: HookedTransformer, tokens: Int[Tensor, "batch pos"], pos_offset: Int[Tensor, " batch"] | None
+) -> Float[Tensor, "batch pos d_vocab_out"]:
     """Logits of the §2 model with per-row position offsets (``None``: positions ``0..L-1``)."""
     if pos_offset is None:
         return model(tokens)
@@ -179,7 +181,7 @@ class DisentangledTL:
         """Detached copies ``(W1, W2, W3)``."""
         return self.W1.detach().clone(), self.W2.detach().clone(), self.W3.detach().clone()
 
-    def set_weights(self, W1: Tensor, W2: Tensor, W3: Tensor) -> None:
+    def set_weights(self, W1: Float[Tensor, "d2 d2"], W2: Float[Tensor, "d4 d4"], W3: Float[Tensor, "d8 d"]) -> None:
         with torch.no_grad():
             self.W1.copy_(W1)
             self.W2.copy_(W2)
@@ -226,7 +228,7 @@ def wrap_disentangled(model: HookedTransformer) -> DisentangledTL:
     return DisentangledTL(model, model.cfg.d_model // 8, (model.cfg.n_ctx - 1) // 2)
 
 
-def mse(z: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
+def mse(z: Float[Tensor, "B D"], y: Float[Tensor, "B D"], reduction: str = "mean") -> Float[Tensor, ""]:
     """``"mean"``: ``F.mse_loss`` (mean over batch and D); ``"sum"``: ``‖y − z‖²`` (the paper's L), mean over batch."""
     if reduction == "mean":
         return F.mse_loss(z, y)
@@ -246,7 +248,11 @@ def causal_softmax(S: Float[Tensor, "B L L"], exclude_self: bool = True) -> Floa
 
 
 def disentangled_forward(
-    X: Float[Tensor, "B L two_D"], W1: Tensor, W2: Tensor, W3: Tensor, exclude_self: bool = True
+    X: Float[Tensor, "B L d2"],
+    W1: Float[Tensor, "d2 d2"],
+    W2: Float[Tensor, "d4 d4"],
+    W3: Float[Tensor, "d8 d"],
+    exclude_self: bool = True,
 ) -> Float[Tensor, "B D"]:
     """Eq. 1 with App. A's names: ``U = [X | σ(X W1 Xᵀ) X]``, ``V = [U | σ(U W2 Uᵀ) U]``, ``z = V[-1] W3``."""
     T = causal_softmax(X @ W1 @ X.transpose(1, 2), exclude_self)
@@ -266,7 +272,7 @@ class DisentangledReference(nn.Module):
         self.W2 = nn.Parameter(torch.zeros(4 * dim, 4 * dim, dtype=dtype))
         self.W3 = nn.Parameter(torch.zeros(8 * dim, dim, dtype=dtype))
 
-    def forward(self, X: Tensor) -> Tensor:
+    def forward(self, X: Float[Tensor, "B L d2"]) -> Float[Tensor, "B D"]:
         return disentangled_forward(X, self.W1, self.W2, self.W3, self.exclude_self)
 
 

@@ -16,6 +16,7 @@ proofs of B.6–B.8 give ``T_γ = T₁``, ``T_β = T₁ + T₂``, ``T_α = T₁ 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,24 +99,31 @@ def integrate_three_param(
         return float(th.min() - (stop_at if stop_at is not None else np.inf))
 
     all_past.direction = 1  # type: ignore[attr-defined]
-    sol = solve_ivp(
-        flow,
-        (0.0, t_max),
-        np.zeros(3),
-        method="DOP853",
-        dense_output=True,
-        rtol=rtol,
-        atol=atol,
-        events=all_past if stop_at is not None else None,
-    )
+    all_past.terminal = True  # type: ignore[attr-defined]
+    options = dict(method="DOP853", dense_output=True, rtol=rtol, atol=atol)
+    sol = solve_ivp(flow, (0.0, t_max), np.zeros(3), events=all_past if stop_at is not None else None, **options)
     if not sol.success:
         raise RuntimeError(f"solve_ivp failed for N={n_pairs}: {sol.message}")
-    t_end = t_max
-    if stop_at is not None and sol.t_events[0].size:  # 5 % of the time after every parameter is past stop_at
-        t_end = min(t_max, 1.05 * float(sol.t_events[0][0]))
+    t_end, dense = t_max, sol.sol
+    if stop_at is not None and sol.t_events[0].size:  # go on for 5 % of the time after every parameter is past it
+        t_stop = float(sol.t_events[0][0])
+        t_end = min(t_max, 1.05 * t_stop)
+        tail = solve_ivp(flow, (t_stop, t_end), sol.y_events[0][0], **options)
+        dense = _joined(sol.sol, tail.sol, t_stop)
     t = dt * np.arange(math.floor(t_end / dt + 1e-9) + 1)
-    th = sol.sol(t)
+    th = dense(t)
     return Trajectory(n_pairs, t, th[0], th[1], th[2], closed_form_loss(th[0], th[1], th[2], n_pairs))
+
+
+def _joined(
+    first: Callable[[np.ndarray], np.ndarray], second: Callable[[np.ndarray], np.ndarray], at: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """One dense solution from two consecutive ones (``first`` up to ``at``, ``second`` after it)."""
+
+    def dense(t: np.ndarray) -> np.ndarray:
+        return np.where(t <= at, first(np.minimum(t, at)), second(np.maximum(t, at)))
+
+    return dense
 
 
 def asymptotic_emergence_times(n_pairs: int, thresholds: dict[str, float] | None = None) -> dict[str, float]:
