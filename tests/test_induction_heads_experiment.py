@@ -93,6 +93,7 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     assert len(loss.get_xdata()) == 30  # micro: 30 steps
 
 
+@pytest.mark.slow
 def test_sgd_scaling_appendixF_protocol_follows_the_ode(tmp_path):
     """SGD on the matrix model with gradients projected on α₃, β₂, γ₃ is Euler on the ODE (time = steps x lr/D):
     its t_ICL matches the ODE's; training runs in chunks that resume their checkpoints until t_ICL is reached."""
