@@ -5,22 +5,36 @@ The paper's code lives in ``analyses/papers/induction_heads/``; this module is i
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from mechrecall.experiment import Experiment, Option, Part
 
 PAPER = "On the Emergence of Induction Heads for In-Context Learning (Musat et al.)"
 PKG = "analyses.papers.induction_heads"
-X = f"{PKG}.experiments"
+X = f"{PKG}.parts"
+
+
+def comma_ints(text: str) -> tuple[int, ...]:
+    """``"16,32,64"`` -> ``(16, 32, 64)`` (the type of the options that take a list of integers)."""
+    try:
+        values = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise argparse.ArgumentTypeError(f"{text!r}; expected comma-separated integers like 16,32,64")
+    return values
+
 
 EXPERIMENT = Experiment(
     name="induction_emergence",
     paper=PAPER,
+    package=PKG,
     summary="How induction heads form: a 19-dim invariant subspace, 3 pseudo-parameters, t_ICL ∝ N².",
     parts=(
         Part(
             "demo",
-            f"{PKG}.demo:part_demo",
+            f"{X}:part_demo",
             "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
             reports=("quick", "smoke", "paper"),
         ),
@@ -35,6 +49,7 @@ EXPERIMENT = Experiment(
             "ode",
             f"{X}:part_ode",
             "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²",
+            seeded=False,
             reports=("quick", "smoke", "paper"),
         ),
         Part(
@@ -65,26 +80,47 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "pythia",
-            f"{PKG}.pythia:part_pythia",
+            f"{X}:part_pythia",
             "beyond the paper: head-role scores across Pythia checkpoints and "
             "when induction heads form (--model, --checkpoints)",
             reports=("quick", "smoke", "paper"),
         ),
-        Part(
-            "benchmark", f"{X}:part_benchmark", "training step: HookedTransformer embedding vs plain torch", reports=()
-        ),
     ),
-    default_parts=("demo", "exact", "ode", "disentangled", "weights", "standard", "pythia", "benchmark"),
+    default_parts=("demo", "exact", "ode", "disentangled", "weights", "standard", "pythia"),
     options=(
-        Option("--steps", type=int, default=None, help="training steps of the demo (default: the preset's)"),
+        Option(
+            "--steps",
+            type=int,
+            default=None,
+            low=1,
+            field="demo_steps",
+            help="training steps of the demo (default: the preset's)",
+        ),
         Option(
             "--n-pairs",
             type=int,
             default=None,
+            low=1,
+            high=15,
+            field="standard_n_pairs",
             help="item-label pairs of the token task (part standard; default 8; 2N+1 must fit in n_ctx = 32)",
         ),
-        Option("--ns", default=None, help="N values of the ODE (part ode), e.g. 2,4,8,16,32,64"),
-        Option("--sgd-ns", default=None, help="N values of full training (part sgd_scaling; N <= D/2)"),
+        Option(
+            "--ns",
+            type=comma_ints,
+            default=None,
+            low=2,
+            field="ode_ns",
+            help="N values of the ODE (part ode), e.g. 2,4,8,16,32,64",
+        ),
+        Option(
+            "--sgd-ns",
+            type=comma_ints,
+            default=None,
+            low=2,
+            field="sgd_ns",
+            help="N values of full training (part sgd_scaling; N <= D/2)",
+        ),
         Option(
             "--thresholds",
             default=None,
@@ -103,7 +139,9 @@ EXPERIMENT = Experiment(
         ),
         Option(
             "--checkpoints",
+            type=comma_ints,
             default=None,
+            low=0,
             help="part pythia: training steps, e.g. 0,1000,143000 (default: every "
             "step of a local mirror, or 19 log-spaced Pythia steps)",
         ),

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from analyses.ov import NotApplicableError, block_of, diagonal_contrast, interpretable_basis, interpretable_qk_matrices
-from analyses.papers.induction_heads import emergence as em
+from analyses.papers.induction_heads import metrics as em
 from analyses.papers.induction_heads.theory import asymptotic_emergence_times, integrate_three_param
 from mechrecall.builder import build_toy_model
 
@@ -71,6 +72,11 @@ def test_ode_emergence_times_and_order():
     # plateau: with α = β = 0, γ(t) = 1 − exp(−t/N) exactly, so early on γ follows it
     early = traj.t < 2
     assert traj.gamma[early] == pytest.approx(1 - torch.exp(-torch.tensor(traj.t[early]) / 8).numpy(), abs=1e-3)
+    # gradient flow: the loss never increases along the path
+    assert (np.diff(traj.loss) <= 1e-12).all() and traj.loss[0] == pytest.approx(1.0)
+    # the grid does not depend on the integrator's tolerance (the emergence times are the grid's interpolation)
+    loose = integrate_three_param(8, rtol=1e-6, atol=1e-9)
+    assert em.emergence_times(loose.t, loose.series())["alpha3"] == pytest.approx(T["alpha3"], rel=1e-5)
     with pytest.raises(ValueError, match="n_pairs=1"):
         integrate_three_param(1)
 

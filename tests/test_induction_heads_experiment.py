@@ -1,4 +1,4 @@
-"""``python -m analyses.induction_emergence``: micro parts end to end, figures, the Pythia extension, bad input."""
+"""``python -m analyses.induction_emergence``: micro parts end to end, figures, claims, Pythia, bad input."""
 
 from __future__ import annotations
 
@@ -11,14 +11,22 @@ import pytest
 import torch
 
 from analyses.induction_emergence import EXPERIMENT
-from analyses.papers.induction_heads import emergence as em
-from mechrecall.experiment import Context
+from analyses.papers.induction_heads import metrics as em
+from analyses.papers.induction_heads import parts
+from mechrecall.claims import evaluate
+from mechrecall.errors import UsageError
 
 
 def _ctx(tmp_path, preset="micro", parts=(), **options):
-    opts = {o.dest: o.kwargs.get("default") for o in EXPERIMENT.options}
-    opts.update(options)
-    return Context(EXPERIMENT, tmp_path, preset, 0, opts, parts=tuple(parts))
+    """The context the protocol hands a part (options checked, the preset's overrides applied)."""
+    ctx, _ = EXPERIMENT.prepare(tmp_path, preset=preset, parts=list(parts) or None, options=options)
+    return ctx
+
+
+def _claims(part, result, preset="micro"):
+    """The claims table evaluated against a part's results, as the protocol does: {name: Claim}."""
+    rows = evaluate(EXPERIMENT.claim_table(), part, result.results, experiment=EXPERIMENT.name, preset=preset)
+    return {c.id.rsplit(".", 1)[1]: c for c in rows}
 
 
 def _lines(fig, axis_index=0):
@@ -26,22 +34,23 @@ def _lines(fig, axis_index=0):
 
 
 def test_micro_parts_write_claims_with_computed_verdicts(tmp_path):
-    payload = EXPERIMENT.run(tmp_path, preset="micro", parts=["exact", "ode", "benchmark"])
+    payload = EXPERIMENT.run(tmp_path, preset="micro", parts=["exact", "ode"])
     rows = {r["id"].split(".", 1)[1]: r for r in payload["claims"]}
+    assert len(rows) == 8 and {r["class"] for r in rows.values()} == {"paper"}
+    assert all(
+        r["note"].startswith("micro preset: sizes far below") or "; micro preset:" in r["note"] for r in rows.values()
+    )
     assert rows["exact.orbit_gradient_in_19dim_subspace"]["ours"] < 1e-10
     assert rows["exact.orbit_gradient_in_19dim_subspace"]["verdict"] == "reproduced"
     assert rows["exact.closed_form_equals_matrix_model"]["verdict"] == "reproduced"
     assert rows["exact.tl_embedding_equals_reference"]["verdict"] == "reproduced"
     assert rows["ode.order_gamma_beta_alpha"]["ours"] == 1
-    assert rows["benchmark.tl_step_over_plain_step"]["ours"] > 0
     saved = json.loads((tmp_path / "induction_emergence" / "results.json").read_text())
     assert saved["parts"]["ode"]["status"] == "done" and "fig5_emergence_scaling.png" in saved["figures"]
 
 
 def test_ode_part_figure_plots_the_three_times_and_the_quadratic_asymptote(tmp_path):
-    from analyses.papers.induction_heads.experiments import part_ode
-
-    res = part_ode(_ctx(tmp_path))
+    res = parts.part_ode(_ctx(tmp_path, parts=("ode",)))
     fig = res.figures["fig5_emergence_scaling.png"]
     left, right = fig.axes[:2]
     assert [l.get_label() for l in left.get_lines()] == ["T_γ₃", "T_β₂", "T_α₃"]
@@ -53,15 +62,13 @@ def test_ode_part_figure_plots_the_three_times_and_the_quadratic_asymptote(tmp_p
 
 
 def test_disentangled_part_trains_both_runs_and_plots_all_19(tmp_path):
-    from analyses.papers.induction_heads.experiments import part_disentangled
-
-    res = part_disentangled(_ctx(tmp_path))
+    res = parts.part_disentangled(_ctx(tmp_path, parts=("disentangled",)))
     fig = res.figures["fig4_pseudo_parameters.png"]
     assert len(fig.axes) == 4 and len(_lines(fig, 0)) == 19 and len(_lines(fig, 2)) == 19
     only = res.results["main"]["only"][-1]
     moved = {k for k in only if k.startswith(("alpha", "beta", "gamma")) and only[k] != 0}
     assert moved <= {"alpha3", "beta2", "gamma3"}
-    claims = {c.id.rsplit(".", 1)[1]: c for c in res.claims}
+    claims = _claims("disentangled", res)
     assert claims["only_run_stays_in_span"].ours == 0.0 and claims["only_run_stays_in_span"].verdict == "reproduced"
     assert claims["beta3_to_beta6_exactly_zero"].ours == 0.0
     heat = res.figures["fig3_weights.png"]
@@ -70,11 +77,11 @@ def test_disentangled_part_trains_both_runs_and_plots_all_19(tmp_path):
 
 
 def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
-    from analyses.papers.induction_heads.experiments import part_standard
-
-    res = part_standard(_ctx(tmp_path))
-    names = {c.id.rsplit(".", 1)[1] for c in res.claims}
-    assert {"previous_token_head_layer0", "induction_head_layer1", "fig2_P_P_subdiagonal"} <= names
+    res = parts.part_standard(_ctx(tmp_path, parts=("standard",)))
+    claims = _claims("standard", res)
+    assert all(c.ours is not None for c in claims.values()) and len(claims) == 8
+    assert claims["previous_token_head_layer0"].note.startswith("layer 1: ")
+    assert claims["fig2_P_P_subdiagonal"].note.startswith("at init ")
     roles = res.results["head_roles"]
     expected = {(l, s) for l in (0, 1) for s in ("previous_token", "induction")}
     assert {(r["layer"], r["score"]) for r in roles} == expected
@@ -86,40 +93,41 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     assert len(loss.get_xdata()) == 30  # micro: 30 steps
 
 
+@pytest.mark.slow
 def test_sgd_scaling_appendixF_protocol_follows_the_ode(tmp_path):
     """SGD on the matrix model with gradients projected on α₃, β₂, γ₃ is Euler on the ODE (time = steps x lr/D):
     its t_ICL matches the ODE's; training runs in chunks that resume their checkpoints until t_ICL is reached."""
-    from analyses.papers.induction_heads.experiments import part_sgd_scaling
-
-    res = part_sgd_scaling(_ctx(tmp_path, parts=("sgd_scaling",)))
+    res = parts.part_sgd_scaling(_ctx(tmp_path, parts=("sgd_scaling",)))
     span = [r for r in res.results["rows"] if r["variant"] == "appendixF_span"]
     assert [r["N"] for r in span] == [2, 3, 4]
     for r in span:
         assert r["t_icl"] == pytest.approx(r["t_icl_ode"], rel=0.05)
         assert r["final_residual"] == 0.0
-    assert {c.id.rsplit(".", 1)[1] for c in res.claims} == {
-        "t_icl_exponent_full_training",
-        "t_icl_exponent_appendixF",
-        "order_full_training",
-    }
+    claims = _claims("sgd_scaling", res)
+    assert set(claims) == {"t_icl_exponent_full_training", "t_icl_exponent_appendixF", "order_full_training"}
+    assert claims["t_icl_exponent_appendixF"].ours is not None
+    assert (
+        claims["t_icl_exponent_full_training"].seeds == (0,)
+        and "ODE's exponent" in claims["t_icl_exponent_full_training"].note
+    )
     ax = res.figures["fig5_full_training.png"].axes[0]
     assert ax.get_xscale() == "log" and list(ax.get_lines()[-1].get_xdata()) == [2, 3, 4]
 
 
 def test_paper_sizes_run_a_few_steps():
     """The paper preset's configurations are valid: two steps of each at the paper's sizes (small batches)."""
-    from analyses.papers.induction_heads.experiments import DISENTANGLED, STANDARD
-    from analyses.papers.induction_heads.training import (
-        DisentangledRun,
-        StandardRun,
-        train_disentangled,
-        train_standard,
-    )
+    from analyses.papers.induction_heads.presets import PRESETS
+    from analyses.papers.induction_heads.runs import StandardRun, disentangled_runs, train_disentangled, train_standard
 
-    std = replace(StandardRun(**STANDARD["paper"]), steps=2, batch_size=2, eval_every=0)
+    paper = PRESETS["paper"]
+    std = StandardRun(
+        d_model=paper.standard.d_model, n_pairs=paper.standard_n_pairs, steps=2, batch_size=2, eval_every=0
+    )
     result = train_standard(std)
     assert result.model.cfg.d_model == 2048 and len(result.history["train"]) == 2
-    run = replace(DisentangledRun(**DISENTANGLED["paper"]), steps=2, batch_size=4, log_every=1)
+    plan = disentangled_runs(paper.disentangled, paper.extra_trajectories, seed=0)
+    assert set(plan) == {"main", "fig15", "fig16"}
+    run = replace(plan["main"], steps=2, batch_size=4, log_every=1, snapshot_steps=())
     res = train_disentangled(run)
     assert res.model.dim == 32 and res.model.n_pairs == 16 and len(res.history) == 3
 
@@ -128,16 +136,18 @@ def test_paper_sizes_run_a_few_steps():
 
 
 def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
-    from analyses.papers.induction_heads.pythia import TOP_K, part_pythia
+    from analyses.papers.induction_heads.pretrained import TOP_K
     from pretrained.testing import tiny_checkpoint
 
     mirror = tmp_path / "mirror"
     for step, seed in ((0, 1), (100, 2), (1000, 3)):
         tiny_checkpoint(mirror / f"step{step}", "gpt_neox", seed=seed, n_layers=2)
-    res = part_pythia(_ctx(tmp_path / "out", parts=("pythia",), model=str(mirror), pythia_threshold=0.2))
+    res = parts.part_pythia(_ctx(tmp_path / "out", parts=("pythia",), model=str(mirror), pythia_threshold=0.2))
     r = res.results
     assert r["checkpoints"] == [0, 100, 1000]
-    assert all(c.ours is not None for c in res.claims)
+    claims = _claims("pythia", res)
+    assert all(c.ours is not None and c.kind == "extension" for c in claims.values())
+    assert claims["final_induction_score"].rule.lo == 0.2 and claims["final_induction_score"].note == "threshold 0.2"
     assert r["weight_based_fig2"].startswith("not applicable") and "rotary" in r["weight_based_fig2"]
     # the same estimator, recomputed from the stored grids
     (l, h) = r["top_heads"]["induction"][0]
@@ -148,10 +158,10 @@ def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
 
 
 def test_pythia_part_without_weights_is_not_run_with_the_reason(tmp_path):
-    from analyses.papers.induction_heads.pythia import part_pythia
-
-    res = part_pythia(_ctx(tmp_path, parts=("pythia",), model="EleutherAI/pythia-70m", checkpoints="0,1000"))
-    assert res.claims and all(c.verdict == "not run" and c.reason.startswith("no weights") for c in res.claims)
+    res = parts.part_pythia(_ctx(tmp_path, parts=("pythia",), model="EleutherAI/pythia-70m", checkpoints=(0, 1000)))
+    claims = _claims("pythia", res)
+    assert claims and all(c.verdict == "not run" and c.reason.startswith("no weights") for c in claims.values())
+    assert all(c.note == "" for c in claims.values())  # a not-run row quotes no numbers
 
 
 # --------------------------------------------------------------------------- bad input
@@ -163,6 +173,13 @@ BAD_INPUT = [
     (["--thresholds", "0.5,1.2,0.5"], "beta2=1.2"),
     (["--train-only", "alpha3,delta1"], "delta1"),
     (["--experiment", "pythia", "--checkpoints", "1000"], "at least 2 checkpoints"),
+    (["--experiment", "pythia", "--checkpoints", "0,-5"], "--checkpoints -5"),
+    (["--experiment", "pythia", "--pythia-threshold", "1"], "--pythia-threshold=1"),
+    (["--steps", "0"], "--steps 0"),
+    (["--ns", "1,4"], "--ns 1"),
+    (["--ns", "4"], "--ns 4"),
+    (["--ns", "a,b"], "--ns"),
+    (["--seed", "1", "--experiment", "ode"], "part ode does not depend on a seed"),
 ]
 
 
@@ -191,7 +208,10 @@ def test_bad_input_from_the_command_line_is_one_line_exit_2(tmp_path):
 
 @pytest.mark.parametrize("args, value", BAD_INPUT)
 def test_bad_input_is_one_line_exit_2_before_any_work(tmp_path, capsys, args, value):
-    code = EXPERIMENT.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
+    try:
+        code = EXPERIMENT.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
+    except SystemExit as exc:  # argparse's own errors (an option's type) exit from the parser
+        code = exc.code
     err = capsys.readouterr().err
     assert code == 2 and value in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "induction_emergence" / "runs").exists()  # nothing trained
@@ -199,6 +219,24 @@ def test_bad_input_is_one_line_exit_2_before_any_work(tmp_path, capsys, args, va
 
 def test_help_lists_every_part():
     text = EXPERIMENT.parser().format_help()
-    for part in ("exact", "ode", "disentangled", "weights", "standard", "sgd_scaling", "pythia", "benchmark"):
+    for part in ("exact", "ode", "disentangled", "weights", "standard", "sgd_scaling", "pythia"):
         assert part in text
+    assert "benchmark" not in [p.name for p in EXPERIMENT.parts]  # benchmarks/bench_induction_heads.py
     assert torch.get_num_threads() == 1
+
+
+def test_bad_input_through_the_library_is_a_usage_error_before_any_work(tmp_path):
+    with pytest.raises(UsageError, match="--n-pairs 16"):
+        EXPERIMENT.run(tmp_path, preset="micro", parts=["standard"], options={"n_pairs": 16})
+    with pytest.raises(UsageError, match="N=5"):
+        EXPERIMENT.prepare(tmp_path, preset="micro", parts=["sgd_scaling"], options={"sgd_ns": (2, 3, 5)})
+    assert not (tmp_path / "induction_emergence").exists()
+
+
+def test_an_option_that_changes_a_size_is_noted_on_every_claim_of_the_run(tmp_path):
+    """--ns overrides the preset's ode_ns: the exponent is then fitted on the last three N given, and every claim
+    says what changed."""
+    payload = EXPERIMENT.run(tmp_path, preset="micro", parts=["ode"], options={"ns": (2, 4, 8)})
+    assert payload["parts"]["ode"]["results"]["fit_ns"] == [2, 4, 8]
+    notes = [r["note"] for r in payload["claims"]]
+    assert notes and all("changed from preset micro: ode_ns (2, 4, 8) (preset (2, 4, 8, 16))" in n for n in notes)

@@ -14,14 +14,7 @@ from analyses.papers.induction_heads.data import (
     make_token_icl_batch,
     orthonormal_icl_batch,
 )
-from analyses.papers.induction_heads.models import (
-    build_disentangled,
-    disentangled_forward,
-    offset_pos_hook,
-    standard_forward,
-    standard_model,
-)
-from analyses.papers.induction_heads.subspace import (
+from analyses.papers.induction_heads.metrics import (
     PSEUDO_PARAMS,
     basis_matrix,
     orbit_residual,
@@ -29,6 +22,13 @@ from analyses.papers.induction_heads.subspace import (
     pseudo_parameters,
     subspace_residual,
     weights_from_pseudo_parameters,
+)
+from analyses.papers.induction_heads.models import (
+    build_disentangled,
+    disentangled_forward,
+    offset_pos_hook,
+    standard_forward,
+    standard_model,
 )
 from analyses.papers.induction_heads.theory import closed_form_grad, closed_form_loss
 

@@ -1,10 +1,10 @@
 """The installed package as a new user meets it: imports, the pinned TL, and the main job end to end."""
 
-import json
 import subprocess
 import sys
 from importlib import metadata
 
+import pytest
 import torch
 
 
@@ -24,15 +24,12 @@ def test_layout_imports_and_tl_pin():
     assert HookedTransformer.__module__.startswith("transformer_lens")
 
 
-def _demo(out, *args):
-    cmd = [sys.executable, "-m", "analyses.induction_emergence", "--experiment", "demo", "--out", str(out), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+@pytest.mark.slow
+def test_induction_demo_runs_end_to_end(tmp_path):
+    """Resuming and refusing another configuration are the protocol's (tests/test_experiment_protocol.py)."""
+    from analyses.induction_emergence import EXPERIMENT
 
-
-def test_induction_demo_runs_end_to_end_and_resumes(tmp_path):
-    first = _demo(tmp_path, "--preset", "micro", "--steps", "400", "--no-progress")
-    assert first.returncode == 0, first.stderr
-    data = json.loads((tmp_path / "induction_emergence" / "results.json").read_text())
+    data = EXPERIMENT.run(tmp_path, preset="micro", parts=["demo"], options={"steps": 400})
     part = data["parts"]["demo"]["results"]
     final = part["final"]
     # Chance is 1/64. Measured at 400 steps, seeds 0-4: accuracy 0.946-0.953, L1 induction attention 0.85-0.87.
@@ -46,13 +43,9 @@ def test_induction_demo_runs_end_to_end_and_resumes(tmp_path):
     claims = {c["id"]: c for c in data["claims"]}
     assert claims["induction_emergence.demo.induction_accuracy"]["ours"] == final["accuracy"]
     assert claims["induction_emergence.demo.induction_head_in_layer1"]["verdict"] == "reproduced"
+    assert "demo_steps 400 (preset 150)" in claims["induction_emergence.demo.induction_accuracy"]["note"]
     assert "circuits-vis" in (tmp_path / "induction_emergence" / "demo_attention_L1.html").read_text()
     assert part["config"]["steps"] == 400 and data["versions"]["torch"] == torch.__version__
-    # The same command again keeps the finished part; a new --steps is another configuration.
-    again = _demo(tmp_path, "--preset", "micro", "--steps", "400", "--no-progress")
-    assert again.returncode == 0 and "demo: done earlier, kept" in again.stdout
-    other = _demo(tmp_path, "--preset", "micro", "--steps", "450", "--no-progress")
-    assert other.returncode == 2 and "options.steps: 400 there, 450 now" in other.stderr
 
 
 def test_mechrecall_command_dispatches_to_the_experiments(tmp_path):

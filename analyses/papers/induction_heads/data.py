@@ -166,7 +166,9 @@ def _haar(batch: int, n: int, g: torch.Generator | None) -> Float[Tensor, "B n n
     return qm * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))[:, None, :]
 
 
-def _orthonormal_codes(batch: int, n_pairs: int, dim: int, g: torch.Generator | None):
+def _orthonormal_codes(
+    batch: int, n_pairs: int, dim: int, g: torch.Generator | None
+) -> tuple[Float[Tensor, "B N D"], Float[Tensor, "B N D"], Float[Tensor, "B N D"]]:
     """Assumption 7: ``a_i = Q[i]``, ``b_i = Q[N+i]`` (Q Haar on O(D)); ``p_i = [R[i] | 0]`` (R Haar on O(D/2)),
     so ``p_i M = [0 | R[i]]`` and ``{p_i, p_i M}`` is orthonormal. Needs ``N <= D/2``."""
     if n_pairs > dim // 2:

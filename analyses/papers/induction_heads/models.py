@@ -18,13 +18,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
-from jaxtyping import Float
+from jaxtyping import Float, Int
 from torch import Tensor, nn
 
 from mechrecall._tl import HookedTransformer
+from mechrecall.batch import Batch
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import Freeze, PermanentHook, SetWeight, ZeroBiases
 
@@ -57,14 +59,14 @@ def standard_model(d_model: int = 2048, n_ctx: int = 32, d_vocab: int = 32, seed
     return build_toy_model(standard_config(d_model, n_ctx, d_vocab), [], seed=seed)
 
 
-def offset_pos_hook(model: HookedTransformer, pos_offset: Tensor) -> tuple[str, Callable]:
+def offset_pos_hook(model: HookedTransformer, pos_offset: Int[Tensor, " batch"]) -> tuple[str, Callable]:
     """``("hook_pos_embed", fn)``: row ``b`` uses learned positions ``pos_offset[b] .. pos_offset[b] + L - 1``.
 
     The hook indexes the live ``W_pos``, so gradients flow into it (Task A's random placement, App. E).
     """
     W_pos = model.W_pos
 
-    def positions(pos_embed: Tensor, hook) -> Tensor:
+    def positions(pos_embed: Float[Tensor, "batch pos d_model"], hook: Any) -> Float[Tensor, "batch pos d_model"]:
         L = pos_embed.shape[1]
         index = pos_offset.to(pos_embed.device)[:, None] + torch.arange(L, device=pos_embed.device)
         return W_pos[index]
@@ -72,7 +74,9 @@ def offset_pos_hook(model: HookedTransformer, pos_offset: Tensor) -> tuple[str, 
     return "hook_pos_embed", positions
 
 
-def standard_forward(model: HookedTransformer, tokens: Tensor, pos_offset: Tensor | None) -> Float[Tensor, "B L V"]:
+def standard_forward(
+    model: HookedTransformer, tokens: Int[Tensor, "batch pos"], pos_offset: Int[Tensor, " batch"] | None
+) -> Float[Tensor, "batch pos d_vocab_out"]:
     """Logits of the §2 model with per-row position offsets (``None``: positions ``0..L-1``)."""
     if pos_offset is None:
         return model(tokens)
@@ -83,7 +87,7 @@ def standard_forward(model: HookedTransformer, tokens: Tensor, pos_offset: Tenso
     return model.run_with_hooks(tokens, fwd_hooks=[offset_pos_hook(model, pos_offset)])
 
 
-def standard_loss(model: HookedTransformer, batch) -> Tensor:
+def standard_loss(model: HookedTransformer, batch: Batch) -> Tensor:
     """Negative log-likelihood of the query's label at the last position (App. E)."""
     logits = standard_forward(model, batch.tokens, batch.extras.get("pos_offset"))
     return F.cross_entropy(logits[:, -1].float(), batch.targets)
@@ -177,7 +181,7 @@ class DisentangledTL:
         """Detached copies ``(W1, W2, W3)``."""
         return self.W1.detach().clone(), self.W2.detach().clone(), self.W3.detach().clone()
 
-    def set_weights(self, W1: Tensor, W2: Tensor, W3: Tensor) -> None:
+    def set_weights(self, W1: Float[Tensor, "d2 d2"], W2: Float[Tensor, "d4 d4"], W3: Float[Tensor, "d8 d"]) -> None:
         with torch.no_grad():
             self.W1.copy_(W1)
             self.W2.copy_(W2)
@@ -224,7 +228,7 @@ def wrap_disentangled(model: HookedTransformer) -> DisentangledTL:
     return DisentangledTL(model, model.cfg.d_model // 8, (model.cfg.n_ctx - 1) // 2)
 
 
-def mse(z: Tensor, y: Tensor, reduction: str = "mean") -> Tensor:
+def mse(z: Float[Tensor, "B D"], y: Float[Tensor, "B D"], reduction: str = "mean") -> Float[Tensor, ""]:
     """``"mean"``: ``F.mse_loss`` (mean over batch and D); ``"sum"``: ``‖y − z‖²`` (the paper's L), mean over batch."""
     if reduction == "mean":
         return F.mse_loss(z, y)
@@ -244,7 +248,11 @@ def causal_softmax(S: Float[Tensor, "B L L"], exclude_self: bool = True) -> Floa
 
 
 def disentangled_forward(
-    X: Float[Tensor, "B L two_D"], W1: Tensor, W2: Tensor, W3: Tensor, exclude_self: bool = True
+    X: Float[Tensor, "B L d2"],
+    W1: Float[Tensor, "d2 d2"],
+    W2: Float[Tensor, "d4 d4"],
+    W3: Float[Tensor, "d8 d"],
+    exclude_self: bool = True,
 ) -> Float[Tensor, "B D"]:
     """Eq. 1 with App. A's names: ``U = [X | σ(X W1 Xᵀ) X]``, ``V = [U | σ(U W2 Uᵀ) U]``, ``z = V[-1] W3``."""
     T = causal_softmax(X @ W1 @ X.transpose(1, 2), exclude_self)
@@ -264,5 +272,27 @@ class DisentangledReference(nn.Module):
         self.W2 = nn.Parameter(torch.zeros(4 * dim, 4 * dim, dtype=dtype))
         self.W3 = nn.Parameter(torch.zeros(8 * dim, dim, dtype=dtype))
 
-    def forward(self, X: Tensor) -> Tensor:
+    def forward(self, X: Float[Tensor, "B L d2"]) -> Float[Tensor, "B D"]:
         return disentangled_forward(X, self.W1, self.W2, self.W3, self.exclude_self)
+
+
+# ------------------------------------------------------------------------------------------- the demo's model
+
+
+def demo_config(d_model: int = 64, d_vocab: int = 64, seq_len: int = 32) -> dict:
+    """The demo's 2-layer, 1-head, attention-only, LayerNorm-free model (biases zeroed by the builder recipe)."""
+    return dict(
+        n_layers=2,
+        n_heads=1,
+        d_model=d_model,
+        d_head=d_model,
+        d_vocab=d_vocab,
+        n_ctx=seq_len,
+        attn_only=True,
+        normalization_type=None,
+    )
+
+
+def demo_model(d_model: int = 64, d_vocab: int = 64, seq_len: int = 32, seed: int = 0) -> HookedTransformer:
+    """:func:`demo_config` built with zero, frozen biases (``ZeroBiases``)."""
+    return build_toy_model(demo_config(d_model, d_vocab, seq_len), [ZeroBiases()], seed=seed)

@@ -16,9 +16,13 @@ proofs of B.6–B.8 give ``T_γ = T₁``, ``T_β = T₁ + T₂``, ``T_α = T₁ 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
+from scipy.integrate import solve_ivp
 
 
 def _check_n(n_pairs: int) -> None:
@@ -26,7 +30,7 @@ def _check_n(n_pairs: int) -> None:
         raise ValueError(f"n_pairs={n_pairs!r}; expected an integer >= 2 (for N = 1, dα/dt = 0: α never emerges)")
 
 
-def closed_form_loss(alpha, beta, gamma, n_pairs: int):
+def closed_form_loss(alpha: ArrayLike, beta: ArrayLike, gamma: ArrayLike, n_pairs: int) -> Any:
     """App. B.3: the per-sequence loss ``‖y − z‖²`` of the 3-parameter model (numpy broadcasting)."""
     G = np.exp(alpha) + 2 * n_pairs - 2
     F = 2 * n_pairs - 1
@@ -35,7 +39,7 @@ def closed_form_loss(alpha, beta, gamma, n_pairs: int):
     return gamma**2 * (s**2 + F) / r**2 - 2 * gamma * s / r + 1
 
 
-def closed_form_grad(alpha, beta, gamma, n_pairs: int):
+def closed_form_grad(alpha: ArrayLike, beta: ArrayLike, gamma: ArrayLike, n_pairs: int) -> tuple[Any, Any, Any]:
     """App. B.4: ``(∂L/∂α, ∂L/∂β, ∂L/∂γ)``."""
     ea = np.exp(alpha)
     G = ea + 2 * n_pairs - 2
@@ -69,51 +73,57 @@ def integrate_three_param(
     n_pairs: int,
     t_max: float | None = None,
     *,
-    method: str = "rk4",
     dt: float | None = None,
     stop_at: float | None = 0.5,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
 ) -> Trajectory:
-    """Integrate ``dθ/dt = −∇L(θ)`` from ``α = β = γ = 0`` (App. B.5).
+    """Integrate the gradient flow ``dθ/dt = −∇L(θ)`` from ``α = β = γ = 0`` (App. B.5) with
+    ``scipy.integrate.solve_ivp`` (DOP853, tolerances ``rtol`` / ``atol``).
 
-    ``method="rk4"``: classical Runge–Kutta with step ``dt`` (default ``N / 50``, i.e. 50 steps per
-    plateau time scale N of γ; the α/β phase evolves on the slower scale N²); ``method="euler"``: gradient
-    descent with step ``dt`` (e.g. App. F's ``η = λ/D``). Every step is recorded. The run stops at ``t_max``
-    (default ``8 N² + 10``) or, with ``stop_at``, once α, β and γ are all ``>= stop_at`` (plus 5 % of the time).
+    The path is read on a grid of step ``dt`` (default ``N / 50``: 50 points per plateau time scale N of γ;
+    the α/β phase evolves on the slower scale N²), the resolution at which :func:`~.metrics.emergence_times`
+    interpolates. The run ends at ``t_max`` (default ``8 N² + 10``) or, with ``stop_at``, 5 % of the time after
+    α, β and γ are all ``>= stop_at`` (a terminal event of the integrator).
     """
     _check_n(n_pairs)
     t_max = float(t_max if t_max is not None else 8 * n_pairs**2 + 10)
-    if method not in ("rk4", "euler"):
-        raise ValueError(f"method={method!r}; expected 'rk4' or 'euler'")
-    if dt is None:
-        if method == "euler":
-            raise ValueError("method='euler' needs a step dt > 0")
-        dt = n_pairs / 50
+    dt = float(dt if dt is not None else n_pairs / 50)
     if not dt > 0:
         raise ValueError(f"dt={dt!r}; expected > 0")
 
-    def f(th: np.ndarray) -> np.ndarray:
+    def flow(_t: float, th: np.ndarray) -> np.ndarray:
         return -np.asarray(closed_form_grad(th[0], th[1], th[2], n_pairs))
 
-    steps = math.ceil(t_max / dt)
-    th = np.zeros((steps + 1, 3))
-    stop = steps
-    for k in range(steps):
-        x = th[k]
-        if method == "euler":
-            th[k + 1] = x + dt * f(x)
-        else:
-            k1 = f(x)
-            k2 = f(x + dt / 2 * k1)
-            k3 = f(x + dt / 2 * k2)
-            k4 = f(x + dt * k3)
-            th[k + 1] = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        if stop_at is not None and stop == steps and th[k + 1].min() >= stop_at:
-            stop = min(steps, int(1.05 * (k + 1)) + 1)
-        if k + 1 >= stop:
-            break
-    th = th[: stop + 1]
-    t = dt * np.arange(th.shape[0])
-    return Trajectory(n_pairs, t, th[:, 0], th[:, 1], th[:, 2], closed_form_loss(th[:, 0], th[:, 1], th[:, 2], n_pairs))
+    def all_past(_t: float, th: np.ndarray) -> float:
+        return float(th.min() - (stop_at if stop_at is not None else np.inf))
+
+    all_past.direction = 1  # type: ignore[attr-defined]
+    all_past.terminal = True  # type: ignore[attr-defined]
+    options = dict(method="DOP853", dense_output=True, rtol=rtol, atol=atol)
+    sol = solve_ivp(flow, (0.0, t_max), np.zeros(3), events=all_past if stop_at is not None else None, **options)
+    if not sol.success:
+        raise RuntimeError(f"solve_ivp failed for N={n_pairs}: {sol.message}")
+    t_end, dense = t_max, sol.sol
+    if stop_at is not None and sol.t_events[0].size:  # go on for 5 % of the time after every parameter is past it
+        t_stop = float(sol.t_events[0][0])
+        t_end = min(t_max, 1.05 * t_stop)
+        tail = solve_ivp(flow, (t_stop, t_end), sol.y_events[0][0], **options)
+        dense = _joined(sol.sol, tail.sol, t_stop)
+    t = dt * np.arange(math.floor(t_end / dt + 1e-9) + 1)
+    th = dense(t)
+    return Trajectory(n_pairs, t, th[0], th[1], th[2], closed_form_loss(th[0], th[1], th[2], n_pairs))
+
+
+def _joined(
+    first: Callable[[np.ndarray], np.ndarray], second: Callable[[np.ndarray], np.ndarray], at: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """One dense solution from two consecutive ones (``first`` up to ``at``, ``second`` after it)."""
+
+    def dense(t: np.ndarray) -> np.ndarray:
+        return np.where(t <= at, first(np.minimum(t, at)), second(np.maximum(t, at)))
+
+    return dense
 
 
 def asymptotic_emergence_times(n_pairs: int, thresholds: dict[str, float] | None = None) -> dict[str, float]:

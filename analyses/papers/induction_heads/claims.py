@@ -1,0 +1,423 @@
+"""The claims of ``python -m analyses.induction_emergence``: one declarative row per paper statement checked.
+
+Each row reads one entry of its part's results (``reads``, keys joined by ``/``). A few statements and notes quote
+numbers of the run (the N values, a score at init): those rows are :class:`Quoting` specs, whose ``says`` /
+``notes`` format them from the same results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mechrecall.claims import (
+    NOT_RUN_KEY,
+    Claim,
+    ClaimSpec,
+    Results,
+    at_least,
+    at_most,
+    between,
+    is_true,
+    lookup,
+    near,
+)
+
+
+@dataclass(frozen=True)
+class Quoting(ClaimSpec):
+    """A :class:`~mechrecall.claims.ClaimSpec` whose statement (``says``) and note (``notes``) quote numbers of the
+    part's results, and whose number may pool several seeds (``seeds_at``: the results entry listing them;
+    ``spread_at``: the [min, max] of the number over them). Where the results say ``not_run`` the static
+    ``claim`` / ``note`` are used."""
+
+    says: Callable[[Results], str] | None = None
+    notes: Callable[[Results], str] | None = None
+    seeds_at: str = ""
+    spread_at: str = ""
+
+    def evaluate(
+        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
+    ) -> Claim:
+        if NOT_RUN_KEY in results:
+            return super().evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note)
+        pooled, _ = lookup(results, self.seeds_at) if self.seeds_at else (None, "")
+        row = super().evaluate(results, experiment=experiment, preset=preset, seeds=tuple(pooled or seeds), note=note)
+        changes: dict[str, Any] = {}
+        if self.says is not None:
+            changes["claim"] = self.says(results)
+        if self.notes is not None:
+            changes["note"] = "; ".join(n for n in (self.notes(results), note) if n)
+        spread, _ = lookup(results, self.spread_at) if self.spread_at else (None, "")
+        if spread:
+            changes["spread"] = (float(spread[0]), float(spread[1]))
+        return dataclasses.replace(row, **changes)
+
+
+# ------------------------------------------------------------------------------------------- demo
+
+DEMO_WHERE = "§2 (the induction circuit)"
+DEMO = [
+    Quoting(
+        id="demo.induction_accuracy",
+        claim="a 2-layer attention-only model learns in-context copying (induction accuracy on repeated random tokens)",
+        reads="final/accuracy",
+        rule=at_least(0.6, partial=0.2),
+        where="§2 (the induction task)",
+        notes=lambda r: f"chance is {r['chance_accuracy']:.3f}",
+    ),
+    ClaimSpec(
+        id="demo.previous_token_head_in_layer0",
+        claim="the previous-token head is in layer 0 (head-role score L0 minus L1)",
+        reads="layer_differences/previous_token_L0_minus_L1",
+        rule=at_least(0.0),
+        where=DEMO_WHERE,
+    ),
+    ClaimSpec(
+        id="demo.induction_head_in_layer1",
+        claim="the induction head is in layer 1 (head-role score L1 minus L0)",
+        reads="layer_differences/induction_L1_minus_L0",
+        rule=at_least(0.0),
+        where=DEMO_WHERE,
+    ),
+]
+
+# ------------------------------------------------------------------------------------------- exact
+
+EXACT = [
+    ClaimSpec(
+        id="exact.closed_form_equals_matrix_model",
+        claim="the 3-parameter closed-form loss equals the matrix model on orthonormal data "
+        "(max |difference|, float64, 4 points)",
+        reads="max_closed_form_gap",
+        rule=at_most(1e-10),
+        where="App. B.3",
+        note="D=16, N=4, 32 sequences per point",
+    ),
+    Quoting(
+        id="exact.tl_embedding_equals_reference",
+        claim="the HookedTransformer embedding of the disentangled transformer equals the plain-torch equations "
+        "(max |difference| of forward and gradients, float64)",
+        reads="max_tl_gap",
+        rule=at_most(1e-10),
+        where="§3.1 eq. 1, App. A",
+        notes=lambda r: (
+            "D=4, N=3, strict and standard causal masks; gradient outside the W_Q slices: "
+            f"{r['max_tl_grad_outside_slices']:.1g}"
+        ),
+    ),
+    Quoting(
+        id="exact.orbit_gradient_in_19dim_subspace",
+        claim="Theorem 1: the group-symmetrised gradient lies in the 19-dimensional subspace "
+        "(off-subspace fraction, float64)",
+        reads="max_orbit_residual",
+        rule=at_most(1e-10),
+        where="Theorem 1, App. A",
+        notes=lambda r: (
+            f"D=4, N=2, {r['orbit']['strict']['orbit_sequences']} sequences; the plain gradient of the "
+            f"same base sequences has fraction {r['orbit']['strict']['plain']:.2f}"
+        ),
+    ),
+]
+
+# ------------------------------------------------------------------------------------------- ode (Fig 5)
+
+QUADRATIC = between(1.9, 2.05, partial=(1.8, 2.2))
+
+
+def _asymptote_rule(r: Results) -> Any:
+    asym = float(r["asymptote_over_N2"])
+    return near(asym, 0.03 * asym, partial_tol=0.1 * asym)
+
+
+ODE = [
+    Quoting(
+        id="ode.order_gamma_beta_alpha",
+        claim="parameters emerge in the order γ₃ < β₂ < α₃ at every N of the run",
+        says=lambda r: f"parameters emerge in the order γ₃ < β₂ < α₃ at every N in {r['ns']}",
+        reads="order_gamma_beta_alpha",
+        rule=is_true(),
+        where="Theorem 2",
+    ),
+    Quoting(
+        id="ode.t_icl_exponent",
+        claim="t_ICL = Θ(N²): fitted exponent of t_ICL on N",
+        says=lambda r: f"t_ICL = Θ(N²): fitted exponent of t_ICL on N ∈ {r['fit_ns']}",
+        reads="exponent_t_icl",
+        rule=QUADRATIC,
+        paper=2.0,
+        where="Theorem 2, Corollary 1, Fig 5",
+    ),
+    Quoting(
+        id="ode.T_gamma_linear",
+        claim="T_γ = Θ(N): fitted exponent of T_γ on N",
+        says=lambda r: f"T_γ = Θ(N): fitted exponent of T_γ on N ∈ {r['fit_ns']}",
+        reads="exponent_T_gamma",
+        rule=near(1.0, 0.05),
+        paper=1.0,
+        where="Theorem 2",
+    ),
+    Quoting(
+        id="ode.T_beta_quadratic",
+        claim="T_β = Θ(N²): fitted exponent of T_β on N",
+        says=lambda r: f"T_β = Θ(N²): fitted exponent of T_β on N ∈ {r['fit_ns']}",
+        reads="exponent_T_beta",
+        rule=QUADRATIC,
+        paper=2.0,
+        where="Theorem 2",
+    ),
+    Quoting(
+        id="ode.t_icl_over_N2_vs_asymptote",
+        claim="t_ICL / N² at the largest N vs the derived large-N constant √(2π)·erf(√θ_α)",
+        says=lambda r: (
+            f"t_ICL / N² at N = {r['N_max']} vs the derived large-N constant √(2π)·erf(√θ_α) = "
+            f"{r['asymptote_over_N2']:.3f}"
+        ),
+        reads="t_icl_over_N2_at_max",
+        rule=_asymptote_rule,
+        where="Fig 5 right (quadratic asymptote)",
+        note="the constant is derived here from App. B.5's ODE",
+    ),
+]
+
+# ------------------------------------------------------------------------------------------- disentangled
+
+
+def _top3_note(r: Results) -> str:
+    s = r["summary"]
+    return "top 3: " + ", ".join(f"{n}={s['coefficients'][n]:.3f}" for n in s["top3"])
+
+
+DISENTANGLED = [
+    Quoting(
+        id="disentangled.loss_drops",
+        claim="SGD drops the loss (final / first training MSE)",
+        reads="summary/final_over_first_loss",
+        rule=at_most(0.3, partial=0.6),
+        where="Fig 4 top right",
+        notes=lambda r: (
+            f"first {r['summary']['first_loss']:.3f}, final {r['summary']['final_loss']:.3f} at step "
+            f"{r['summary']['coefficients']['step']}"
+        ),
+    ),
+    Quoting(
+        id="disentangled.top3_are_alpha3_beta2_gamma3",
+        claim="α₃, β₂ and γ₃ are the three largest |pseudo-parameters| after training",
+        reads="summary/top3_are_alpha3_beta2_gamma3",
+        rule=is_true(),
+        where="§5, Fig 3, Fig 4",
+        notes=_top3_note,
+    ),
+    ClaimSpec(
+        id="disentangled.beta3_to_beta6_exactly_zero",
+        claim="β₃..β₆ never move (the query has no positional code; derived) — max |c|",
+        reads="summary/max_abs_beta3_to_beta6",
+        rule=at_most(0.0),
+        where="eq. 7 (derived)",
+    ),
+    Quoting(
+        id="disentangled.only_run_stays_in_span",
+        claim="training only the chosen pseudo-parameters: every other pseudo-parameter stays exactly 0 (max |c|)",
+        says=lambda r: (
+            f"training only {', '.join(r['main']['trainable_only'])}: every other pseudo-parameter stays "
+            "exactly 0 (max |c|)"
+        ),
+        reads="summary/only_run_max_abs_others",
+        rule=at_most(0.0),
+        where="Fig 4 bottom",
+    ),
+    Quoting(
+        id="disentangled.only_run_not_slower",
+        claim='training only α₃, β₂, γ₃ gives nearly the same dynamics, "even slightly accelerated": '
+        "final loss ratio (only / all)",
+        reads="summary/only_over_all_final_loss",
+        rule=at_most(1.0, partial=1.5),
+        where="§5, Fig 4",
+        notes=lambda r: (
+            f"final loss {r['summary']['final_loss_only']:.4f} (only) vs {r['summary']['final_loss']:.4f} (all)"
+        ),
+    ),
+]
+
+# ------------------------------------------------------------------------------------------- standard (§2)
+
+FIG2 = "§2.2, Fig 2"
+
+
+def _layer_note(role: str, layer: int) -> Callable[[Results], str]:
+    return lambda r: f"layer {layer}: {r['role_scores'][f'L{layer}_{role}']:.3f}"
+
+
+def _init_note(key: str) -> Callable[[Results], str]:
+    return lambda r: f"at init {r['fig2_contrasts_at_init'][key]:.3g}"
+
+
+STANDARD = [
+    ClaimSpec(
+        id="standard.final_loss",
+        claim="the §2 transformer solves Task A (held-out NLL of the query's label)",
+        reads="final/test_loss",
+        rule=at_most(0.1, partial=0.5),
+        where="Fig 17",
+        note=f"ln 32 = {math.log(32):.2f} at chance, ln 8 = {math.log(8):.2f} for 'one of the 8 labels'",
+    ),
+    ClaimSpec(
+        id="standard.L1_query_to_label_attention",
+        claim="layer 1 attends from the query to its label",
+        reads="final/L1_query_to_label",
+        rule=at_least(0.8, partial=0.5),
+        where="§2.2",
+    ),
+    Quoting(
+        id="standard.previous_token_head_layer0",
+        claim="analyses.head_roles: layer 0 is a previous-token head (score on repeated random tokens)",
+        reads="role_scores/L0_previous_token",
+        rule=at_least(0.5, partial=0.3),
+        where=FIG2,
+        notes=_layer_note("previous_token", 1),
+    ),
+    Quoting(
+        id="standard.induction_head_layer1",
+        claim="analyses.head_roles: layer 1 is an induction head",
+        reads="role_scores/L1_induction",
+        rule=at_least(0.5, partial=0.3),
+        where=FIG2,
+        notes=_layer_note("induction", 0),
+    ),
+    ClaimSpec(
+        id="standard.roles_in_the_right_layers",
+        claim="the previous-token score peaks in layer 0 and the induction score in layer 1",
+        reads="roles_in_the_right_layers",
+        rule=is_true(),
+        where=FIG2,
+    ),
+    *(
+        Quoting(
+            id=f"standard.{name}",
+            claim=claim,
+            reads=f"fig2_contrasts/{key}",
+            rule=at_least(0.0),
+            where=FIG2,
+            notes=_init_note(key),
+        )
+        for name, key, claim in (
+            (
+                "fig2_P_P_subdiagonal",
+                "previous_position",
+                "Fig 2: layer-0 QK, P–P block, subdiagonal contrast (query i on key i−1)",
+            ),
+            ("fig2_E_OV0E_diagonal", "induction", "Fig 2: layer-1 QK, E vs OV0·E block, diagonal contrast"),
+            ("fig2_output_OV1E_diagonal", "copy", "Fig 2: output matrix, OV1·E block, diagonal contrast"),
+        )
+    ),
+]
+
+# ------------------------------------------------------------------------------------------- sgd_scaling
+
+SCALING = between(1.75, 2.25, partial=(1.5, 2.5))
+
+
+def _full_training_claim(r: Results) -> str:
+    return (
+        f"full SGD training (every weight, D={r['dim']}, B={r['batch_size']}, orthonormal data): t_ICL grows ≈ "
+        f"quadratically in N; fitted exponent on N ∈ {r['ns']}, mean over seeds"
+    )
+
+
+SGD_SCALING = [
+    Quoting(
+        id="sgd_scaling.t_icl_exponent_full_training",
+        claim="full SGD training (every weight, orthonormal data): t_ICL grows ≈ quadratically in N; fitted "
+        "exponent, mean over seeds",
+        says=_full_training_claim,
+        reads="mean_exponent_full",
+        rule=SCALING,
+        paper=2.0,
+        where="Corollary 1, Fig 5",
+        notes=lambda r: (
+            f"the ODE's exponent on the same N: {r['ode_exponent_same_ns']:.3f}; time = steps x lr/D = "
+            f"steps x {r['eta_eff']:.3f}; largest training loss on the way: {r['full_max_loss']:.2f} (1.0 at init)"
+        ),
+        seeds_at="seeds",
+        spread_at="spread_exponent_full",
+    ),
+    Quoting(
+        id="sgd_scaling.t_icl_exponent_appendixF",
+        claim="App. F protocol (SGD on the matrix model, gradients projected on α₃, β₂, γ₃): fitted exponent on N",
+        says=lambda r: (
+            "App. F protocol (SGD on the matrix model, gradients projected on α₃, β₂, γ₃): fitted "
+            f"exponent on N ∈ {r['ns']}"
+        ),
+        reads="exponent_appendixF",
+        rule=SCALING,
+        paper=2.0,
+        where="App. F, Fig 5",
+        notes=lambda r: (
+            f"largest |t_ICL / t_ICL(ODE) − 1| over N: {r['appendixF_max_gap_to_ode']:.3f} "
+            f"(Euler steps of η = {r['eta_eff']:.3f})"
+        ),
+    ),
+    Quoting(
+        id="sgd_scaling.order_full_training",
+        claim="full training: γ₃, β₂, α₃ emerge in this order (fraction of seeds with the order at every N)",
+        reads="order_fraction_full",
+        rule=at_least(1.0, partial=0.6),
+        where="Theorem 2",
+        seeds_at="seeds",
+    ),
+]
+
+# ------------------------------------------------------------------------------------------- pythia (extension)
+
+PYTHIA_WHERE = "extension (not in the paper): Olsson et al. 2022's phase change, on Pythia checkpoints"
+
+
+def _forms_note(r: Results) -> str:
+    top, steps, s = r["top_induction"], r["checkpoints"], r["series"][r["top_induction"]]
+    return (
+        f"{top}: {s[0]:.3f} at step {steps[0]}, {s[-1]:.3f} at step {steps[-1]}; "
+        f"emerges at step {r['emergence_step'][top]}"
+    )
+
+
+def _order_note(r: Results) -> str:
+    ind, prev = r["top_induction"], r["top_previous_token"]
+    return f"{prev} at step {r['emergence_step'][prev]}, {ind} at step {r['emergence_step'][ind]}"
+
+
+PYTHIA = [
+    Quoting(
+        id="pythia.induction_head_forms",
+        claim="an induction head forms during training: its score is below the threshold at the first checkpoint "
+        "and above it at the last",
+        reads="induction_head_forms",
+        rule=is_true(),
+        where=PYTHIA_WHERE,
+        kind="extension",
+        notes=_forms_note,
+    ),
+    Quoting(
+        id="pythia.previous_token_before_induction",
+        claim="the top previous-token head reaches the threshold no later than the top induction head "
+        "(K-composition needs it)",
+        reads="previous_token_before_induction",
+        rule=is_true(),
+        where=PYTHIA_WHERE,
+        kind="extension",
+        notes=_order_note,
+    ),
+    Quoting(
+        id="pythia.final_induction_score",
+        claim="induction score of the top head at the last checkpoint",
+        reads="final_induction_score",
+        rule=lambda r: at_least(float(r["threshold"])),
+        where=PYTHIA_WHERE,
+        kind="extension",
+        notes=lambda r: f"threshold {r['threshold']}",
+    ),
+]
+
+CLAIMS: tuple[ClaimSpec, ...] = (*DEMO, *EXACT, *ODE, *DISENTANGLED, *STANDARD, *SGD_SCALING, *PYTHIA)
