@@ -5,25 +5,13 @@ The paper's code lives in ``analyses/papers/induction_heads/``; this module is i
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.experiment import Experiment, Option, Part, comma_ints
 
 PAPER = "On the Emergence of Induction Heads for In-Context Learning (Musat et al.)"
 PKG = "analyses.papers.induction_heads"
 X = f"{PKG}.parts"
-
-
-def comma_ints(text: str) -> tuple[int, ...]:
-    """``"16,32,64"`` -> ``(16, 32, 64)`` (the type of the options that take a list of integers)."""
-    try:
-        values = tuple(int(s) for s in text.split(",") if s.strip())
-    except ValueError:
-        values = ()
-    if not values:
-        raise argparse.ArgumentTypeError(f"{text!r}; expected comma-separated integers like 16,32,64")
-    return values
 
 
 EXPERIMENT = Experiment(

@@ -606,6 +606,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def comma_ints(text: str) -> tuple[int, ...]:
+    """``"16,32,64"`` -> ``(16, 32, 64)``: the argparse type of an option that takes a list of integers."""
+    try:
+        values = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        values = ()
+    if not values:
+        raise argparse.ArgumentTypeError(f"{text!r}; expected comma-separated integers like 16,32,64")
+    return values
+
+
 def check_out_folder(out: Path, name: str) -> Path:
     """``out/<name>``, checked (not created) to be a folder we can make and write, before any work."""
     for path in (out, out / name):

@@ -293,3 +293,14 @@ def test_cli_user_errors_are_one_line_without_traceback(name, tmp_path):
         )
         assert done.returncode == 2, (args, done.stderr)
         assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_comma_separated_integers():
+    import argparse
+
+    from mechrecall.experiment import comma_ints
+
+    assert comma_ints("16, 32,64") == (16, 32, 64)
+    for bad in ("", "3,x", ","):
+        with pytest.raises(argparse.ArgumentTypeError, match="comma-separated integers"):
+            comma_ints(bad)

@@ -7,61 +7,25 @@ numbers of the run (the N values, a score at init): those rows are :class:`Quoti
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from mechrecall.claims import (
-    NOT_RUN_KEY,
-    Claim,
     ClaimSpec,
     Results,
     at_least,
     at_most,
     between,
     is_true,
-    lookup,
     near,
 )
-
-
-@dataclass(frozen=True)
-class Quoting(ClaimSpec):
-    """A :class:`~mechrecall.claims.ClaimSpec` whose statement (``says``) and note (``notes``) quote numbers of the
-    part's results, and whose number may pool several seeds (``seeds_at``: the results entry listing them;
-    ``spread_at``: the [min, max] of the number over them). Where the results say ``not_run`` the static
-    ``claim`` / ``note`` are used."""
-
-    says: Callable[[Results], str] | None = None
-    notes: Callable[[Results], str] | None = None
-    seeds_at: str = ""
-    spread_at: str = ""
-
-    def evaluate(
-        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
-    ) -> Claim:
-        if NOT_RUN_KEY in results:
-            return super().evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note)
-        pooled, _ = lookup(results, self.seeds_at) if self.seeds_at else (None, "")
-        row = super().evaluate(results, experiment=experiment, preset=preset, seeds=tuple(pooled or seeds), note=note)
-        changes: dict[str, Any] = {}
-        if self.says is not None:
-            changes["claim"] = self.says(results)
-        if self.notes is not None:
-            changes["note"] = "; ".join(n for n in (self.notes(results), note) if n)
-        spread, _ = lookup(results, self.spread_at) if self.spread_at else (None, "")
-        if spread:
-            changes["spread"] = (float(spread[0]), float(spread[1]))
-        return dataclasses.replace(row, **changes)
-
 
 # ------------------------------------------------------------------------------------------- demo
 
 DEMO_WHERE = "§2 (the induction circuit)"
 DEMO = [
-    Quoting(
+    ClaimSpec(
         id="demo.induction_accuracy",
         claim="a 2-layer attention-only model learns in-context copying (induction accuracy on repeated random tokens)",
         reads="final/accuracy",
@@ -97,7 +61,7 @@ EXACT = [
         where="App. B.3",
         note="D=16, N=4, 32 sequences per point",
     ),
-    Quoting(
+    ClaimSpec(
         id="exact.tl_embedding_equals_reference",
         claim="the HookedTransformer embedding of the disentangled transformer equals the plain-torch equations "
         "(max |difference| of forward and gradients, float64)",
@@ -109,7 +73,7 @@ EXACT = [
             f"{r['max_tl_grad_outside_slices']:.1g}"
         ),
     ),
-    Quoting(
+    ClaimSpec(
         id="exact.orbit_gradient_in_19dim_subspace",
         claim="Theorem 1: the group-symmetrised gradient lies in the 19-dimensional subspace "
         "(off-subspace fraction, float64)",
@@ -134,45 +98,45 @@ def _asymptote_rule(r: Results) -> Any:
 
 
 ODE = [
-    Quoting(
+    ClaimSpec(
         id="ode.order_gamma_beta_alpha",
         claim="parameters emerge in the order γ₃ < β₂ < α₃ at every N of the run",
-        says=lambda r: f"parameters emerge in the order γ₃ < β₂ < α₃ at every N in {r['ns']}",
+        words=lambda r: f"parameters emerge in the order γ₃ < β₂ < α₃ at every N in {r['ns']}",
         reads="order_gamma_beta_alpha",
         rule=is_true(),
         where="Theorem 2",
     ),
-    Quoting(
+    ClaimSpec(
         id="ode.t_icl_exponent",
         claim="t_ICL = Θ(N²): fitted exponent of t_ICL on N",
-        says=lambda r: f"t_ICL = Θ(N²): fitted exponent of t_ICL on N ∈ {r['fit_ns']}",
+        words=lambda r: f"t_ICL = Θ(N²): fitted exponent of t_ICL on N ∈ {r['fit_ns']}",
         reads="exponent_t_icl",
         rule=QUADRATIC,
         paper=2.0,
         where="Theorem 2, Corollary 1, Fig 5",
     ),
-    Quoting(
+    ClaimSpec(
         id="ode.T_gamma_linear",
         claim="T_γ = Θ(N): fitted exponent of T_γ on N",
-        says=lambda r: f"T_γ = Θ(N): fitted exponent of T_γ on N ∈ {r['fit_ns']}",
+        words=lambda r: f"T_γ = Θ(N): fitted exponent of T_γ on N ∈ {r['fit_ns']}",
         reads="exponent_T_gamma",
         rule=near(1.0, 0.05),
         paper=1.0,
         where="Theorem 2",
     ),
-    Quoting(
+    ClaimSpec(
         id="ode.T_beta_quadratic",
         claim="T_β = Θ(N²): fitted exponent of T_β on N",
-        says=lambda r: f"T_β = Θ(N²): fitted exponent of T_β on N ∈ {r['fit_ns']}",
+        words=lambda r: f"T_β = Θ(N²): fitted exponent of T_β on N ∈ {r['fit_ns']}",
         reads="exponent_T_beta",
         rule=QUADRATIC,
         paper=2.0,
         where="Theorem 2",
     ),
-    Quoting(
+    ClaimSpec(
         id="ode.t_icl_over_N2_vs_asymptote",
         claim="t_ICL / N² at the largest N vs the derived large-N constant √(2π)·erf(√θ_α)",
-        says=lambda r: (
+        words=lambda r: (
             f"t_ICL / N² at N = {r['N_max']} vs the derived large-N constant √(2π)·erf(√θ_α) = "
             f"{r['asymptote_over_N2']:.3f}"
         ),
@@ -192,7 +156,7 @@ def _top3_note(r: Results) -> str:
 
 
 DISENTANGLED = [
-    Quoting(
+    ClaimSpec(
         id="disentangled.loss_drops",
         claim="SGD drops the loss (final / first training MSE)",
         reads="summary/final_over_first_loss",
@@ -203,7 +167,7 @@ DISENTANGLED = [
             f"{r['summary']['coefficients']['step']}"
         ),
     ),
-    Quoting(
+    ClaimSpec(
         id="disentangled.top3_are_alpha3_beta2_gamma3",
         claim="α₃, β₂ and γ₃ are the three largest |pseudo-parameters| after training",
         reads="summary/top3_are_alpha3_beta2_gamma3",
@@ -218,10 +182,10 @@ DISENTANGLED = [
         rule=at_most(0.0),
         where="eq. 7 (derived)",
     ),
-    Quoting(
+    ClaimSpec(
         id="disentangled.only_run_stays_in_span",
         claim="training only the chosen pseudo-parameters: every other pseudo-parameter stays exactly 0 (max |c|)",
-        says=lambda r: (
+        words=lambda r: (
             f"training only {', '.join(r['main']['trainable_only'])}: every other pseudo-parameter stays "
             "exactly 0 (max |c|)"
         ),
@@ -229,7 +193,7 @@ DISENTANGLED = [
         rule=at_most(0.0),
         where="Fig 4 bottom",
     ),
-    Quoting(
+    ClaimSpec(
         id="disentangled.only_run_not_slower",
         claim='training only α₃, β₂, γ₃ gives nearly the same dynamics, "even slightly accelerated": '
         "final loss ratio (only / all)",
@@ -271,7 +235,7 @@ STANDARD = [
         rule=at_least(0.8, partial=0.5),
         where="§2.2",
     ),
-    Quoting(
+    ClaimSpec(
         id="standard.previous_token_head_layer0",
         claim="analyses.head_roles: layer 0 is a previous-token head (score on repeated random tokens)",
         reads="role_scores/L0_previous_token",
@@ -279,7 +243,7 @@ STANDARD = [
         where=FIG2,
         notes=_layer_note("previous_token", 1),
     ),
-    Quoting(
+    ClaimSpec(
         id="standard.induction_head_layer1",
         claim="analyses.head_roles: layer 1 is an induction head",
         reads="role_scores/L1_induction",
@@ -295,7 +259,7 @@ STANDARD = [
         where=FIG2,
     ),
     *(
-        Quoting(
+        ClaimSpec(
             id=f"standard.{name}",
             claim=claim,
             reads=f"fig2_contrasts/{key}",
@@ -328,11 +292,11 @@ def _full_training_claim(r: Results) -> str:
 
 
 SGD_SCALING = [
-    Quoting(
+    ClaimSpec(
         id="sgd_scaling.t_icl_exponent_full_training",
         claim="full SGD training (every weight, orthonormal data): t_ICL grows ≈ quadratically in N; fitted "
         "exponent, mean over seeds",
-        says=_full_training_claim,
+        words=_full_training_claim,
         reads="mean_exponent_full",
         rule=SCALING,
         paper=2.0,
@@ -341,13 +305,13 @@ SGD_SCALING = [
             f"the ODE's exponent on the same N: {r['ode_exponent_same_ns']:.3f}; time = steps x lr/D = "
             f"steps x {r['eta_eff']:.3f}; largest training loss on the way: {r['full_max_loss']:.2f} (1.0 at init)"
         ),
-        seeds_at="seeds",
-        spread_at="spread_exponent_full",
+        seeds="seeds",
+        spread="spread_exponent_full",
     ),
-    Quoting(
+    ClaimSpec(
         id="sgd_scaling.t_icl_exponent_appendixF",
         claim="App. F protocol (SGD on the matrix model, gradients projected on α₃, β₂, γ₃): fitted exponent on N",
-        says=lambda r: (
+        words=lambda r: (
             "App. F protocol (SGD on the matrix model, gradients projected on α₃, β₂, γ₃): fitted "
             f"exponent on N ∈ {r['ns']}"
         ),
@@ -360,13 +324,13 @@ SGD_SCALING = [
             f"(Euler steps of η = {r['eta_eff']:.3f})"
         ),
     ),
-    Quoting(
+    ClaimSpec(
         id="sgd_scaling.order_full_training",
         claim="full training: γ₃, β₂, α₃ emerge in this order (fraction of seeds with the order at every N)",
         reads="order_fraction_full",
         rule=at_least(1.0, partial=0.6),
         where="Theorem 2",
-        seeds_at="seeds",
+        seeds="seeds",
     ),
 ]
 
@@ -389,7 +353,7 @@ def _order_note(r: Results) -> str:
 
 
 PYTHIA = [
-    Quoting(
+    ClaimSpec(
         id="pythia.induction_head_forms",
         claim="an induction head forms during training: its score is below the threshold at the first checkpoint "
         "and above it at the last",
@@ -399,7 +363,7 @@ PYTHIA = [
         kind="extension",
         notes=_forms_note,
     ),
-    Quoting(
+    ClaimSpec(
         id="pythia.previous_token_before_induction",
         claim="the top previous-token head reaches the threshold no later than the top induction head "
         "(K-composition needs it)",
@@ -409,7 +373,7 @@ PYTHIA = [
         kind="extension",
         notes=_order_note,
     ),
-    Quoting(
+    ClaimSpec(
         id="pythia.final_induction_score",
         claim="induction score of the top head at the last checkpoint",
         reads="final_induction_score",
