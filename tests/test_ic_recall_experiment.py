@@ -164,9 +164,9 @@ def test_options_override_config_b_and_mark_the_claims(tmp_path):
 
     ctx, _ = entry.EXPERIMENT.prepare(tmp_path, preset="micro", options={"n": 13, "m": 78, "family": "affine"})
     assert ctx.overrides == {"n": (13, 8), "m": (78, 64), "family": ("affine", "random")}
-    assert ctx.claim_note().endswith(
-        "changed from preset micro: n 13 (preset 8), m 78 (preset 64), family affine (preset random)"
-    )
+    first, last = ctx.claim_notes()
+    assert first == "micro preset: sizes far below the paper's, not comparable"
+    assert last == "changed from preset micro: n 13 (preset 8), m 78 (preset 64), family affine (preset random)"
     configs = pattern_configs(ctx.params, custom=True)
     assert list(configs) == ["A", "B"] and (configs["B"].n, configs["B"].m, configs["B"].family) == (13, 78, "affine")
     assert configs["B"].lr == CONFIG_B.lr and configs["A"] == PRESETS["micro"].pattern[0][1]
@@ -211,63 +211,179 @@ def test_micro_run_fills_the_claims_table(tmp_path):
         and "A: n=3, m=6, k=2, all_bijections, T=0.05, N=4; Adam lr 0.01, 300 steps" in a["note"]
     )
     assert a["note"].startswith("micro preset: sizes far below the paper's, not comparable")
-    assert rows["pattern.n3_first_step"]["verdict"] == "reproduced"
-    for name in ("B", "C"):
-        row = rows[f"pattern.{name}_second_step"]
-        assert row["verdict"] == "not run" and f"config {name}" in row["reason"]
+    assert a["seeds"] == [0, 1] and a["spread"][0] <= a["ours"] <= a["spread"][1]  # the mean over the two seeds
+    first = rows["pattern.n3_first_step"]
+    assert first["verdict"] == "reproduced" and first["seeds"] == [0, 1] and first["spread"][0] == first["ours"]
+    within = rows["pattern.n3_within_pair"]
+    assert within["spread"][1] == within["ours"]  # the max over the seeds
+    assert not any(key.startswith(("pattern.B_", "pattern.C_")) for key in rows)  # configs micro does not run
+    assert rows["exact.memory_recall"]["seeds"] == [0] and rows["exact.memory_recall"]["spread"] is None
     fig4 = rows["pretrained_mlp.across_pairs"]
     assert fig4["claim"].startswith("n=3, m=6, N=16, full W^KQ fine-tuning: ") and fig4["ours"] is not None
+    eos = rows["pretrained_mlp.eos_in_second_step"]
+    assert eos["spread"] == [eos["ours"], eos["ours"]] and fig4["spread"] is None  # one seed at micro
     assert "150 full-batch steps" in rows["pretrained_mlp.pretrain_recall"]["note"]
     assert (tmp_path / "ic_recall" / "fig2_pairwise_attention.png").stat().st_size > 0
 
 
 def test_sample_complexity_and_algorithm1_claims_read_their_results():
-    """The table's functions of the results, on hand-made results (no training)."""
+    """The table's functions of the results, on hand-made results (no training): statements and notes with the
+    run's sizes, spreads and trial seeds read from the results, `not run` with its reason, and the configurations
+    a preset does not have left out."""
     import dataclasses
 
     from analyses.papers.ic_recall.claims import CLAIMS
     from analyses.papers.ic_recall.presets import PRESETS
-    from analyses.papers.ic_recall.runs import absent
+    from analyses.papers.ic_recall.runs import not_applicable, not_run
     from mechrecall.claims import evaluate
 
     results = {
         "settings": dataclasses.asdict(PRESETS["micro"].sample_complexity),
-        "affine_N8_accuracy": 1.0,
+        "affine_seeds": [0, 1],
+        "full_seeds": [3],
+        "affine_N8_accuracy": 0.98,
+        "affine_N8_accuracy_spread": [0.98, 1.0],
         "affine_triplet_growth": 2.94,
-        "affine_Nstar_ratio": absent("accuracy 0.99 not reached for some n: N* = {5: None}"),
+        "affine_Nstar_ratio": not_run("accuracy 0.99 not reached for some n: N* = {5: None}"),
         "second_step_all_cells": 1.0,
         "full_N_star": {5: None, 7: None},
         "full_fit": None,
-        "full_mode_Nstar_growth": absent("N* reached for fewer than 2 values of n: {5: None, 7: None}"),
+        "full_mode_Nstar_growth": not_run("N* reached for fewer than 2 values of n: {5: None, 7: None}"),
         "full_top_N": 16,
         "full_second_step_at_top": {5: 0.6, 7: 0.65},
         "full_mode_second_step": 0.6,
-        "fig3_N8_at_ceiling": absent("the Fig 3 sweep of random relations runs at --preset paper only"),
+        "full_mode_second_step_spread": [0.6, 0.65],
+        "fig3_N8_at_ceiling": not_applicable("the Fig 3 sweep of random relations runs at --preset paper only"),
     }
-    rows = {c.id: c.row() for c in evaluate(CLAIMS, "sample_complexity", results, experiment="x", note="run")}
-    assert rows["x.sample_complexity.affine_N8_accuracy"]["claim"].endswith(
-        "for every n in [5, 7] (min over n of the seed mean)"
-    )
-    assert (
-        rows["x.sample_complexity.affine_N8_accuracy"]["note"]
-        == 'run; partial mode, Adam lr 0.01, 200 steps, T = 0.05; "only 8 samples" (§5)'
-    )
-    assert rows["x.sample_complexity.affine_triplet_growth"]["rule"] == "≥ 1"
-    assert rows["x.sample_complexity.affine_Nstar_ratio"]["reason"].startswith("accuracy 0.99 not reached")
-    growth = rows["x.sample_complexity.full_mode_Nstar_growth"]
+    claims = evaluate(CLAIMS, "sample_complexity", results, experiment="x", seeds=(0,), note_first="a", note="z")
+    rows = {c.id.removeprefix("x.sample_complexity."): c.row() for c in claims}
+    at8 = rows["affine_N8_accuracy"]
+    assert at8["claim"].endswith("for every n in [5, 7] (min over n of the seed mean)")
+    assert at8["note"] == 'a; partial mode, Adam lr 0.01, 200 steps, T = 0.05; "only 8 samples" (§5); z'
+    assert at8["seeds"] == [0, 1] and at8["spread"] == [0.98, 1.0]
+    assert rows["affine_triplet_growth"]["rule"] == "≥ 1" and rows["affine_triplet_growth"]["spread"] is None
+    assert rows["affine_Nstar_ratio"]["reason"].startswith("accuracy 0.99 not reached")
+    growth = rows["full_mode_Nstar_growth"]
     assert (
         growth["verdict"] == "not run"
-        and growth["note"] == "run; N* = {5: None, 7: None}; fit None; Adam lr 1e-3, 60 steps"
+        and growth["note"] == "a; N* = {5: None, 7: None}; fit None; Adam lr 1e-3, 60 steps; z"
     )
-    assert "at N = 16" in rows["x.sample_complexity.full_mode_second_step"]["claim"]
-    assert rows["x.sample_complexity.fig3_N8_at_ceiling"]["verdict"] == "not run"
-    a1 = {"n7": {"config": {"n": 7, "m": 21, "N": 8, "T": 0.05, "steps": 100}, "stage1_order": 1.0}}
-    a1["n13"] = absent("Algorithm 1 with n = 13 runs at --preset paper only")
+    full = rows["full_mode_second_step"]
+    assert "at N = 16" in full["claim"] and full["seeds"] == [3] and full["spread"] == [0.6, 0.65]
+    assert "fig3_N8_at_ceiling" not in rows  # not in this preset: left out
+    a1 = {"seeds": [0, 1], "n7": {"config": {"n": 7, "m": 21, "N": 8, "T": 0.05, "steps": 100}, "stage1_order": 1.0}}
+    a1["n7"].update(first_step=0.99, first_step_spread=[0.99, 1.0])
+    a1["n13"] = not_applicable("Algorithm 1 with n = 13 runs at --preset paper only")
     rows = {c.id: c.row() for c in evaluate(CLAIMS, "algorithm1", a1, experiment="x")}
     assert rows["x.algorithm1.n7_stage1_order"]["claim"] == (
         "n=7, m=21 affine, N=8, T=0.05, t2=100: after Stage 1, v1 > v2 > v5 and v3 > v4 > v5 (share of seeds)"
     )
-    assert rows["x.algorithm1.n13_first_step"]["verdict"] == "not run"
+    assert (
+        rows["x.algorithm1.n7_stage1_order"]["seeds"] == [0, 1]
+        and rows["x.algorithm1.n7_stage1_order"]["spread"] is None
+    )
+    assert rows["x.algorithm1.n7_first_step"]["spread"] == [0.99, 1.0]
+    assert rows["x.algorithm1.n7_second_step"]["verdict"] == "not run"  # measured nowhere: not run, not left out
+    assert not any(key.startswith("x.algorithm1.n13_") for key in rows)
+
+
+class _FakeSweep:
+    """A sweep that trains nothing: each cell's row has numbers that differ by seed (spreads of non-zero width)."""
+
+    def run(self, cells):
+        import dataclasses
+
+        rows = []
+        for c in cells:
+            wobble = 0.001 * (c.seed % 3)
+            stage1 = {**{f"v{i}": x for i, x in enumerate((0.3, 0.2, 0.3 - wobble, 0.2, 0.0, 0.0), 1)}}
+            stage1.update({f"q{i}": 0.5 if i == 2 * c.k + 1 else 0.1 for i in range(1, 2 * c.k + 4)})
+            rows.append(
+                {
+                    **dataclasses.asdict(c),
+                    "acc_relation_exact": 1.0 - wobble,
+                    "acc_answer_teacher_forced": 1.0 - 2 * wobble,
+                    "bayes_ceiling_exact": 1.0,
+                    "after_stage1": stage1,
+                }
+            )
+        return rows, {"ran": len(rows)}
+
+
+def _spread_claims_filled(part, results, experiment="x"):
+    """Every claim of ``part`` that names a spread finds one in ``results`` (the runs' names match the table's)."""
+    from analyses.papers.ic_recall.claims import CLAIMS
+    from mechrecall.claims import evaluate
+
+    rows = {c.id.split(".", 2)[2]: c.row() for c in evaluate(CLAIMS, part, results, experiment=experiment, seeds=(9,))}
+    named = [s.id.split(".", 1)[1] for s in CLAIMS if s.part == part and s.spread and s.id.split(".", 1)[1] in rows]
+    assert named and all(rows[n]["spread"] is not None for n in named), [n for n in named if not rows[n]["spread"]]
+    return rows
+
+
+def test_runs_give_the_spreads_and_trial_seeds_their_claims_show():
+    """The sweeps' results hold [min, max] over the trials and the trial seeds under the names the claims table
+    reads (configs B/C of pattern, sample complexity with the Fig 3 sweep, Algorithm 1), on a sweep that trains
+    nothing; configurations a preset does not run are left out."""
+    from dataclasses import replace
+
+    from analyses.papers.ic_recall.presets import CONFIG_B, PRESETS
+    from analyses.papers.ic_recall.runs import (
+        _fig2_measures,
+        _pattern_summary,
+        algorithm1_run,
+        not_applicable,
+        sample_complexity_run,
+    )
+
+    rs = [
+        {
+            "seed": s,
+            "v": [0.3, 0.3, 0.2, 0.2, 0.0, 0.0],
+            "q": [0.1, 0.1, 0.1, 0.1, 0.4, 0.1, 0.1],
+            "acc_relation_exact": 0.6 + 0.01 * s,
+            "bayes_ceiling": 0.6,
+            "bayes_ceiling_exact": 0.6 - 0.01 * s,
+            "acc_answer_teacher_forced": 1.0 - 0.001 * s,
+            "acc_final": 0.5,
+            "answer_ceiling": 0.55 + 0.01 * s,
+            "acc_relation_consistent": 1.0,
+        }
+        for s in (4, 5)
+    ]
+    readout = {
+        "max_logit_diff_tl_vs_fast": 1e-15,
+        "acc_tl": {"acc_relation_exact": 0.6},
+        "acc_fast": {"acc_relation_exact": 0.6},
+    }
+    b = _fig2_measures(replace(CONFIG_B, seed=4), rs, _pattern_summary(2, rs), readout)
+    configs = {"A": not_applicable("a"), "B": b, "C": not_applicable("c")}
+    rows = _spread_claims_filled("pattern", {"seeds": [4, 5], "configs": configs})
+    assert set(rows) == {n for n in rows if n.startswith("B_")} and rows["B_tl_matches_fast_path"]["seeds"] == [4]
+    second = rows["B_second_step"]
+    assert second["seeds"] == [4, 5] and second["spread"] == pytest.approx([0.995, 0.996])
+    assert rows["B_first_step_at_ceiling"]["spread"] == pytest.approx([0.64, 0.65])  # of the accuracy, as before
+
+    cfg = PRESETS["paper"].sample_complexity
+    results, _ = sample_complexity_run(cfg, 1, _FakeSweep())
+    rows = _spread_claims_filled("sample_complexity", results)
+    assert rows["affine_N8_accuracy"]["seeds"] == [1000 + s for s in cfg.seeds]
+    assert rows["full_mode_second_step"]["seeds"] == [1000 + s for s in cfg.full_seeds]
+    assert rows["fig3_N8_at_ceiling"]["seeds"] == [1000 + s for s in cfg.fig3.seeds]
+    micro = PRESETS["micro"].sample_complexity
+    results, _ = sample_complexity_run(replace(micro, full_n=(), full_N=(1,)), 0, _FakeSweep())
+    rows = _spread_claims_filled("sample_complexity", results)
+    assert "fig3_N8_at_ceiling" not in rows and "full_mode_second_step" not in rows  # no such runs: left out
+    assert rows["full_mode_Nstar_growth"]["verdict"] == "not run"  # runs that reach nothing: not run
+
+    bases, seeds = PRESETS["paper"].algorithm1, (0, 1, 2)
+    results = algorithm1_run(bases, seeds, _FakeSweep(), (7, 13))
+    rows = _spread_claims_filled("algorithm1", results)
+    assert {n.split("_")[0] for n in rows} == {"n7", "n13"} and rows["n7_first_step"]["seeds"] == [0, 1, 2]
+    assert rows["n7_stage1_equal_pairs"]["spread"] == pytest.approx([0.0, 0.002])
+    assert "n13_first_step" not in _spread_claims_filled(
+        "algorithm1", algorithm1_run(bases[:1], seeds, _FakeSweep(), (7, 13))
+    )
 
 
 def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):

@@ -2,19 +2,19 @@
 
 Each row names the entry of its part's results that holds our number (``reads``, keys joined by ``/``); the
 protocol evaluates the table after each part. A statement or note that carries the run's sizes or numbers is a
-function of the results (``words`` / ``details`` of :class:`Spec`). Per-config claims of the ``pattern`` part
-(configs B and C) and per-size claims of ``algorithm1`` (n = 7, 13) are comprehensions; a config or size the
-preset does not run reads a ``{"not_run": why}`` entry.
+function of the results (``words`` / ``notes`` of :class:`~mechrecall.claims.ClaimSpec`); a number summarising
+several trials names its ``[min, max]`` (``spread``) and the trial seeds (``seeds``) in the results too.
+Per-config claims of the ``pattern`` part (configs B and C) and per-size claims of ``algorithm1`` (n = 7, 13)
+are comprehensions; a config or size the preset does not run reads a ``{"not_applicable": why}`` entry, which
+leaves its claims out of the run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mechrecall.claims import (
-    Claim,
     ClaimSpec,
     Results,
     Rule,
@@ -26,32 +26,6 @@ from mechrecall.claims import (
 )
 
 Text = Callable[[Results], str]
-
-
-@dataclass(frozen=True)
-class Spec(ClaimSpec):
-    """A :class:`ClaimSpec` whose statement (``words``) and note (``details``) may be functions of the part's
-    results (the run's sizes and numbers); where the results lack what they need, the static text stays."""
-
-    words: Text | None = None
-    details: Text | None = None
-
-    def evaluate(
-        self, results: Results, *, experiment: str, preset: str = "", seeds: Sequence[int] = (), note: str = ""
-    ) -> Claim:
-        claim = _text(self.words, results) or self.claim
-        notes = "; ".join(n for n in (note, self.note, _text(self.details, results)) if n)  # the run's note first
-        spec = ClaimSpec(self.id, claim, self.reads, self.rule, self.where, self.paper, self.kind, notes)
-        return spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds)
-
-
-def _text(fn: Text | None, results: Results) -> str:
-    if fn is None:
-        return ""
-    try:
-        return fn(results)
-    except (KeyError, TypeError, IndexError):  # the entry is absent or not run
-        return ""
 
 
 def _config(r: Results, name: str) -> Mapping[str, Any]:
@@ -66,28 +40,28 @@ def _tag(r: Results, name: str) -> str:
 # ------------------------------------------------------------------------------------------- exact
 
 EXACT = (
-    Spec(
+    ClaimSpec(
         "exact.closed_form_relation_logits",
         "the TransformerLens construction's first-step logits equal eq. (16) for any W^KQ (max |difference|, float64)",
         "closed_form_relation_logits",
         at_most(1e-10),
         where="eq. (16), App. B",
     ),
-    Spec(
+    ClaimSpec(
         "exact.closed_form_answer_logits",
         "second-step logits equal App. D's closed form (max |difference|)",
         "closed_form_answer_logits",
         at_most(1e-10),
         where="App. D",
     ),
-    Spec(
+    ClaimSpec(
         "exact.partial_pattern_is_softmax_theta",
         "partial fine-tuning: attention from EoS is softmax(θ) for every sequence (max |difference|)",
         "partial_pattern_is_softmax_theta",
         at_most(1e-12),
         where="§2.3",
     ),
-    Spec(
+    ClaimSpec(
         "exact.memory_recall",
         "the constructed MLP recalls every fact (min accuracy over (s,r)->a, (s,a)->r, (a,r)->s)",
         "memory_recall",
@@ -95,7 +69,7 @@ EXACT = (
         paper=1.0,
         where="Lemma 3.1",
     ),
-    Spec(
+    ClaimSpec(
         "exact.readout_values",
         "read-out of φ(s)+φ(r): 4 on r(s), 2 on the other answers, 1 on subjects and relations, 0 on EoS (the "
         "proof of Lemma A.1 says 1 for other answers: an arithmetic slip)",
@@ -103,25 +77,25 @@ EXACT = (
         is_true(),
         where="App. A",
     ),
-    Spec(
+    ClaimSpec(
         "exact.no_cot_answers_tie",
         "without the relation step all answer logits tie at EoS (max spread)",
         "no_cot_answers_tie",
         at_most(1e-10),
         where="Lemma B.1",
-        details=lambda r: (
+        notes=lambda r: (
             f"all answers tie, so a no-CoT argmax is a tie-break: ours (float rounding decides) gets "
             f"{r['no_cot_accuracy']:.3f} on the 36 sequences; a uniform tie-break gets 1/3 in expectation"
         ),
     ),
-    Spec(
+    ClaimSpec(
         "exact.confusing_gap",
         "l(r*) − l(r_conf) = 2(v1 − v3)(v2 − v4) (max |error|)",
         "confusing_gap",
         at_most(1e-12),
         where="§4.1",
     ),
-    Spec(
+    ClaimSpec(
         "exact.bayes_ceiling_exact",
         "the exact Bayes ceiling (enumerated contexts) equals the mean of 1/K over the whole population "
         "(max |difference|)",
@@ -129,7 +103,7 @@ EXACT = (
         at_most(1e-12),
         where="Assumption 2.2 (ours)",
     ),
-    Spec(
+    ClaimSpec(
         "exact.fast_path_same_parameters",
         "fast path and TL model end the same Adam steps with the same θ, ω (max |difference|, float64)",
         "fast_path_same_parameters",
@@ -151,45 +125,63 @@ def _near_a_star(r: Results) -> Rule:
 
 N3 = "§4.1, Theorem 4.2"
 PATTERN_A = (
-    Spec(
+    ClaimSpec(
         "pattern.n3_pair_weight",
         "n = 3: v → (a, a, ½−a, ½−a, 0, 0); a (mean over seeds) vs a*(T), the minimiser of L1 on that line from "
         "Table 2's logits",
         "configs/A/pair_weight",
         _near_a_star,
         where=N3,
+        spread="configs/A/pair_weight_spread",
+        seeds="seeds",
         words=lambda r: (
             f"n = 3: v → (a, a, ½−a, ½−a, 0, 0); a (mean over seeds) vs a*(T) = "
             f"{r['configs']['A']['a_star']:.4f}, the minimiser of L1 on that line from Table 2's logits"
         ),
-        details=lambda r: f"{_tag(r, 'A')}; Adam lr {_config(r, 'A')['lr']:g}, {_config(r, 'A')['steps']} steps",
+        notes=lambda r: f"{_tag(r, 'A')}; Adam lr {_config(r, 'A')['lr']:g}, {_config(r, 'A')['steps']} steps",
     ),
-    Spec(
+    ClaimSpec(
         "pattern.n3_within_pair",
         "n = 3: equal attention within each pair (max over seeds of the within-pair score |v_s − v_a|/(v_s + v_a))",
         "configs/A/within_max",
         at_most(0.02),
         where=N3,
+        spread="configs/A/within_spread",
+        seeds="seeds",
     ),
-    Spec(
+    ClaimSpec(
         "pattern.n3_query_and_eos",
         "n = 3: ≈ 0 attention on s3 and EoS (max over seeds of v5 + v6)",
         "configs/A/rest_max",
         at_most(0.02),
         where=N3,
+        spread="configs/A/rest_spread",
+        seeds="seeds",
     ),
-    Spec(
+    ClaimSpec(
         "pattern.n3_first_step",
         "n = 3: first-step accuracy (min over seeds; every sequence is confusing and mismatched)",
         "configs/A/first_step_min",
         at_least(0.999),
         paper=1.0,
         where=N3,
+        spread="configs/A/first_step_spread",
+        seeds="seeds",
     ),
 )
 
 
-def _fig2(name: str) -> tuple[Spec, ...]:
+# the [min, max] a Fig 2 claim shows beside its number: over the seeds, of the first-step accuracy, the second
+# step, end to end minus its ceiling, the exact ceiling (entries of configs/<name>)
+FIG2_SPREADS = {
+    "first_step_at_ceiling": "first_step_spread",
+    "second_step": "second_step_spread",
+    "end_to_end_vs_ceiling": "end_to_end_spread",
+    "ceiling_varies_by_family": "ceiling_spread",
+}
+
+
+def _fig2(name: str) -> tuple[ClaimSpec, ...]:
     """The claims of one Fig 2 config (B: the paper's Fig 2 left sizes; C: 3-ICL)."""
 
     def m(key: str) -> str:
@@ -225,20 +217,22 @@ def _fig2(name: str) -> tuple[Spec, ...]:
          "ceiling varies between random families by ≈ ±0.01)", "ceiling_half_range", at_most(0.03), None, None),
     ]  # fmt: skip
     out = [
-        Spec(f"pattern.{name}_{sid}", f"config {name}: {text}", m(key), rule, where="Fig 2", paper=paper,
-             words=said(text), details=details)
+        ClaimSpec(f"pattern.{name}_{sid}", f"config {name}: {text}", m(key), rule, where="Fig 2", paper=paper,
+                  words=said(text), notes=details, spread=m(FIG2_SPREADS[sid]) if sid in FIG2_SPREADS else "",
+                  seeds="seeds")
         for sid, text, key, rule, paper, details in specs
     ]  # fmt: skip
     tl = "the TransformerLens model with the learned θ, ω gives the fast path's logits (max |difference| of both "
     out.append(
-        Spec(
+        ClaimSpec(
             f"pattern.{name}_tl_matches_fast_path",
             f"config {name}: {tl}steps' logits on 4096 test sequences)",
             m("tl_logit_diff"),
             at_most(1e-10),
             where="eq. (16), App. D",
+            seeds=m("tl_seeds"),
             words=lambda r: f"{_tag(r, name)}: {tl}steps' logits on 4096 test sequences, seed {ours(r, 'tl_seed')})",
-            details=lambda r: (
+            notes=lambda r: (
                 f"first-step accuracy TL {ours(r, 'tl_acc'):.4f} vs fast path "
                 f"{ours(r, 'fast_acc'):.4f}: exact ties between consistent relations (equal logits) are broken by "
                 "float rounding, differently in the two paths"
@@ -257,55 +251,62 @@ def _settings(r: Results) -> Mapping[str, Any]:
 
 FIG3_THM = "Fig 3, Theorem 4.1"
 SAMPLE_COMPLEXITY = (
-    Spec(
+    ClaimSpec(
         "sample_complexity.affine_N8_accuracy",
         "identifiable (affine) relations: first-step accuracy at N = 8 for every n tried (min over n of the seed mean)",
         "affine_N8_accuracy",
         at_least(0.99),
         where=FIG3_THM,
+        spread="affine_N8_accuracy_spread",
+        seeds="affine_seeds",
         words=lambda r: (
             "identifiable (affine) relations: first-step accuracy at N = 8 for every n in "
             f"{list(_settings(r)['affine_n'])} (min over n of the seed mean)"
         ),
-        details=lambda r: (
+        notes=lambda r: (
             f"partial mode, Adam lr {_settings(r)['lr']:g}, {_settings(r)['steps']} steps, "
             'T = 0.05; "only 8 samples" (§5)'
         ),
     ),
-    Spec(
+    ClaimSpec(
         "sample_complexity.affine_triplet_growth",
         "n·m (stored triplets) grows by this factor across the n tried",
         "affine_triplet_growth",
         lambda r: at_least(_settings(r)["triplet_growth_target"]),
         where=FIG3_THM,
+        seeds="affine_seeds",
     ),
-    Spec(
+    ClaimSpec(
         "sample_complexity.affine_Nstar_ratio",
         "samples needed for 0.99, N*(largest n) / N*(smallest n)",
         "affine_Nstar_ratio",
         at_most(2.0),
         where=FIG3_THM,
+        seeds="affine_seeds",
     ),
-    Spec(
+    ClaimSpec(
         "sample_complexity.second_step_all_cells",
         "the second step is perfect in every partial-mode cell (min teacher-forced accuracy)",
         "second_step_all_cells",
         at_least(0.999),
         paper=1.0,
         where=FIG3_THM,
+        spread="second_step_all_cells_spread",
+        seeds="affine_seeds",
     ),
-    Spec(
+    ClaimSpec(
         "sample_complexity.full_mode_Nstar_growth",
         "full W^KQ fine-tuning: fitted exponent b of N* ∝ n^b (sub-linear, b < 1, is consistent with the "
         "polylog(n) sample complexity)",
         "full_mode_Nstar_growth",
         at_most(1.0),
         where="Theorem 4.1 (§4.2)",
-        details=lambda r: (
+        seeds="full_seeds",
+        notes=lambda r: (
             f"N* = {r['full_N_star']}; fit {r['full_fit']}; Adam lr 1e-3, {_settings(r)['full_steps']} steps"
         ),
     ),
-    Spec(
+    ClaimSpec(
         "sample_complexity.full_mode_second_step",
         "full W^KQ fine-tuning: the second step is perfect too (min over n of the teacher-forced accuracy at the "
         "largest N)",
@@ -313,23 +314,26 @@ SAMPLE_COMPLEXITY = (
         at_least(0.999, partial=0.9),
         paper=1.0,
         where='§5 ("consistently achieves perfect test accuracy")',
+        spread="full_mode_second_step_spread",
+        seeds="full_seeds",
         words=lambda r: (
             "full W^KQ fine-tuning: the second step is perfect too (min over n of the teacher-forced "
             f"accuracy at N = {r['full_top_N']})"
         ),
-        details=lambda r: f"by n: {r['full_second_step_at_top']}; token-specific attention memorises the small D",
+        notes=lambda r: f"by n: {r['full_second_step_at_top']}; token-specific attention memorises the small D",
     ),
-    Spec(
+    ClaimSpec(
         "sample_complexity.fig3_N8_at_ceiling",
         "random relations: at N = 8 the first step reaches the Bayes ceiling (max over n of ceiling − mean accuracy)",
         "fig3_N8_at_ceiling",
         at_most(0.01, partial=0.05),
         where="Fig 3",
+        seeds="fig3_seeds",
         words=lambda r: (
             f"random relations, m = {_settings(r)['fig3']['m']}, n in {list(_settings(r)['fig3']['n'])}: "
             "at N = 8 the first step reaches the Bayes ceiling (max over n of ceiling − mean accuracy)"
         ),
-        details=lambda r: (
+        notes=lambda r: (
             f"Adam lr {_settings(r)['fig3']['lr']:g}, {_settings(r)['fig3']['steps']} steps, partial mode, T = 0.05"
         ),
     ),
@@ -338,9 +342,10 @@ SAMPLE_COMPLEXITY = (
 # ------------------------------------------------------------------------------------- algorithm 1
 
 ALGORITHM1_SIZES = (7, 13)  # the presets' Algorithm 1 cells (13: paper only)
+ALGORITHM1_SPREADS = ("stage1_equal_pairs", "first_step", "second_step")  # with [min, max] over the seeds
 
 
-def _algorithm1(n: int) -> tuple[Spec, ...]:
+def _algorithm1(n: int) -> tuple[ClaimSpec, ...]:
     def said(text: str) -> Text:
         def words(r: Results) -> str:
             c = r[f"n{n}"]["config"]
@@ -357,9 +362,10 @@ def _algorithm1(n: int) -> tuple[Spec, ...]:
         ("second_step", "second-step accuracy (min over seeds)", at_least(0.999), "Lemma 4.5"),
     ]  # fmt: skip
     return tuple(
-        Spec(f"algorithm1.n{n}_{sid}", f"n={n}: {text}", f"n{n}/{sid}", rule, where=where, words=said(text))
+        ClaimSpec(f"algorithm1.n{n}_{sid}", f"n={n}: {text}", f"n{n}/{sid}", rule, where=where, words=said(text),
+                  spread=f"n{n}/{sid}_spread" if sid in ALGORITHM1_SPREADS else "", seeds="seeds")
         for sid, text, rule, where in specs
-    )
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------- pretrained MLP
@@ -384,15 +390,28 @@ _FIG4 = (
 )  # fmt: skip
 
 PRETRAINED_MLP = (
-    Spec(
+    ClaimSpec(
         "pretrained_mlp.pretrain_recall",
         "pretraining stores every fact (recall of the third element, mean)",
         "pretrain_recall",
         at_least(0.99),
         where="§5 (pretraining data)",
-        details=lambda r: f"AdamW lr 1e-2, weight decay 0.1, {_settings(r)['pretrain_steps']} full-batch steps, T = 1",
+        notes=lambda r: f"AdamW lr 1e-2, weight decay 0.1, {_settings(r)['pretrain_steps']} full-batch steps, T = 1",
+        seeds="seeds",
     ),
-    *(Spec(f"pretrained_mlp.{sid}", text, sid, rule, where="Fig 4", words=_fig4(text)) for sid, text, rule in _FIG4),
+    *(
+        ClaimSpec(
+            f"pretrained_mlp.{sid}",
+            text,
+            sid,
+            rule,
+            where="Fig 4",
+            words=_fig4(text),
+            seeds="seeds",
+            spread="eos_in_second_step_spread" if sid == "eos_in_second_step" else "",
+        )
+        for sid, text, rule in _FIG4
+    ),
 )
 
 # ---------------------------------------------------------------------- pretrained LMs (extension)
@@ -403,7 +422,7 @@ def _best(r: Results) -> Mapping[str, Any]:
 
 
 PRETRAINED = (
-    Spec(
+    ClaimSpec(
         "pretrained.best_head_pairwise_share",
         "extension: the best head of the model attends pairwise from the final ':'",
         "best_pairwise_share",
@@ -414,9 +433,9 @@ PRETRAINED = (
             f"extension: the best head of {r['model']} attends pairwise from the final ':' (share of "
             "prompts passing within ≤ 0.1, across ≥ 0.05, query + ':' ≤ 0.05)"
         ),
-        details=lambda r: f"head L{_best(r)['layer']}H{_best(r)['head']} has the highest score",
+        notes=lambda r: f"head L{_best(r)['layer']}H{_best(r)['head']} has the highest score",
     ),
-    Spec(
+    ClaimSpec(
         "pretrained.best_head_score",
         "extension: the highest mean pairwise score over heads of the model",
         "best_head/score",
@@ -424,7 +443,7 @@ PRETRAINED = (
         where="extension",
         kind="extension",
         words=lambda r: f"extension: the highest mean pairwise score over heads of {r['model']}",
-        details=lambda r: (
+        notes=lambda r: (
             f"L{_best(r)['layer']}H{_best(r)['head']}: within {_best(r)['within']:.3f}, "
             f"across {_best(r)['across']:.3f}, rest {_best(r)['rest']:.3f}"
         ),

@@ -22,7 +22,7 @@ import multiprocessing
 import os
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from multiprocessing.context import BaseContext
@@ -48,7 +48,7 @@ from analyses.papers.ic_recall.presets import Cell, Fig3, PretrainedMLP, SampleC
 from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, polylog_fit
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
-from mechrecall.claims import NOT_RUN_KEY
+from mechrecall.claims import NOT_APPLICABLE_KEY, NOT_RUN_KEY, spread_of
 from mechrecall.io import atomic_write_json
 from mechrecall.trainer import TrainConfig, train
 
@@ -353,9 +353,19 @@ class Sweep:
         return run_cells(cells, self.out, workers=self.workers, progress=self.progress, say=self.say)
 
 
-def absent(why: str) -> dict[str, str]:
-    """A results entry for a measurement this run does not make (its claims say ``not run`` with ``why``)."""
+def not_run(why: str) -> dict[str, str]:
+    """A results entry for a measurement this run could not make (its claims say ``not run`` with ``why``)."""
     return {NOT_RUN_KEY: why}
+
+
+def not_applicable(why: str) -> dict[str, str]:
+    """A results entry for a configuration this preset does not have (its claims are left out of the run)."""
+    return {NOT_APPLICABLE_KEY: why}
+
+
+def spread(values: Iterable[float]) -> list[float]:
+    """``[min, max]`` of a claim's number over the trials it summarises (a results entry its claim shows)."""
+    return list(spread_of(list(values)))
 
 
 # ----------------------------------------------------------------------------------------- exact
@@ -430,9 +440,13 @@ def _n3_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, Any
         "config": dataclasses.asdict(cfg),
         "a_star": n3_pairwise_optimum(cfg.T),
         "pair_weight": statistics.mean(a),
+        "pair_weight_spread": spread(a),
         "within_max": max(summary["within"]),
+        "within_spread": spread(summary["within"]),
         "rest_max": max(summary["rest"]),
+        "rest_spread": spread(summary["rest"]),
         "first_step_min": min(summary["acc_relation_exact"]),
+        "first_step_spread": spread(summary["acc_relation_exact"]),
     }
 
 
@@ -444,11 +458,14 @@ def _fig2_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, A
     return {
         "config": dataclasses.asdict(cfg),
         "first_step_gap": max(abs(a - c) for a, c in zip(acc1, ceil)),
+        "first_step_spread": spread(acc1),
         "acc1_mean": statistics.mean(acc1),
         "ceiling_mean": statistics.mean(ceil),
         "first_step_consistent": min(r["acc_relation_consistent"] for r in rs),
         "second_step": min(summary["acc_answer_teacher_forced"]),
+        "second_step_spread": spread(summary["acc_answer_teacher_forced"]),
         "end_to_end_vs_ceiling": statistics.mean(r["acc_final"] - r["answer_ceiling"] for r in rs),
+        "end_to_end_spread": spread(r["acc_final"] - r["answer_ceiling"] for r in rs),
         "acc_final_mean": statistics.mean(r["acc_final"] for r in rs),
         "answer_ceiling_mean": statistics.mean(r["answer_ceiling"] for r in rs),
         "pairwise_share": sum(summary["pairwise"]) / len(rs),
@@ -457,10 +474,12 @@ def _fig2_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, A
         "rest_mean": statistics.mean(summary["rest"]),
         "query_share": sum(qarg) / len(qarg),
         "ceiling_half_range": (max(exact_ceil) - min(exact_ceil)) / 2,
+        "ceiling_spread": spread(exact_ceil),
         "tl_logit_diff": readout["max_logit_diff_tl_vs_fast"],
         "tl_acc": readout["acc_tl"]["acc_relation_exact"],
         "fast_acc": readout["acc_fast"]["acc_relation_exact"],
         "tl_seed": rs[0]["seed"],
+        "tl_seeds": [rs[0]["seed"]],
     }
 
 
@@ -487,7 +506,7 @@ def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep)
     results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds), "configs": {}, "panels": []}
     for name in ("A", "B", "C"):
         if name not in configs:
-            results["configs"][name] = absent(ABSENT_CONFIG[name])
+            results["configs"][name] = not_applicable(ABSENT_CONFIG[name])
             continue
         cfg = configs[name]
         rs = _rows_of(rows, [replace(cfg, seed=s) for s in seeds])
@@ -554,12 +573,14 @@ def _affine_measures(cfg: SampleComplexity, ra: list[dict], r3: list[dict]) -> d
         "affine_N_star": n_star,
         "affine_N8_accuracy": min(at8.values())  # type: ignore[type-var]
         if 8 in cfg.N
-        else absent(f"N = 8 is not among this preset's sample sizes {list(cfg.N)}"),
+        else not_applicable(f"N = 8 is not among this preset's sample sizes {list(cfg.N)}"),
+        "affine_N8_accuracy_spread": spread(d[8] for d in curve.values()) if 8 in cfg.N else None,
         "affine_triplet_growth": nm[-1] / nm[0],
         "affine_Nstar_ratio": n_star[max(n_star)] / n_star[min(n_star)]  # type: ignore[operator]
         if reached
-        else absent(f"accuracy 0.99 not reached for some n: N* = {n_star}"),
+        else not_run(f"accuracy 0.99 not reached for some n: N* = {n_star}"),
         "second_step_all_cells": min(r["acc_answer_teacher_forced"] for r in ra + r3),
+        "second_step_all_cells_spread": spread(r["acc_answer_teacher_forced"] for r in ra + r3),
     }
 
 
@@ -578,14 +599,15 @@ def _full_measures(cfg: SampleComplexity, rf: list[dict]) -> dict[str, Any]:
         "full_fit": fit,
         "full_mode_Nstar_growth": fit["slope_loglog_n"]
         if fit is not None
-        else absent(f"N* reached for fewer than 2 values of n: {f_star}"),
+        else not_run(f"N* reached for fewer than 2 values of n: {f_star}"),
         "full_top_N": top,
         "full_second_step_at_top": at_top,
-        "full_mode_second_step": min(at_top.values()) if rf else absent("no full-mode cells in this preset"),
+        "full_mode_second_step": min(at_top.values()) if rf else not_applicable("no full-mode cells in this preset"),
+        "full_mode_second_step_spread": spread(at_top.values()) if rf else None,
     }
 
 
-def _fig3_measures(f: Fig3, r3: list[dict]) -> dict[str, Any]:
+def _fig3_measures(f: Fig3, r3: list[dict], seed: int) -> dict[str, Any]:
     """The paper's Fig 3 (random relations): curves, exact ceilings, spreads, the gap to the ceiling at N = 8."""
     curve3 = mean_by(r3)
     ceil3 = {n: statistics.mean(r["bayes_ceiling_exact"] for r in r3 if r["n"] == n) for n in f.n}
@@ -594,7 +616,14 @@ def _fig3_measures(f: Fig3, r3: list[dict]) -> dict[str, Any]:
         for n in f.n
     }
     gap8 = max(ceil3[n] - curve3[n][8] for n in f.n)
-    return {"fig3_curve": curve3, "fig3_ceiling": ceil3, "fig3_std": std, "fig3_N8_at_ceiling": gap8}
+    seeds = list(trial_seeds(f.seeds, seed))
+    return {
+        "fig3_curve": curve3,
+        "fig3_ceiling": ceil3,
+        "fig3_std": std,
+        "fig3_N8_at_ceiling": gap8,
+        "fig3_seeds": seeds,
+    }
 
 
 def sample_complexity_run(cfg: SampleComplexity, seed: int, sweep: Sweep) -> tuple[dict[str, Any], dict[str, list]]:
@@ -605,12 +634,15 @@ def sample_complexity_run(cfg: SampleComplexity, seed: int, sweep: Sweep) -> tup
     for name, cells in groups.items():
         split[name], start = rows[start : start + len(cells)], start + len(cells)
     results: dict[str, Any] = {"cells": rows, "sweep": info, "settings": dataclasses.asdict(cfg)}
+    results.update(affine_seeds=list(trial_seeds(cfg.seeds, seed)), full_seeds=list(trial_seeds(cfg.full_seeds, seed)))
     results.update(_affine_measures(cfg, split["affine"], split["fig3"]))
     results.update(_full_measures(cfg, split["full"]))
     if cfg.fig3 is not None and split["fig3"]:
-        results.update(_fig3_measures(cfg.fig3, split["fig3"]))
+        results.update(_fig3_measures(cfg.fig3, split["fig3"], seed))
     else:
-        results["fig3_N8_at_ceiling"] = absent("the Fig 3 sweep of random relations runs at --preset paper only")
+        results["fig3_N8_at_ceiling"] = not_applicable(
+            "the Fig 3 sweep of random relations runs at --preset paper only"
+        )
     return results, split
 
 
@@ -625,10 +657,13 @@ def _algorithm1_measures(base: Cell, rs: Sequence[dict[str, Any]]) -> dict[str, 
     return {
         "config": dataclasses.asdict(base),
         "stage1_equal_pairs": max(eq),
+        "stage1_equal_pairs_spread": spread(eq),
         "stage1_order": sum(order) / len(order),
         "stage1_second_step": sum(q_s3) / len(q_s3),
         "first_step": min(r["acc_relation_exact"] for r in rs),
+        "first_step_spread": spread(r["acc_relation_exact"] for r in rs),
         "second_step": min(r["acc_answer_teacher_forced"] for r in rs),
+        "second_step_spread": spread(r["acc_answer_teacher_forced"] for r in rs),
     }
 
 
@@ -636,13 +671,13 @@ def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, si
     """Algorithm 1 (temperature-scaled perturbed GD) on identifiable relations: Stage-1 shape and accuracies,
     per base cell (``n<n>``); each n of ``sizes`` this preset does not run is marked absent."""
     rows, info = sweep.run([replace(base, seed=s) for base in bases for s in seeds])
-    results: dict[str, Any] = {"cells": rows, "sweep": info}
+    results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds)}
     for n in sizes:
         base = next((b for b in bases if b.n == n), None)
         results[f"n{n}"] = (
             _algorithm1_measures(base, [r for r in rows if r["n"] == n])
             if base is not None
-            else absent(f"Algorithm 1 with n = {n} runs at --preset paper only")
+            else not_applicable(f"Algorithm 1 with n = {n} runs at --preset paper only")
         )
     return results
 
@@ -684,13 +719,16 @@ def pretrained_mlp_run(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, prog
             atomic_write_json(done, pretrained_mlp_seed(cfg, seed, progress))
         runs.append(json.loads(done.read_text()))
     mean = lambda key: statistics.mean(r[key] for r in runs)  # noqa: E731
+    eos_extra = [r["q_mean"][5] - (r["q_mean"][1] + r["q_mean"][3]) / 2 for r in runs]
     return {
         "runs": runs,
+        "seeds": list(seeds),
         "settings": dataclasses.asdict(cfg),
         "pretrain_recall": mean("pretrain_recall"),
         "within_pair": mean("within"),
         "across_pairs": mean("across"),
-        "eos_in_second_step": statistics.mean(r["q_mean"][5] - (r["q_mean"][1] + r["q_mean"][3]) / 2 for r in runs),
+        "eos_in_second_step": statistics.mean(eos_extra),
+        "eos_in_second_step_spread": spread(eos_extra),
         "first_step_vs_ceiling": mean("acc_relation_exact") / mean("bayes_ceiling"),
         "acc_relation_exact": mean("acc_relation_exact"),
         "bayes_ceiling": mean("bayes_ceiling"),
