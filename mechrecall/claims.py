@@ -311,14 +311,12 @@ class ClaimSpec:
         paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
-        measured = ours is not None  # a claim that was not run quotes no measurement in its texts
-        quoted = _text(self.notes, results) if measured else ""
-        notes = "; ".join(n for n in (note_first, self.note, quoted, note) if n)
+        notes = "; ".join(n for n in (note_first, self.note, _text(self.notes, results), note) if n)
         spread, _ = lookup(results, self.spread) if self.spread else (None, "")
         measured_on, _ = lookup(results, self.seeds) if self.seeds else (None, "")
         return Claim(
             id=f"{experiment}.{self.id}",
-            claim=(_text(self.words, results) if measured else "") or self.claim,
+            claim=_text(self.words, results) or self.claim,
             ours=ours,
             rule=rule,
             paper=paper,

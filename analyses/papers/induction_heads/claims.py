@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mechrecall.claims import (
+    NOT_RUN_KEY,
     ClaimSpec,
     Results,
     at_least,
@@ -380,7 +381,7 @@ PYTHIA = [
         rule=lambda r: at_least(float(r["threshold"])),
         where=PYTHIA_WHERE,
         kind="extension",
-        notes=lambda r: f"threshold {r['threshold']}",
+        notes=lambda r: "" if NOT_RUN_KEY in r else f"threshold {r['threshold']}",
     ),
 ]
 
