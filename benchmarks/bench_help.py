@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--json", metavar="PATH", help="also write the numbers to PATH (atomically)")
     args = p.parse_args(argv)
     repeats = args.repeats or (3 if args.quick else 5)
-    names = experiments()
+    names = [*experiments(), "reproduce"]  # the report's command too
     fns = {"python -c pass": command(["-c", "pass"])}
     fns.update({f"python -m analyses.{n} --help": command(["-m", f"analyses.{n}", "--help"]) for n in names})
     c = compare(fns, "python -c pass", repeats, min_run_time=0.0)

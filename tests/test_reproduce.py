@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -106,12 +105,10 @@ def test_a_rerun_skips_what_is_finished(run):
     out, _ = run
     results = out / "contextual_recall" / "results.json"
     before = results.stat().st_mtime_ns
-    started = time.perf_counter()
     again = reproduce(out, jobs=JOBS[:2], workers=1, progress=False)
     assert results.stat().st_mtime_ns == before, "a finished part was run again"
     assert again["records"]["contextual_recall"]["status"] == "done"
     assert again["records"]["contextual_recall"]["parts"] == {"construction": "done earlier, kept"}
-    assert time.perf_counter() - started < 30
 
 
 def test_plan_and_options():
@@ -125,13 +122,11 @@ def test_plan_and_options():
         plan_jobs("quick", only=["nope"])
 
 
-def test_cli_help_is_fast():
-    import sys
-
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "analyses.reproduce", "--help"], capture_output=True, text=True)
-    assert done.returncode == 0 and "--readme-table" in done.stdout
-    assert time.perf_counter() - started < 5
+def test_cli_help_imports_no_torch():
+    """``--help`` answers without the heavy imports (its time is benchmarks/bench_help.py's)."""
+    code = "import sys; from analyses.reproduce import parser; parser().format_help(); print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
 
 
 # --------------------------------------------------------------------------- the page in a browser
