@@ -48,8 +48,8 @@ from jaxtyping import Float, Int
 from mechrecall.batch import Batch
 
 __all__ = [
+    "DATA_PRESETS",
     "MULTI_TRIGGERS",
-    "PRESETS",
     "LAMData",
     "NoisyICLConfig",
     "noisy_icl_batch_fn",
@@ -185,15 +185,15 @@ class NoisyICLConfig:
 
         ``preset("official_code", triggers=MULTI_TRIGGERS)`` is the App. B.4 multi-trigger run.
         """
-        if name not in PRESETS:
-            raise ValueError(f"unknown NoisyICLConfig preset {name!r}; expected one of {tuple(PRESETS)}")
+        if name not in DATA_PRESETS:
+            raise ValueError(f"unknown NoisyICLConfig preset {name!r}; expected one of {tuple(DATA_PRESETS)}")
         unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(f"unknown NoisyICLConfig field(s) {sorted(unknown)}; expected fields of NoisyICLConfig")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls(**{**DATA_PRESETS[name], **overrides})
 
 
-PRESETS: dict[str, dict] = {
+DATA_PRESETS: dict[str, dict] = {
     # Paper §3 text: τ = N + 1 appended (0-indexed id 65), ȳ ~ U([N]), z_T = q, loss on ξ_T only.
     "paper_text": dict(
         noise_token_id=None,
@@ -245,7 +245,7 @@ def _count_tables(unigram: str, bigram: str, N: int) -> tuple[list[int], list[li
     (start token, and the successor of an appended τ with ``after_noise="unigram"``).
     """
     if "tiny_shakespeare" in (unigram, bigram):
-        from analyses.papers.distributional.char_stats import load_char_stats
+        from analyses.papers.distributional.data.char_stats import load_char_stats
 
         stats = load_char_stats()
     uni = stats.unigram_counts.tolist() if unigram == "tiny_shakespeare" else [1] * N

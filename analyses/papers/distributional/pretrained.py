@@ -1,6 +1,6 @@
-"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I).
-
-The parts of ``python -m analyses.laser_pythia``.
+"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I): the work of
+``python -m analyses.laser_pythia`` on the checkpoints, returning results dicts (no claims, no figures but the
+sweep's own).
 
 Truncating one late MLP input matrix to a tiny rank (LASER, Sharma et al. 2024) removes the generic
 "the" that feed-forward layers predict from distributional statistics, and lets the in-context answer win.
@@ -8,79 +8,50 @@ Every truncation uses ``hooks.low_rank`` on **raw** weights (``pretrained.load(.
 and the weights are checked bit-identical after each one. Layers are given as in the paper (1-indexed);
 results show the TransformerLens block (``layer - 1``) beside them.
 
-Parts (``--experiment``):
-
-- ``factual``: "Madrid is located in" → " Spain" on Pythia-1B, layer 16, ρ = 0.0125: top-5 next tokens
-  full vs LASER (Table 1), P(Spain)/P(the) across ``--checkpoints`` (Fig 5 right).
-- ``factual20``: the 20 prompts of Table 5 on Pythia-1B / 1.4B / 2.8B (Fig 16).
-- ``ioi``: 100 IOI prompts ("When {IO} and {S} went to a store, {S} gave a drink to") on Pythia-410M (layer 22,
-  ρ = 0.02) and 1B (layer 11, ρ = 0.008): mean P(IO), P(S), P(the), ratios, accuracy (Figs 5 left, 15).
-- ``prepositions``: mean rank of " the" after 30 raw prepositions and 40 sentences, no LASER (Fig 14).
-- ``gpt2-ioi``: GPT-2 small, "When Mary and John went to a store, John gave a drink to", LASER on ``W_in`` of
-  layers 9-12 over a ρ grid: P(Mary), P(them), P(the), P(John) (Fig 17).
-- ``sweep``: ``analyses.laser_sweep`` over layers x matrices x ρ for any model and prompt set (``--prompts``
-  JSON lines ``{"prompt": ..., "answer": ...}``), objective mean P(answer)/P(" the").
+Per part (``run_<part>``): ``factual`` (Table 1, Fig 5 right), ``factual20`` (Table 5, Fig 16), ``ioi`` (Figs 5
+left, 15), ``prepositions`` (Fig 14, no LASER), ``gpt2-ioi`` (Fig 17), ``sweep`` (``analyses.lowrank.laser_sweep``
+over late layers x matrices x ρ on ``--prompts``). :func:`measures` turns a part's rows into the numbers its
+claims read, per model (``{"not_run": why}`` for a model whose weights are not here).
 
 ``--model`` takes TransformerLens names (``pythia-1b``) or local Hugging Face directories (read offline; a
 directory with ``step{N}/`` subfolders serves ``--checkpoints``). A model whose weights are not here (no local
 directory, no hub) makes its claims ``not run``, with the reason, and the run goes on.
 
-``results.json`` (``mechrecall.experiment``) holds, under ``parts[part]["results"][model][checkpoint]``:
-``intervention`` (paper layer, TL block, matrix, ρ, rank kept) and per variant ``full`` / ``laser`` the
-probabilities, ratios, ranks and top-k tokens of that part; the paper's numbers sit beside ours in ``claims``.
+Results hold, under ``results[model][checkpoint]``: ``intervention`` (paper layer, TL block, matrix, ρ, rank
+kept) and per variant ``full`` / ``laser`` the probabilities, ratios, ranks and top-k tokens of that part.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 import pretrained
-from analyses.papers.distributional.prompts import (
+from analyses.papers.distributional.data.prompts import (
     FACTUAL_20,
     GPT2_IOI,
     GPT2_IOI_TOKENS,
     MADRID,
     PREPOSITION_SENTENCES,
     PREPOSITIONS,
-    TABLE1_PROBS,
     ioi_prompts,
 )
-from analyses.plotting import subplots
+from analyses.papers.distributional.presets import PAPER_LASER
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
-from mechrecall.claims import Claim, Rule, at_least, at_most
 from mechrecall.errors import UsageError
-from mechrecall.experiment import Context, PartResult
+from mechrecall.experiment import Context
 from mechrecall.progress import progress_bar
 from pretrained.prompts import Prompt, answer_token, load_prompt_file
 
 log = logging.getLogger(__name__)
 
-#: Paper layer (1-indexed) and ρ of each (experiment, model) from App. C.2.
-PAPER_LASER = {
-    ("factual", "pythia-1b"): (16, 0.0125),
-    ("factual20", "pythia-1b"): (16, 0.0125),
-    ("factual20", "pythia-1.4b"): (24, 0.025),
-    ("factual20", "pythia-2.8b"): (32, 0.04),
-    ("ioi", "pythia-1b"): (11, 0.008),
-    ("ioi", "pythia-410m"): (22, 0.02),
-}
-DEFAULT_MODELS = {
-    "factual": ("pythia-1b",),
-    "factual20": ("pythia-1b", "pythia-1.4b", "pythia-2.8b"),
-    "ioi": ("pythia-410m", "pythia-1b"),
-    "prepositions": ("pythia-160m", "pythia-410m", "pythia-1b"),
-    "gpt2-ioi": ("gpt2",),
-    "sweep": ("pythia-1b",),
-}
 #: Spec §6.2's 25 log-spaced training steps (``--checkpoints paper``).
 PAPER_CHECKPOINTS = (
     0,
@@ -129,6 +100,7 @@ class Options:
     dtype: str = "float32"
     device: str = "cpu"
     prompts: str | None = None
+    laser: Mapping[tuple[str, str], tuple[int, float]] = field(default_factory=lambda: dict(PAPER_LASER))
 
 
 # ----------------------------------------------------------------------------------- model access
@@ -143,7 +115,7 @@ def laser_setting(experiment: str, model, name: str, opts: Options) -> tuple[int
     """(paper layer, ρ): the options if given, else the paper's for this model.
 
     A model the paper did not use needs ``--layer`` and ``--rho`` (no silent default)."""
-    paper = PAPER_LASER.get((experiment, model_key(name)))
+    paper = opts.laser.get((experiment, model_key(name)))
     if paper is None and (opts.layer is None or opts.rho is None):
         raise UsageError(
             f"the paper gives no LASER layer and ρ for {experiment} on {model_key(name)!r}; pass --layer "
@@ -266,27 +238,6 @@ def _ckpt(checkpoint: int | None) -> str:
     return "final" if checkpoint is None else str(checkpoint)
 
 
-def _model_claim(
-    ctx: Context, part: str, name: str, model: str, results: dict, value, claim: str, rule: Rule, **kw
-) -> Claim:
-    """A claim about ``model``: ``value(last row)`` when it ran, else ``not run`` with the reason."""
-    rows = results.get(model)
-    if not rows:
-        reason = ctx.cache.get("missing", {}).get(model, "not run")
-        return ctx.claim(
-            part,
-            f"{_slug(model)}.{name}",
-            f"{model_key(model)}: {claim}",
-            None,
-            rule,
-            reason=f"no weights for {model}: {reason}",
-            **kw,
-        )
-    return ctx.claim(
-        part, f"{_slug(model)}.{name}", f"{model_key(model)}: {claim}", value(list(rows.values())[-1]), rule, **kw
-    )
-
-
 # ----------------------------------------------------------------------------------- experiments
 
 
@@ -312,7 +263,7 @@ def greedy(model, prompt: str, n: int, opts: Options) -> str:
     )[len(prompt) :]
 
 
-def run_factual(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_factual(ctx: Context, models, opts: Options) -> dict[str, Any]:
     """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the"."""
     results = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual"):
@@ -337,48 +288,7 @@ def run_factual(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]
             **full_and_laser(model, layer, rho, opts.matrix, measure),
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
-    full, lasered = TABLE1_PROBS["full"], TABLE1_PROBS["laser"]
-    claims = []
-    for name in models:
-
-        def claim(key, text, value, rule, **kw):
-            return _model_claim(ctx, "factual", key, name, results, value, text, rule, **kw)
-
-        claims += [
-            claim(
-                "ratio_full",
-                "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
-                lambda r: r["full"]["ratio_answer_the"],
-                at_most(1.0),
-                paper=0.16,
-                where="Table 1, Fig 5 right",
-            ),
-            claim(
-                "ratio_laser",
-                "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
-                lambda r: r["laser"]["ratio_answer_the"],
-                at_least(2.0, partial=1.0),
-                paper=11.3,
-                where="Table 1, Fig 5 right",
-            ),
-            claim(
-                "p_the_drop",
-                "LASER removes most of P(the) (LASER / full)",
-                lambda r: r["laser"]["p_the"] / r["full"]["p_the"],
-                at_most(0.2, partial=0.5),
-                paper=round(lasered["the"] / full["the"], 4),
-                where="Table 1",
-            ),
-            claim(
-                "p_answer_gain",
-                "LASER raises P(Spain) (LASER / full)",
-                lambda r: r["laser"]["p_answer"] / r["full"]["p_answer"],
-                at_least(2.0, partial=1.0),
-                paper=round(lasered["Spain"] / full["Spain"], 3),
-                where="Table 1",
-            ),
-        ]
-    return results, claims
+    return results
 
 
 def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> dict[str, Any]:
@@ -399,7 +309,7 @@ def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> di
     }
 
 
-def run_factual20(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_factual20(ctx: Context, models, opts: Options) -> dict[str, Any]:
     """Fig 16: the 20 factual prompts of Table 5, full vs LASER."""
     results = {}
     texts = [p.prompt for p in FACTUAL_20]
@@ -416,38 +326,10 @@ def run_factual20(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim
             ),
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
-    claims = []
-    for name in models:
-        claims.append(
-            _model_claim(
-                ctx,
-                "factual20",
-                "p_the_drop",
-                name,
-                results,
-                lambda r: r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
-                "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
-                at_most(0.5, partial=0.9),
-                where="Fig 16",
-            )
-        )
-        claims.append(
-            _model_claim(
-                ctx,
-                "factual20",
-                "answer_over_the_gain",
-                name,
-                results,
-                lambda r: r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
-                "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
-                at_least(2.0, partial=1.0),
-                where="Fig 16",
-            )
-        )
-    return results, claims
+    return results
 
 
-def run_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
     """Figs 5 left and 15: mean P(IO), P(S), P(the) on 100 IOI prompts, full vs LASER."""
     results = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
@@ -481,42 +363,10 @@ def run_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
             **full_and_laser(model, layer, rho, opts.matrix, measure),
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
-    claims = []
-    for name in models:
-        paper = (2.3, round(12.3 / 2.3, 2)) if model_key(name) == "pythia-1b" else (None, None)
-        claims.append(
-            _model_claim(
-                ctx,
-                "ioi",
-                "ratio_full",
-                name,
-                results,
-                lambda r: r["full"]["ratio_io_the"],
-                "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
-                at_least(1.0),
-                paper=paper[0],
-                where="Fig 5 left",
-            )
-        )
-        claims.append(
-            _model_claim(
-                ctx,
-                "ioi",
-                "ratio_gain",
-                name,
-                results,
-                lambda r: r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
-                "LASER raises P(IO)/P(the) several-fold (LASER / full)",
-                at_least(2.0, partial=1.0),
-                paper=paper[1],
-                where="Fig 5 left",
-                note="the paper reads its ratios at '14K steps', probably the final checkpoint",
-            )
-        )
-    return results, claims
+    return results
 
 
-def run_prepositions(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_prepositions(ctx: Context, models, opts: Options) -> dict[str, Any]:
     """Fig 14: mean 1-based rank of " the" after 30 raw prepositions and 40 preposition-final sentences."""
     results = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "prepositions"):
@@ -526,32 +376,10 @@ def run_prepositions(ctx: Context, models, opts: Options) -> tuple[dict, list[Cl
             ranks = rank_of(next_token_probs(model, texts, opts), the)
             row[label] = {"mean_rank_the": float(ranks.float().mean()), "ranks": ranks.tolist()}
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
-    claims = []
-    for name in models:
-        rows = results.get(name, {})
-        by_step = sorted((int(k), v) for k, v in rows.items() if k != "final")
-        first = next((step for step, v in by_step if v["raw_prepositions"]["mean_rank_the"] <= 5), None)
-        reason = "" if len(by_step) >= 2 else "needs --checkpoints with at least two training steps"
-        if not rows:
-            reason = f"no weights for {name}: {ctx.cache.get('missing', {}).get(name, 'not run')}"
-        claims.append(
-            ctx.claim(
-                "prepositions",
-                f"{_slug(name)}.first_step_the_top5",
-                f"{model_key(name)}: ' the' is "
-                "among the top predictions after a preposition early in training (first checkpoint "
-                "with mean rank ≤ 5)",
-                first if not reason else None,
-                at_most(64, partial=512),
-                paper=10,
-                where="Fig 14",
-                reason=reason,
-            )
-        )
-    return results, claims
+    return results
 
 
-def run_gpt2_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_gpt2_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
     """Fig 17: LASER on W_in of GPT-2 layers 9-12 over a ρ grid; P(Mary), P(them), P(the), P(John)."""
     from analyses.lowrank import laser_sweep
 
@@ -580,43 +408,10 @@ def run_gpt2_ioi(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]
             "n_svd": sweep.n_svd,
             "fraction_rho_below_full": lower,
         }
-    claims = []
-    for name in models:
-        for l in GPT2_LAYERS[:-1]:
-            claims.append(
-                _model_claim(
-                    ctx,
-                    "gpt2-ioi",
-                    f"layer{l}_the_lower",
-                    name,
-                    results,
-                    lambda r, l=l: (
-                        r["fraction_rho_below_full"].get(l, r["fraction_rho_below_full"].get(str(l), {})).get("the")
-                    ),
-                    f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
-                    at_least(0.8, partial=0.5),
-                    paper=1.0,
-                    where="Fig 17",
-                )
-            )
-        claims.append(
-            _model_claim(
-                ctx,
-                "gpt2-ioi",
-                "top4_match",
-                name,
-                results,
-                lambda r: len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS)),
-                "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
-                at_least(4, partial=3),
-                paper=4,
-                where="Fig 17",
-            )
-        )
-    return results, claims
+    return results
 
 
-def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
+def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict[str, Any], dict[str, Any]]:
     """A LASER search: layers (last half) x {W_in, W_out} x ρ, objective mean P(answer)/P(" the")."""
     from analyses.lowrank import laser_sweep
 
@@ -650,172 +445,18 @@ def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict, list[Claim]]:
             "table": table.to_dict(orient="records"),
             "n_svd": sweep.n_svd,
         }
-        figures[f"sweep_{_slug(name)}_{_ckpt(checkpoint)}.png"] = sweep.figure("ratio")
-    claims = [
-        _model_claim(
-            ctx,
-            "sweep",
-            "best_gain",
-            name,
-            results,
-            lambda r: r["best"]["value"] / r["best"]["baseline"],
-            "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) (best / full)",
-            at_least(2.0, partial=1.0),
-            where="§4, App. C.2",
-        )
-        for name in models
-    ]
-    ctx.cache["laser_pythia.sweep_figures"] = figures
-    return results, claims
+        figures[f"sweep_{slug(name)}_{_ckpt(checkpoint)}.png"] = sweep.figure("ratio")
+    return results, figures
 
 
-RUNNERS = {
+#: The runner of each part but ``sweep`` (which also returns its figures).
+RUNNERS: dict[str, Callable[[Context, Sequence[str], Options], dict[str, Any]]] = {
     "factual": run_factual,
     "factual20": run_factual20,
     "ioi": run_ioi,
     "prepositions": run_prepositions,
     "gpt2-ioi": run_gpt2_ioi,
-    "sweep": run_sweep,
 }
-
-
-def part(ctx: Context, experiment: str) -> PartResult:
-    """One part: its runner on ``--model`` (or the paper's models for it), then its figures."""
-    opts = options(ctx)
-    models = list(opts.models) if opts.models else list(DEFAULT_MODELS[experiment])
-    results, claims = RUNNERS[experiment](ctx, models, opts)
-    figures = figures_for(experiment, results)
-    figures.update(ctx.cache.pop("laser_pythia.sweep_figures", {}))
-    return PartResult({"models": models, "results": results, "missing": ctx.cache.get("missing", {})}, claims, figures)
-
-
-# One part per experiment of the paper (the entry module names them "module:part_<name>").
-part_factual = functools.partial(part, experiment="factual")
-part_factual20 = functools.partial(part, experiment="factual20")
-part_ioi = functools.partial(part, experiment="ioi")
-part_prepositions = functools.partial(part, experiment="prepositions")
-part_gpt2_ioi = functools.partial(part, experiment="gpt2-ioi")
-part_sweep = functools.partial(part, experiment="sweep")
-
-
-# ----------------------------------------------------------------------------------- figures
-
-
-def _steps(rows: dict) -> list[tuple[int, dict]]:
-    return sorted(((int(k), v) for k, v in rows.items() if k != "final"), key=lambda kv: kv[0])
-
-
-def figures_for(experiment: str, results: dict) -> dict[str, Any]:
-    """The figures of one part (none when no model ran)."""
-    figs: dict[str, Any] = {}
-    results = {name: rows for name, rows in results.items() if rows}
-    if not results:
-        return figs
-    if experiment in ("factual", "ioi"):
-        keys = {
-            "factual": [("p_answer", "P(Spain)"), ("p_the", "P(the)")],
-            "ioi": [("mean_p_io", "P(IO)"), ("mean_p_s", "P(S)"), ("mean_p_the", "P(the)")],
-        }[experiment]
-        for name, rows in results.items():
-            steps = _steps(rows)
-            if len(steps) >= 2:
-                fig, ax = subplots(figsize=(6, 3.6))
-                for key, label in keys:
-                    for variant, style in (("full", "-"), ("laser", "--")):
-                        ax.plot(
-                            [max(s, 0.5) for s, _ in steps],
-                            [r[variant][key] for _, r in steps],
-                            style,
-                            marker="o",
-                            ms=3,
-                            label=f"{label}, {'full model' if variant == 'full' else 'LASER'}",
-                        )
-                ax.set(
-                    xscale="log",
-                    xlabel="training step (0 plotted at 0.5)",
-                    ylabel="probability",
-                    title=f"Fig 5 ({'right' if experiment == 'factual' else 'left'}): {model_key(name)}, "
-                    f"{experiment} across training",
-                )
-                ax.legend(fontsize=7)
-                fig.tight_layout()
-                figs[f"fig5_{experiment}_{_slug(name)}.png"] = fig
-    if experiment == "factual":
-        for name, rows in results.items():
-            row = list(rows.values())[-1]
-            fig, axes = subplots(1, 2, figsize=(8, 3))
-            for ax, variant in zip(axes, ("full", "laser")):
-                top = row[variant]["top5"]
-                ax.barh([t["token"] for t in top][::-1], [t["p"] for t in top][::-1])
-                ax.set(title=f"{variant}: top-5 after '{MADRID.prompt}'", xlabel="probability")
-            fig.suptitle(f"Table 1: {model_key(name)}, full model vs LASER")
-            fig.tight_layout()
-            figs[f"table1_{_slug(name)}.png"] = fig
-    if experiment in ("ioi", "factual20"):
-        keys = ("p_io", "p_s", "p_the") if experiment == "ioi" else ("p_answer", "p_the")
-        names = list(results)
-        fig, axes = subplots(1, len(names), figsize=(4.5 * len(names), 3.4), squeeze=False)
-        for ax, name in zip(axes[0], names):
-            row = list(results[name].values())[-1]
-            data, labels = [], []
-            for key in keys:
-                for variant in ("full", "laser"):
-                    values = row[variant][key] if experiment == "ioi" else [p[key] for p in row[variant]["per_prompt"]]
-                    data.append(values)
-                    labels.append(f"P({key.removeprefix('p_')})\n{'full' if variant == 'full' else 'LASER'}")
-            ax.boxplot(data)
-            ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
-            ax.set(title=model_key(name), ylabel="probability")
-        fig.suptitle(f"Fig {15 if experiment == 'ioi' else 16}: {experiment}, full model vs LASER")
-        fig.tight_layout()
-        figs[f"fig{15 if experiment == 'ioi' else 16}_{experiment}.png"] = fig
-    if experiment == "prepositions":
-        fig, axes = subplots(1, 2, figsize=(9, 3.4))
-        for ax, label in zip(axes, ("raw_prepositions", "sentences")):
-            for name, rows in results.items():
-                steps = _steps(rows)
-                if steps:
-                    ax.plot(
-                        [max(s, 0.5) for s, _ in steps],
-                        [r[label]["mean_rank_the"] for _, r in steps],
-                        marker="o",
-                        ms=3,
-                        label=name,
-                    )
-            ax.set(
-                xscale="log",
-                yscale="log",
-                xlabel="training step",
-                ylabel="mean rank of ' the'",
-                title=label.replace("_", " "),
-            )
-            ax.legend(fontsize=7)
-        fig.suptitle("Fig 14: rank of ' the' after prepositions across training")
-        fig.tight_layout()
-        figs["fig14_prepositions.png"] = fig
-    if experiment == "gpt2-ioi":
-        for name, rows in results.items():
-            row = list(rows.values())[-1]
-            layers = sorted({r["paper_layer"] for r in row["sweep"]})
-            fig, axes = subplots(1, len(layers), figsize=(3.6 * len(layers), 3.2), squeeze=False)
-            for ax, layer in zip(axes[0], layers):
-                for word in GPT2_IOI_TOKENS:
-                    pts = sorted(
-                        (r["rho"], r["value"])
-                        for r in row["sweep"]
-                        if r["paper_layer"] == layer and r["metric"] == word
-                    )
-                    ax.plot(*zip(*pts), marker="o", ms=3, label=word)
-                ax.set(xlabel="ρ (kept rank fraction)", ylabel="probability", title=f"layer {layer} W_in")
-            axes[0][0].legend(fontsize=7)
-            fig.suptitle(f"Fig 17: {model_key(name)}, LASER on W_in, P(next token) vs ρ")
-            fig.tight_layout()
-            figs[f"fig17_{_slug(name)}.png"] = fig
-    return figs
-
-
-def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-." else "_" for c in model_key(name))
 
 
 # ----------------------------------------------------------------------------------- options
@@ -839,6 +480,7 @@ def parse_checkpoints(text: str) -> tuple[int | None, ...]:
 
 
 def options(ctx: Context) -> Options:
+    """The parts' options: the command line's, the preset's LASER table and IOI prompt count."""
     o = ctx.options
     return Options(
         models=tuple(o["model"] or ()),
@@ -846,24 +488,19 @@ def options(ctx: Context) -> Options:
         layer=o["layer"],
         rho=o["rho"],
         matrix=o["matrix"],
-        n_prompts=o["n_prompts"],
+        n_prompts=ctx.params.n_prompts,
         seed=ctx.seed,
         prepend_bos=o["prepend_bos"],
         dtype=o["dtype"],
         device=ctx.device or "cpu",
         prompts=o["prompts"],
+        laser=ctx.params.laser,
     )
 
 
 def check(ctx: Context) -> None:
-    """Every option, before any model loads."""
+    """The options a range cannot check, before any model loads: ``--checkpoints`` and the ``--prompts`` file."""
     opts = options(ctx)
-    if opts.rho is not None and not 0.0 <= opts.rho <= 1.0:
-        raise UsageError(f"--rho {opts.rho}; expected a kept-rank fraction in [0, 1]")
-    if opts.layer is not None and opts.layer < 1:
-        raise UsageError(f"--layer {opts.layer}; expected a paper layer >= 1 (1-indexed)")
-    if opts.n_prompts < 1:
-        raise UsageError(f"--n-prompts {opts.n_prompts}; expected an integer >= 1")
     if opts.prompts:
         path = Path(opts.prompts)
         if not path.is_file():
@@ -874,3 +511,75 @@ def check(ctx: Context) -> None:
             load_prompt_file(path)
         except ValueError as exc:
             raise UsageError(f"--prompts: {exc}") from None
+
+
+# ----------------------------------------------------------------------------------- the numbers the claims read
+
+Row = Mapping[str, Any]
+
+
+def _gpt2_measures(r: Row) -> dict[str, Any]:
+    below = r["fraction_rho_below_full"]
+    out: dict[str, Any] = {
+        f"layer{l}_the_lower": below.get(l, below.get(str(l), {})).get("the") for l in GPT2_LAYERS[:-1]
+    }
+    out["top4_match"] = len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS))
+    return out
+
+
+#: Per part, the numbers of one model's last checkpoint that its claims read.
+LAST_ROW_MEASURES: dict[str, Callable[[Row], dict[str, Any]]] = {
+    "factual": lambda r: {
+        "ratio_full": r["full"]["ratio_answer_the"],
+        "ratio_laser": r["laser"]["ratio_answer_the"],
+        "p_the_drop": r["laser"]["p_the"] / r["full"]["p_the"],
+        "p_answer_gain": r["laser"]["p_answer"] / r["full"]["p_answer"],
+    },
+    "factual20": lambda r: {
+        "p_the_drop": r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
+        "answer_over_the_gain": r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
+    },
+    "ioi": lambda r: {
+        "ratio_full": r["full"]["ratio_io_the"],
+        "ratio_gain": r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
+    },
+    "gpt2-ioi": _gpt2_measures,
+    "sweep": lambda r: {"best_gain": r["best"]["value"] / r["best"]["baseline"]},
+}
+
+
+def _prepositions_measures(rows: Mapping[str, Row]) -> dict[str, Any]:
+    """Fig 14: the first checkpoint where ' the' has mean rank ≤ 5 after the raw prepositions."""
+    by_step = sorted((int(k), v) for k, v in rows.items() if k != "final")
+    if len(by_step) < 2:
+        return {"first_step_the_top5": {"not_run": "needs --checkpoints with at least two training steps"}}
+    first = next((step for step, v in by_step if v["raw_prepositions"]["mean_rank_the"] <= 5), None)
+    return {"first_step_the_top5": first if first is not None else {"not_run": "no checkpoint with mean rank ≤ 5"}}
+
+
+def measures(
+    part: str,
+    models: Sequence[str],
+    results: Mapping[str, Mapping[str, Row]],
+    missing: Mapping[str, str],
+    paper_models: Sequence[str],
+) -> dict[str, Any]:
+    """``{model slug: the numbers its claims read}`` for every model run and every paper model of the part
+    (``{"not_run": why}``: no weights here, or not among ``--model``)."""
+    out: dict[str, Any] = {}
+    for name in models:
+        rows = results.get(name)
+        if not rows:
+            out[slug(name)] = {"not_run": f"no weights for {name}: {missing.get(name, 'not run')}"}
+        elif part == "prepositions":
+            out[slug(name)] = _prepositions_measures(rows)
+        else:
+            out[slug(name)] = LAST_ROW_MEASURES[part](list(rows.values())[-1])
+    for name in paper_models:
+        out.setdefault(slug(name), {"not_run": f"not among --model ({', '.join(models)})"})
+    return out
+
+
+def slug(name: str) -> str:
+    """A model's name in claim ids and file names (``pythia-1b`` for ``/data/pythia-1b``)."""
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in model_key(name))
