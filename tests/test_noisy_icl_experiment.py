@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from analyses.papers.distributional.data.recall import NoisyICLConfig, sample_noisy_icl
-from analyses.papers.distributional.models import FF_VARIANTS, theory_model, two_layer_model
 from analyses.papers.distributional.metrics import (
     ff_logits,
     ff_noise_margin,
@@ -22,6 +21,7 @@ from analyses.papers.distributional.metrics import (
     recall_metrics,
     trigger_successor_attention,
 )
+from analyses.papers.distributional.models import FF_VARIANTS, theory_model, two_layer_model
 from hooks import ablate
 
 
@@ -395,8 +395,10 @@ def test_theory_part_claims_match_the_paper(micro_all):
     claims = {c["id"]: c for c in micro_all["claims"]}
     assert claims["noisy_icl.theory.thm1_ff_margin"]["verdict"] == "reproduced"
     assert claims["noisy_icl.theory.fig18_rank2_below_full_d12"]["verdict"] == "reproduced"
-    assert claims["noisy_icl.theory.b3_fixed_point"]["note"].endswith("no overshoot")
-    assert claims["noisy_icl.theory.thm1_attn_margin"]["note"].startswith("micro preset")
+    assert claims["noisy_icl.theory.b3_fixed_point"]["note"].startswith("no overshoot; micro preset")
+    assert claims["noisy_icl.theory.thm1_attn_margin"]["note"].endswith(
+        "micro preset: sizes far below the paper's, not comparable"
+    )
     assert "closed form" in claims["noisy_icl.theory.thm1_attn_margin"]["note"]
     assert "t = 10000" in claims["noisy_icl.theory.thm3_rank1_rate_alpha0.3"]["claim"]
 
@@ -496,7 +498,7 @@ def test_size_options_override_the_preset_and_every_claim_says_so(tmp_path):
     options = {"d_model": 96, "batch": 64, "steps": 300}  # batch 64 is the preset's own
     ctx, _ = EXPERIMENT.prepare(tmp_path, preset="laptop", parts=["main"], options=options)
     assert run_config(ctx).sizes == dataclasses.replace(NOISY_ICL_PRESETS["laptop"], d_model=96, steps=300)
-    assert ctx.claim_note() == "changed from preset laptop: d_model 96 (preset 192), steps 300 (preset 1000)"
+    assert ctx.claim_note() == "changed from preset laptop: steps 300 (preset 1000), d_model 96 (preset 192)"
     plain, _ = EXPERIMENT.prepare(tmp_path, preset="laptop", parts=["main"])
     assert plain.claim_note() == "" and run_config(plain).sizes == NOISY_ICL_PRESETS["laptop"]
 

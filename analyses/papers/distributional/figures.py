@@ -109,6 +109,7 @@ def fig_attention(model: HookedTransformer, noisy: Batch, data: Any, figure_name
     """Fig 4: layer-2 attention of the last trigger query of one noisy sequence over key positions."""
     index = int(torch.argmax((noisy.extras["trigger_successor"] & noisy.extras["noise"]).sum(-1)))
     tokens = noisy.tokens[index : index + 1]
+    assert noisy.loss_mask is not None  # a noisy-ICL batch always has one
     query = int(noisy.loss_mask[index].nonzero().max())
     hook = get_act_name("pattern", model.cfg.n_layers - 1)
     _, cache = model.run_with_cache(tokens, names_filter=hook)

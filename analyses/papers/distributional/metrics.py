@@ -9,6 +9,7 @@ bilinear forms the model computes: no softmax, and ``1/√d_head`` only where th
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
@@ -41,15 +42,23 @@ def interventions(model: HookedTransformer, rhos: Sequence[float] = (0.1, 0.2)) 
     out: dict[str, Intervention] = {"full": lambda m: contextlib.nullcontext()}
     ff_layers = [l for l in range(model.cfg.n_layers) if has_ff(model, l)]
     for layer in ff_layers:
-        out[f"drop_F{layer + 1}"] = lambda m, layer=layer: low_rank(m, layer, "mlp_in", 0.0)
+        out[f"drop_F{layer + 1}"] = functools.partial(_truncate, layer=layer, matrix="mlp_in", rho=0.0)
     if ff_layers:
-        last = ff_layers[-1]
         for rho in rhos:
-            out[f"F{last + 1}_rho{rho:g}"] = lambda m, rho=rho, last=last: low_rank(m, last, "mlp_in", rho)
+            out[f"F{ff_layers[-1] + 1}_rho{rho:g}"] = functools.partial(
+                _truncate, layer=ff_layers[-1], matrix="mlp_in", rho=rho
+            )
     else:
         for rho in rhos:
-            out[f"OV1_rho{rho:g}"] = lambda m, rho=rho: low_rank(m, 0, "attn_ov", rho, head=0)
+            out[f"OV1_rho{rho:g}"] = functools.partial(_truncate, layer=0, matrix="attn_ov", rho=rho, head=0)
     return out
+
+
+def _truncate(
+    model: HookedTransformer, *, layer: int, matrix: str, rho: float, head: int | None = None
+) -> AbstractContextManager:
+    """``hooks.low_rank`` of one matrix (undone on exit)."""
+    return low_rank(model, layer, matrix, rho, head=head)
 
 
 # ----------------------------------------------------------------------------------- test metrics
@@ -79,7 +88,7 @@ def recall_metrics(model: HookedTransformer, batch: Batch, noise_token: int) -> 
         "acc": (argmax == target).float().mean().item(),
         "argmax_noise": (argmax == noise_token).float().mean().item(),
     }
-    if "y_distractor" in batch.extras:
+    if "y_distractor" in batch.extras and batch.loss_mask is not None:
         rows = batch.loss_mask.nonzero()[:, 0]  # the sequence of each measured position
         subject = batch.extras["y_distractor"].to(rows.device)[rows]
         margin = logprobs.gather(-1, target[:, None]) - logprobs.gather(-1, subject[:, None])

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+from jaxtyping import Float, Int
 
 import pretrained
 from analyses.papers.distributional.data.prompts import (
@@ -45,6 +46,7 @@ from analyses.papers.distributional.data.prompts import (
 from analyses.papers.distributional.presets import PAPER_LASER
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
+from mechrecall._tl import HookedTransformer
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context
 from mechrecall.progress import progress_bar
@@ -111,7 +113,7 @@ def model_key(name_or_path: str) -> str:
     return Path(str(name_or_path).rstrip("/")).name.lower().removesuffix("-deduped")
 
 
-def laser_setting(experiment: str, model, name: str, opts: Options) -> tuple[int, float]:
+def laser_setting(experiment: str, model: HookedTransformer, name: str, opts: Options) -> tuple[int, float]:
     """(paper layer, ρ): the options if given, else the paper's for this model.
 
     A model the paper did not use needs ``--layer`` and ``--rho`` (no silent default)."""
@@ -121,8 +123,8 @@ def laser_setting(experiment: str, model, name: str, opts: Options) -> tuple[int
             f"the paper gives no LASER layer and ρ for {experiment} on {model_key(name)!r}; pass --layer "
             f"(1..{model.cfg.n_layers}, 1-indexed) and --rho"
         )
-    layer = opts.layer if opts.layer is not None else paper[0]
-    rho = opts.rho if opts.rho is not None else paper[1]
+    layer = opts.layer if opts.layer is not None else paper[0] if paper is not None else 0
+    rho = opts.rho if opts.rho is not None else paper[1] if paper is not None else 0.0
     if not 1 <= layer <= model.cfg.n_layers:
         raise UsageError(
             f"--layer {layer} (1-indexed, as in the paper) is out of range for {name}: expected 1..{model.cfg.n_layers}"
@@ -130,7 +132,7 @@ def laser_setting(experiment: str, model, name: str, opts: Options) -> tuple[int
     return layer, rho
 
 
-def load(ctx: Context, name: str, checkpoint: int | None, opts: Options):
+def load(ctx: Context, name: str, checkpoint: int | None, opts: Options) -> HookedTransformer | None:
     """``pretrained.load(..., processing="raw")``, kept in ``ctx.cache`` for the other parts of this invocation
     (one model at a time: a new one replaces the last). ``None`` when the weights are not here (recorded in
     ``ctx.cache["missing"]`` with the reason)."""
@@ -152,7 +154,7 @@ def load(ctx: Context, name: str, checkpoint: int | None, opts: Options):
 
 
 @contextlib.contextmanager
-def laser(model, layer: int, rho: float, matrix: str):
+def laser(model: HookedTransformer, layer: int, rho: float, matrix: str) -> Iterator[HookedTransformer]:
     """``hooks.low_rank`` on TL block ``layer - 1``; asserts the matrix is bit-identical afterwards."""
     before = get_matrix(model, layer - 1, matrix).clone()
     with low_rank(model, layer - 1, matrix, rho):
@@ -161,7 +163,7 @@ def laser(model, layer: int, rho: float, matrix: str):
         raise RuntimeError(f"layer {layer} {matrix} was not restored bit-exact after LASER")
 
 
-def _laser_info(model, layer: int, rho: float, matrix: str) -> dict[str, Any]:
+def _laser_info(model: HookedTransformer, layer: int, rho: float, matrix: str) -> dict[str, Any]:
     shape = tuple(get_matrix(model, layer - 1, matrix).shape)
     return {
         "paper_layer": layer,
@@ -173,11 +175,11 @@ def _laser_info(model, layer: int, rho: float, matrix: str) -> dict[str, Any]:
     }
 
 
-def _tokens(model, texts: Sequence[str], opts: Options) -> list[torch.Tensor]:
+def _tokens(model: HookedTransformer, texts: Sequence[str], opts: Options) -> list[torch.Tensor]:
     return [model.to_tokens(t, prepend_bos=opts.prepend_bos)[0] for t in texts]
 
 
-def token_id(model, word: str, prompt: str | None = None) -> tuple[int, str]:
+def token_id(model: HookedTransformer, word: str, prompt: str | None = None) -> tuple[int, str]:
     """First token of ``" " + word`` and the string it decodes to (``pretrained.prompts.answer_token``).
 
     A word outside the vocabulary is refused (``UsageError`` naming the prompt); a word of several tokens is
@@ -202,7 +204,9 @@ _WARNED: set[tuple[str, str | None]] = set()
 
 
 @torch.no_grad()
-def next_token_probs(model, texts: Sequence[str], opts: Options) -> torch.Tensor:
+def next_token_probs(
+    model: HookedTransformer, texts: Sequence[str], opts: Options
+) -> Float[torch.Tensor, "n d_vocab_out"]:
     """``[n, d_vocab_out]`` next-token distributions at each prompt's last position (one forward per length)."""
     tokens = _tokens(model, texts, opts)
     out = torch.empty(len(texts), model.cfg.d_vocab_out)
@@ -215,17 +219,19 @@ def next_token_probs(model, texts: Sequence[str], opts: Options) -> torch.Tensor
     return out
 
 
-def top_k(model, probs: torch.Tensor, k: int = 5) -> list[dict[str, Any]]:
+def top_k(model: HookedTransformer, probs: Float[torch.Tensor, " d_vocab_out"], k: int = 5) -> list[dict[str, Any]]:
     values, ids = probs.topk(k)
     return [{"token": model.tokenizer.decode([int(i)]), "id": int(i), "p": float(v)} for v, i in zip(values, ids)]
 
 
-def rank_of(probs: torch.Tensor, token: int) -> torch.Tensor:
+def rank_of(probs: Float[torch.Tensor, "n d_vocab_out"], token: int) -> Int[torch.Tensor, " n"]:
     """1-based rank of ``token`` in each row (1 = argmax)."""
     return (probs > probs[:, token : token + 1]).sum(-1) + 1
 
 
-def _iter_runs(ctx: Context, models: Sequence[str], opts: Options, desc: str):
+def _iter_runs(
+    ctx: Context, models: Sequence[str], opts: Options, desc: str
+) -> Iterator[tuple[str, int | None, HookedTransformer]]:
     """(name, checkpoint, model) for every model x checkpoint whose weights are here."""
     pairs = [(m, c) for m in models for c in opts.checkpoints]
     for name, checkpoint in progress_bar(pairs, enabled=ctx.progress, desc=desc, unit="checkpoint"):
@@ -241,7 +247,9 @@ def _ckpt(checkpoint: int | None) -> str:
 # ----------------------------------------------------------------------------------- experiments
 
 
-def full_and_laser(model, layer: int, rho: float, matrix: str, measure) -> dict[str, Any]:
+def full_and_laser(
+    model: HookedTransformer, layer: int, rho: float, matrix: str, measure: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
     """``{"full": measure(), "laser": measure()}``, the second under LASER on paper layer ``layer``."""
     full = measure()
     with laser(model, layer, rho, matrix):
@@ -250,7 +258,7 @@ def full_and_laser(model, layer: int, rho: float, matrix: str, measure) -> dict[
 
 
 @torch.no_grad()
-def greedy(model, prompt: str, n: int, opts: Options) -> str:
+def greedy(model: HookedTransformer, prompt: str, n: int, opts: Options) -> str:
     """The next ``n`` greedy tokens, decoded (``HookedTransformer.generate``, no sampling)."""
     return model.generate(
         prompt,
@@ -263,15 +271,15 @@ def greedy(model, prompt: str, n: int, opts: Options) -> str:
     )[len(prompt) :]
 
 
-def run_factual(ctx: Context, models, opts: Options) -> dict[str, Any]:
+def run_factual(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
     """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the"."""
-    results = {}
+    results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual"):
         layer, rho = laser_setting("factual", model, name, opts)
         answer, answer_str = token_id(model, MADRID.answer)
         the, _ = token_id(model, "the")
 
-        def measure():
+        def measure() -> dict[str, Any]:
             probs = next_token_probs(model, [MADRID.prompt], opts)[0]
             return {
                 "p_answer": float(probs[answer]),
@@ -291,7 +299,9 @@ def run_factual(ctx: Context, models, opts: Options) -> dict[str, Any]:
     return results
 
 
-def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> dict[str, Any]:
+def _answer_metrics(
+    model: HookedTransformer, prompts: Sequence[Prompt], probs: Float[torch.Tensor, "n d_vocab_out"]
+) -> dict[str, Any]:
     the, _ = token_id(model, "the")
     answers = [token_id(model, p.answer, p.prompt) for p in prompts]
     ids = torch.tensor([a for a, _ in answers])
@@ -309,9 +319,9 @@ def _answer_metrics(model, prompts: Sequence[Prompt], probs: torch.Tensor) -> di
     }
 
 
-def run_factual20(ctx: Context, models, opts: Options) -> dict[str, Any]:
+def run_factual20(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
     """Fig 16: the 20 factual prompts of Table 5, full vs LASER."""
-    results = {}
+    results: dict[str, Any] = {}
     texts = [p.prompt for p in FACTUAL_20]
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual20"):
         layer, rho = laser_setting("factual20", model, name, opts)
@@ -329,9 +339,9 @@ def run_factual20(ctx: Context, models, opts: Options) -> dict[str, Any]:
     return results
 
 
-def run_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
+def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
     """Figs 5 left and 15: mean P(IO), P(S), P(the) on 100 IOI prompts, full vs LASER."""
-    results = {}
+    results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
         layer, rho = laser_setting("ioi", model, name, opts)
         prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
@@ -340,7 +350,7 @@ def run_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
         the, _ = token_id(model, "the")
         n = torch.arange(len(prompts))
 
-        def measure():
+        def measure() -> dict[str, Any]:
             probs = next_token_probs(model, [p.prompt for p in prompts], opts)
             p_io, p_s, p_the = probs[n, io], probs[n, s], probs[:, the]
             return {
@@ -366,9 +376,9 @@ def run_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
     return results
 
 
-def run_prepositions(ctx: Context, models, opts: Options) -> dict[str, Any]:
+def run_prepositions(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
     """Fig 14: mean 1-based rank of " the" after 30 raw prepositions and 40 preposition-final sentences."""
-    results = {}
+    results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "prepositions"):
         the, _ = token_id(model, "the")
         row = {}
@@ -379,15 +389,15 @@ def run_prepositions(ctx: Context, models, opts: Options) -> dict[str, Any]:
     return results
 
 
-def run_gpt2_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
+def run_gpt2_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
     """Fig 17: LASER on W_in of GPT-2 layers 9-12 over a ρ grid; P(Mary), P(them), P(the), P(John)."""
     from analyses.lowrank import laser_sweep
 
-    results = {}
+    results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "gpt2-ioi"):
         ids = {w: token_id(model, w)[0] for w in GPT2_IOI_TOKENS}
 
-        def metric(m):
+        def metric(m: HookedTransformer) -> dict[str, float]:
             probs = next_token_probs(m, [GPT2_IOI.prompt], opts)[0]
             return {w: float(probs[i]) for w, i in ids.items()}
 
@@ -411,17 +421,18 @@ def run_gpt2_ioi(ctx: Context, models, opts: Options) -> dict[str, Any]:
     return results
 
 
-def run_sweep(ctx: Context, models, opts: Options) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_sweep(ctx: Context, models: Sequence[str], opts: Options) -> tuple[dict[str, Any], dict[str, Any]]:
     """A LASER search: layers (last half) x {W_in, W_out} x ρ, objective mean P(answer)/P(" the")."""
     from analyses.lowrank import laser_sweep
 
     prompts = load_prompt_file(opts.prompts) if opts.prompts else list(FACTUAL_20)
-    results, figures = {}, {}
+    results: dict[str, Any] = {}
+    figures: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "sweep"):
         the, _ = token_id(model, "the")
         answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in prompts])
 
-        def metric(m):
+        def metric(m: HookedTransformer) -> dict[str, float]:
             probs = next_token_probs(m, [p.prompt for p in prompts], opts)
             p_answer, p_the = probs[torch.arange(len(prompts)), answers], probs[:, the]
             return {

@@ -161,9 +161,9 @@ def one_step_logits(
 
 
 def eq2_one_step_autograd(
-    train_tokens,
-    train_y,
-    test_tokens,
+    train_tokens: np.ndarray,
+    train_y: np.ndarray,
+    test_tokens: np.ndarray,
     N: int,
     eta_f: float = 1.0,
     eta_v: float = 1.0,
@@ -253,8 +253,7 @@ def one_step_margins(
     rng = np.random.default_rng(seed)
     V = N + 1
     test = sample_theory_sequences(N, T, alpha, n_test, rng, q=q)["tokens"]
-    ff_m, ffq_m, at_m = np.empty(n_trials), np.empty(n_trials), np.empty(n_trials)
-    ff_min, at_min = np.empty(n_trials), np.empty(n_trials)
+    ff_m, ffq_m, at_m, ff_min, at_min = np.empty((5, n_trials))
     # several trials per sampling call when m is small (<= ~4M tokens per call)
     per_call = max(1, min(n_trials, (1 << 22) // max(1, m * T)))
     trial = 0
@@ -263,18 +262,13 @@ def one_step_margins(
         data = sample_theory_sequences(N, T, alpha, k * m, rng, q=q)
         for r in range(k):
             sl = slice(r * m, (r + 1) * m)
-            stats = _one_step_stats(data["tokens"][sl], data["y"][sl], N)
-            lg = _logits_from_stats(stats, test, N, eta_f, eta_v, prev_token)
+            lg = _logits_from_stats(
+                _one_step_stats(data["tokens"][sl], data["y"][sl], N), test, N, eta_f, eta_v, prev_token
+            )
             ff, at = noise_margin(lg["ff"]), noise_margin(lg["attn"])
             ff_m[trial], ff_min[trial], at_m[trial], at_min[trial] = ff.mean(), ff.min(), at.mean(), at.min()
             ffq_m[trial] = noise_margin(lg["ff_q"])
             trial += 1
-    q_hat = (test == N).mean(1)
-    alpha_hat = alpha**2 * q_hat + alpha * (1 - q_hat)
-    attn_pred = eta_v * alpha_hat.mean() / N
-    n_tau_prev = (test[:, :-1] == N).sum(1)
-    alpha_hat_prev = (alpha**2 * n_tau_prev + alpha * (T - 1 - n_tau_prev)) / T
-    attn_pred_eq2 = attn_pred + (eta_v * alpha_hat_prev.mean() / N if prev_token else 0.0)
     return {
         "ff_margin": ff_m,
         "ff_margin_q": ffq_m,
@@ -282,26 +276,27 @@ def one_step_margins(
         "ff_margin_min": ff_min,
         "attn_margin_min": at_min,
         "ff_pred": eta_f * alpha,
-        "attn_pred": attn_pred,
-        "attn_pred_eq2": attn_pred_eq2,
-        "alpha_hat": alpha_hat,
-        "q_hat": q_hat,
+        **_theorem1_attention_constants(test, N, T, alpha, eta_v, prev_token),
         "ratio": ff_m.mean() / at_m.mean(),
-        "config": dict(
-            N=N,
-            T=T,
-            alpha=alpha,
-            m=m,
-            eta_f=eta_f,
-            eta_v=eta_v,
-            n_trials=n_trials,
-            n_test=n_test,
-            prev_token=prev_token,
-            seed=seed,
-            q=q,
-            V=V,
-        ),
+        "config": dict(zip(_MARGIN_CONFIG, (N, T, alpha, m, eta_f, eta_v, n_trials, n_test, prev_token, seed, q, V))),
     }
+
+
+_MARGIN_CONFIG = ("N", "T", "alpha", "m", "eta_f", "eta_v", "n_trials", "n_test", "prev_token", "seed", "q", "V")
+
+
+def _theorem1_attention_constants(
+    test: np.ndarray, N: int, T: int, alpha: float, eta_v: float, prev_token: bool
+) -> dict[str, Any]:
+    """Theorem 1's attention margin ``eta_v * mean(alpha_hat) / N`` on the test sequences, and Eq. 2's (both
+    embedding subspaces, ``~2x`` with ``prev_token``)."""
+    q_hat = (test == N).mean(1)
+    alpha_hat = alpha**2 * q_hat + alpha * (1 - q_hat)
+    attn_pred = eta_v * alpha_hat.mean() / N
+    n_tau_prev = (test[:, :-1] == N).sum(1)
+    alpha_hat_prev = (alpha**2 * n_tau_prev + alpha * (T - 1 - n_tau_prev)) / T
+    attn_pred_eq2 = attn_pred + (eta_v * alpha_hat_prev.mean() / N if prev_token else 0.0)
+    return {"attn_pred": attn_pred, "attn_pred_eq2": attn_pred_eq2, "alpha_hat": alpha_hat, "q_hat": q_hat}
 
 
 # ====================================================================== App. B.3: noise-logit recursion
@@ -464,6 +459,32 @@ def _lam_losses(W: np.ndarray, E: np.ndarray, U: np.ndarray, Y: np.ndarray) -> t
     return float(-(Y * logP).sum() / n), float(-logP[np.arange(n), np.arange(n)].mean())
 
 
+def _lam_init(
+    n: int, d: int, rng: np.random.Generator, embeddings: str, init: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The LAM's input / output embeddings ``E [d, n]``, ``U [d, n + 1]`` and its initial ``W [d, d]``."""
+    c = n + 1
+    if embeddings == "sphere":
+        E = rng.standard_normal((d, n))
+        U = rng.standard_normal((d, c))
+        E /= np.linalg.norm(E, axis=0)
+        U /= np.linalg.norm(U, axis=0)
+    elif embeddings == "orthonormal":
+        if d < n + c:
+            raise ValueError(f"orthonormal embeddings need d >= n + c = {n + c}")
+        Q, _ = np.linalg.qr(rng.standard_normal((d, n + c)))
+        E, U = Q[:, :n], Q[:, n:]
+    else:
+        raise ValueError(f"embeddings must be 'sphere' or 'orthonormal', got {embeddings!r}")
+    if init == "gaussian":
+        W = rng.standard_normal((d, d)) / math.sqrt(d)
+    elif init == "zero":
+        W = np.zeros((d, d))
+    else:
+        raise ValueError(f"init must be 'gaussian' or 'zero', got {init!r}")
+    return E, U, W
+
+
 def lam_train(
     n: int,
     d: int,
@@ -489,32 +510,14 @@ def lam_train(
     ``seed, n, d, alpha, lr``.
     """
     c = n + 1
-    rng = np.random.default_rng(seed)
-    if embeddings == "sphere":
-        E = rng.standard_normal((d, n))
-        U = rng.standard_normal((d, c))
-        E /= np.linalg.norm(E, axis=0)
-        U /= np.linalg.norm(U, axis=0)
-    elif embeddings == "orthonormal":
-        if d < n + c:
-            raise ValueError(f"orthonormal embeddings need d >= n + c = {n + c}")
-        Q, _ = np.linalg.qr(rng.standard_normal((d, n + c)))
-        E, U = Q[:, :n], Q[:, n:]
-    else:
-        raise ValueError(f"embeddings must be 'sphere' or 'orthonormal', got {embeddings!r}")
-    if init == "gaussian":
-        W = rng.standard_normal((d, d)) / math.sqrt(d)
-    elif init == "zero":
-        W = np.zeros((d, d))
-    else:
-        raise ValueError(f"init must be 'gaussian' or 'zero', got {init!r}")
+    E, U, W = _lam_init(n, d, np.random.default_rng(seed), embeddings, init)
     Y = np.zeros((c, n))
     Y[np.arange(n), np.arange(n)] = 1 - alpha
     Y[c - 1] = alpha
     ranks = [int(k) for k in ranks if 1 <= k <= d]
     rows = []
 
-    def log(step: int):
+    def log(step: int) -> None:
         noisy, pure = _lam_losses(W, E, U, Y)
         rows.append((step, "full", d, pure, noisy))
         Us, S, Vt = np.linalg.svd(W)
@@ -619,9 +622,9 @@ def lemma_d2_moments_mc(
     var = m2 - mu**2
     tau = N
     others = np.array([k for k in range(N) if k != q])
-    off = ~np.eye(len(others), dtype=bool)
+    off: np.ndarray = ~np.eye(len(others), dtype=bool)
 
-    def pool(M):
+    def pool(M: np.ndarray) -> list[float]:
         return [
             M[tau, tau],
             M[tau, q],
