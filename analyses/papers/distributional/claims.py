@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from analyses.papers.distributional.presets import PAPER_MODELS
 from mechrecall.claims import Claim, ClaimSpec, Results, Rule, at_least, at_most, between, near
 
 
@@ -362,15 +363,8 @@ NOISY_ICL_CLAIMS: tuple[ClaimSpec, ...] = (*MAIN, *FF_VARIANTS, *FINETUNE, *MULT
 
 # ----------------------------------------------------------------------------------- laser_pythia
 
-#: The models each part's claims are about (the paper's; ``presets.PAPER_MODELS``, repeated here without torch).
-_MODELS = {
-    "factual": ("pythia-1b",),
-    "factual20": ("pythia-1b", "pythia-1.4b", "pythia-2.8b"),
-    "ioi": ("pythia-410m", "pythia-1b"),
-    "prepositions": ("pythia-160m", "pythia-410m", "pythia-1b"),
-    "gpt2-ioi": ("gpt2",),
-    "sweep": ("pythia-1b",),
-}
+#: The models each part's claims are about: the paper's (``presets.PAPER_MODELS``).
+_MODELS = PAPER_MODELS
 #: Table 1: P(the) and P(Spain) after LASER over the full model's (``data.prompts.TABLE1_PROBS``, rounded as quoted).
 TABLE1_P_THE_DROP = 0.0541
 TABLE1_P_SPAIN_GAIN = 3.797
