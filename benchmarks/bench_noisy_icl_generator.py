@@ -8,7 +8,7 @@
 Both produce the same ``Batch`` (tokens, targets, loss mask and every extra) for the same configuration,
 one process each, no workers:
 
-  vectorised  ``data.recall.sample_noisy_icl(cfg, B, torch.Generator)`` (analyses.papers.distributional): T sequential steps,
+  vectorised  ``data.recall.sample_noisy_icl(cfg, B, torch.Generator)``: T sequential steps,
               each a handful of batched torch ops (one exact table draw for all B sequences);
   reference   ``sample_noisy_icl_reference(cfg, B, random.Random)``: one sequence at a time, one
               ``random.choices(weights=count row)`` per token, Python lists, tensors at the end.
