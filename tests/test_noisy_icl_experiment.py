@@ -570,7 +570,7 @@ def test_dropping_f2_removes_the_noise_and_recalls_the_answer(trained_effect_run
 
 @pytest.mark.slow
 def test_paper_preset_has_the_papers_sizes_and_its_models_take_a_training_step(tmp_path, monkeypatch):
-    """§3.1 and App. J at the paper's d, T and d_mlp (batch and test set cut to 8 sequences: a CPU step at
+    """§3.1 and App. J at the paper's d, T and d_mlp (batch cut to 8 sequences and the test set to 2: a CPU step at
     batch 512 takes tens of seconds): the two-layer model and the deepest IOI model train one step each."""
     from analyses.papers.distributional import runs
     from analyses.papers.distributional.data.recall import sample_synthetic_ioi
@@ -580,7 +580,7 @@ def test_paper_preset_has_the_papers_sizes_and_its_models_take_a_training_step(t
     assert (p.d_model, p.seq_len, p.batch, p.d_mlp, p.steps, p.finetune_steps) == (256, 256, 512, 1024, 2000, 2000)
     assert (p.ioi_layers, p.adam_layers, p.ioi) == ((3, 4, 5, 6, 7), (3, 4, 5), None)
     monkeypatch.setattr(runs, "eval_steps", lambda steps, sparse=False: ())
-    rc = runs.RunConfig(sizes=dataclasses.replace(p, batch=8, n_test=8, steps=1))
+    rc = runs.RunConfig(sizes=dataclasses.replace(p, batch=8, n_test=2, steps=1))
     main = runs.train_run(tmp_path / "main", rc, progress=False)
     assert main["model"].cfg.d_model == 256 and main["model"].cfg.n_ctx == 256 and main["model"].cfg.d_mlp == 1024
     assert [r["step"] for r in main["history"]["eval"]] == [0, 1]
