@@ -175,7 +175,7 @@ def _laser_info(model: HookedTransformer, layer: int, rho: float, matrix: str) -
     }
 
 
-def _tokens(model: HookedTransformer, texts: Sequence[str], opts: Options) -> list[torch.Tensor]:
+def _tokens(model: HookedTransformer, texts: Sequence[str], opts: Options) -> list[Int[torch.Tensor, " pos"]]:
     return [model.to_tokens(t, prepend_bos=opts.prepend_bos)[0] for t in texts]
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from jaxtyping import Float
 
 from analyses.papers.distributional.data.recall import (
     MULTI_TRIGGERS,
@@ -295,7 +296,9 @@ def train_finetune(runs: Callable[[str], Path], rc: RunConfig, progress: bool) -
     return results, fine
 
 
-def train_multi_trigger(run_dir: Path, rc: RunConfig, progress: bool) -> tuple[dict[str, Any], torch.Tensor]:
+def train_multi_trigger(
+    run_dir: Path, rc: RunConfig, progress: bool
+) -> tuple[dict[str, Any], Float[torch.Tensor, "d_vocab d_vocab"]]:
     """Fig 9 (right): five triggers; the QK matching is diagonal on each of them. Returns results and the matrix."""
     run = train_run(run_dir, rc, data=data_config(rc, triggers=MULTI_TRIGGERS), progress=progress)
     qk = qk_trigger_matching(run["model"])

@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 import torch
+from jaxtyping import Float, Int
 
 __all__ = [
     "eq2_one_step_autograd",
@@ -187,7 +188,7 @@ def eq2_one_step_autograd(
     Q, _ = torch.linalg.qr(torch.randn(d, 3 * V, generator=g, dtype=torch.float64))
     WE, WEt, WU = Q[:, :V].T, Q[:, V : 2 * V].T, Q[:, 2 * V :].T  # rows are embeddings, [V, d]
 
-    def embed(tokens: torch.Tensor) -> torch.Tensor:
+    def embed(tokens: Int[torch.Tensor, "m T"]) -> Float[torch.Tensor, "m T d"]:
         x = WE[tokens]
         if prev_token:
             x = x.clone()

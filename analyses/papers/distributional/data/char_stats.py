@@ -85,7 +85,7 @@ class CharStats:
             raise ValueError(f"characters {missing!r} are not in the {self.n_tokens}-character vocabulary")
         return torch.tensor([index[c] for c in text], dtype=torch.int64)
 
-    def decode(self, ids: Sequence[int] | torch.Tensor) -> str:
+    def decode(self, ids: Sequence[int] | Int[torch.Tensor, " n"]) -> str:
         """The characters of ``ids`` (ints or a 1-D tensor); ids outside the vocabulary become ``'<id>'``."""
         ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         return "".join(self.vocab[i] if 0 <= i < self.n_tokens else f"<{i}>" for i in ids)

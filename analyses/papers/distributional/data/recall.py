@@ -303,7 +303,7 @@ def _lut(unigram: str, bigram: str, n_tokens: int, tau: int, d_vocab: int, devic
 # ---------------------------------------------------------------------------------------------------- sampling
 
 
-def _draw_ybar(cfg: NoisyICLConfig, batch: int, generator: torch.Generator) -> torch.Tensor:
+def _draw_ybar(cfg: NoisyICLConfig, batch: int, generator: torch.Generator) -> Int[torch.Tensor, "batch n_triggers"]:
     """``[B, k]``: ``ȳ_q`` for every trigger ``q`` (uniform over its output pool)."""
     device = generator.device
     pools = torch.tensor(cfg.output_pools(), dtype=torch.int64, device=device)  # [k, P] (equal lengths)
@@ -317,7 +317,7 @@ def _chain_offsets(
     tab: dict[str, torch.Tensor],
     batch: int,
     alpha: float,
-    ybar: torch.Tensor,
+    ybar: Int[torch.Tensor, "batch n_triggers"],
     tau_follows_the_trigger: bool,
 ) -> tuple[Float[torch.Tensor, " batch_by_vocab"], Float[torch.Tensor, " batch_by_vocab"]]:
     """Per-(sequence, token) offsets and totals into the look-up table of :func:`_run_chain`, flattened."""
@@ -342,8 +342,8 @@ def _run_chain(
     batch: int,
     generator: torch.Generator,
     alpha: float,
-    ybar: torch.Tensor,
-) -> torch.Tensor:
+    ybar: Int[torch.Tensor, "batch n_triggers"],
+) -> Int[torch.Tensor, "batch seq_plus_1"]:
     """The Markov chain of §3 item ii for ``T + 1`` tokens: ``seq [B, T+1]``.
 
     Per sequence ``b`` and current token ``v`` the next token is one draw from the table ``_lut``, at offset
@@ -387,7 +387,12 @@ def _run_chain(
     return seq.T.to(torch.int64, memory_format=torch.contiguous_format)
 
 
-def _finish(cfg: NoisyICLConfig, seq: torch.Tensor, ybar: torch.Tensor, loss_positions: str) -> Batch:
+def _finish(
+    cfg: NoisyICLConfig,
+    seq: Int[torch.Tensor, "batch seq_plus_1"],
+    ybar: Int[torch.Tensor, "batch n_triggers"],
+    loss_positions: str,
+) -> Batch:
     """Tokens/targets/masks/extras from ``seq [B, T+1]`` and ``ybar [B, k]``."""
     B, T = seq.shape[0], seq.shape[1] - 1
     device = seq.device
