@@ -1,6 +1,8 @@
 """LASER on Pythia / GPT-2 (Chen, Bruna & Bietti, §4) — ``python -m analyses.laser_pythia --help``.
 
-The paper's code lives in ``analyses/papers/distributional/``; this module is its table of contents.
+The paper's code lives in ``analyses/papers/distributional/`` (the work on the checkpoints in ``pretrained.py``,
+presets in ``presets.py:LASER_PYTHIA_PRESETS``, claims in ``claims.py:LASER_PYTHIA_CLAIMS``); this module is its
+table of contents.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ PAPER = (
     "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
     "(Chen, Bruna & Bietti)"
 )
-PKG = "analyses.papers.distributional.laser_pythia"
+PKG = "analyses.papers.distributional"
+PART = f"{PKG}.parts:part_laser"  # one function for every part: it reads ctx.part
 
 EXPERIMENT = Experiment(
     name="laser_pythia",
@@ -24,34 +27,45 @@ EXPERIMENT = Experiment(
     parts=(
         Part(
             "factual",
-            f"{PKG}:part_factual",
+            PART,
             "'Madrid is located in' → ' Spain' on Pythia-1B (Table 1, Fig 5 right)",
+            seeded=False,
             reports=("quick", "smoke", "paper"),
             minutes={"paper": 0.1},
         ),
         Part(
             "factual20",
-            f"{PKG}:part_factual20",
+            PART,
             "the 20 factual prompts of Table 5 on Pythia-1B/1.4B/2.8B (Fig 16)",
+            seeded=False,
             reports=("paper",),
         ),
-        Part("ioi", f"{PKG}:part_ioi", "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)", reports=("paper",)),
+        Part("ioi", PART, "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)", reports=("paper",)),
         Part(
             "prepositions",
-            f"{PKG}:part_prepositions",
+            PART,
             "rank of ' the' after prepositions across training (Fig 14)",
+            seeded=False,
             reports=("paper",),
         ),
         Part(
             "gpt2-ioi",
-            f"{PKG}:part_gpt2_ioi",
+            PART,
             "GPT-2 small IOI, layers 9-12 over a ρ grid (Fig 17)",
+            seeded=False,
             reports=("paper",),
         ),
         Part(
-            "sweep", f"{PKG}:part_sweep", "LASER search over late layers x {W_in, W_out} x ρ on --prompts", reports=()
+            "sweep",
+            PART,
+            "LASER search over late layers x {W_in, W_out} x ρ on --prompts",
+            seeded=False,
+            reports=(),
         ),
     ),
+    package=PKG,
+    preset_table=f"{PKG}.presets:LASER_PYTHIA_PRESETS",
+    claims=f"{PKG}.claims:LASER_PYTHIA_CLAIMS",
     default_parts=("factual",),
     presets=("paper",),
     default_preset="paper",
@@ -75,14 +89,29 @@ EXPERIMENT = Experiment(
             "--layer",
             type=int,
             default=None,
+            low=1,
             help="paper layer, 1-indexed (TL block = layer - 1); default: the paper's for each part and model",
         ),
-        Option("--rho", type=float, default=None, help="kept rank fraction for LASER; default: the paper's"),
+        Option(
+            "--rho",
+            type=float,
+            default=None,
+            low=0.0,
+            high=1.0,
+            help="kept rank fraction for LASER; default: the paper's",
+        ),
         Option(
             "--matrix", default="mlp_in", choices=("mlp_in", "mlp_out"), help="matrix to truncate (default %(default)s)"
         ),
         Option("--prompts", default=None, help='JSON lines of {"prompt": ..., "answer": ...} for the sweep part'),
-        Option("--n-prompts", type=int, default=100, help="IOI prompts (default %(default)s)"),
+        Option(
+            "--n-prompts",
+            type=int,
+            default=None,
+            low=1,
+            field="n_prompts",
+            help="IOI prompts (default: the preset's, 100)",
+        ),
         Option(
             "--prepend-bos",
             action="store_true",
@@ -91,8 +120,8 @@ EXPERIMENT = Experiment(
         ),
         Option("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16")),
     ),
-    check=f"{PKG}:check",
-    epilog="--seed is the seed of the IOI prompt draw.",
+    check=f"{PKG}.pretrained:check",
+    epilog="--seed is the seed of the IOI prompt draw (the ioi part; the others do not depend on it).",
     report_presets={"quick": "paper", "smoke": "paper", "paper": "paper"},
 )
 

@@ -1,6 +1,7 @@
 """Noisy in-context recall (Chen, Bruna & Bietti) — ``python -m analyses.noisy_icl --help``.
 
-The paper's code lives in ``analyses/papers/distributional/``; this module is its table of contents.
+The paper's code lives in ``analyses/papers/distributional/`` (its parts in ``parts.py``, presets in
+``presets.py:NOISY_ICL_PRESETS``, claims in ``claims.py:NOISY_ICL_CLAIMS``); this module is its table of contents.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ PAPER = (
     "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
     "(Chen, Bruna & Bietti)"
 )
-PKG = "analyses.papers.distributional.noisy_icl"
+PKG = "analyses.papers.distributional"
+PARTS = f"{PKG}.parts"
 
 EXPERIMENT = Experiment(
     name="noisy_icl",
@@ -23,27 +25,27 @@ EXPERIMENT = Experiment(
     parts=(
         Part(
             "main",
-            f"{PKG}:part_main",
+            f"{PARTS}:part_main",
             "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, 7, 8, 9, 10)",
             reports=("quick", "smoke", "paper"),
             minutes={"laptop": 8},
         ),
         Part(
             "ff_variants",
-            f"{PKG}:part_ff_variants",
+            f"{PARTS}:part_ff_variants",
             "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)",
             reports=("smoke", "paper"),
         ),
         Part(
             "finetune",
-            f"{PKG}:part_finetune",
+            f"{PARTS}:part_finetune",
             "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)",
             reports=("smoke", "paper"),
         ),
-        Part("multi_trigger", f"{PKG}:part_multi_trigger", "five triggers (Fig 9 right)", reports=("smoke", "paper")),
+        Part("multi_trigger", f"{PARTS}:part_multi_trigger", "five triggers (Fig 9 right)", reports=("smoke", "paper")),
         Part(
             "ioi",
-            f"{PKG}:part_ioi",
+            f"{PARTS}:part_ioi",
             "synthetic IOI with deeper models: accuracy, p(τ) and the IO/S margin, full vs the last MLP dropped or "
             "truncated (Figs 19, 20)",
             presets=("micro", "laptop", "paper"),
@@ -51,11 +53,15 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "theory",
-            f"{PKG}:part_theory",
+            f"{PARTS}:part_theory",
             "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)",
+            seeded=False,
             reports=("quick", "smoke", "paper"),
         ),
     ),
+    package=PKG,
+    preset_table=f"{PKG}.presets:NOISY_ICL_PRESETS",
+    claims=f"{PKG}.claims:NOISY_ICL_CLAIMS",
     default_parts=("main",),
     presets=("micro", "smoke", "laptop", "paper"),
     preset_help={
@@ -74,15 +80,35 @@ EXPERIMENT = Experiment(
             help="official_code: τ = id 2, loss on repeated-trigger positions (the authors' code); paper_text: "
             "τ = appended id 65, loss on the last position (the paper's text)",
         ),
-        Option("--alpha", type=float, default=0.5, help="noise probability α for training (default %(default)s)"),
-        Option("--steps", type=int, default=None, help="training steps (default: the preset's)"),
-        Option("--d-model", type=int, default=None, help="residual width d (default: the preset's)"),
-        Option("--seq-len", type=int, default=None, help="sequence length T (default: the preset's)"),
-        Option("--batch", type=int, default=None, help="training batch size (default: the preset's)"),
-        Option("--d-mlp", type=int, default=None, help="MLP hidden width (default: the preset's)"),
+        Option(
+            "--alpha",
+            type=float,
+            default=0.5,
+            low=0.0,
+            high=1.0,
+            help="noise probability α for training (default %(default)s)",
+        ),
+        Option("--steps", type=int, default=None, low=1, field="steps", help="training steps (default: the preset's)"),
+        Option(
+            "--d-model", type=int, default=None, low=1, field="d_model", help="residual width d (default: the preset's)"
+        ),
+        Option(
+            "--seq-len",
+            type=int,
+            default=None,
+            low=1,
+            field="seq_len",
+            help="sequence length T (default: the preset's)",
+        ),
+        Option(
+            "--batch", type=int, default=None, low=1, field="batch", help="training batch size (default: the preset's)"
+        ),
+        Option(
+            "--d-mlp", type=int, default=None, low=1, field="d_mlp", help="MLP hidden width (default: the preset's)"
+        ),
         Option("--lr", type=float, default=0.03, help="SGD learning rate (default %(default)s; Adam runs use 3e-3)"),
     ),
-    check=f"{PKG}:check",
+    check=f"{PARTS}:check",
     report_presets={"quick": "laptop", "smoke": "laptop", "paper": "paper"},
 )
 

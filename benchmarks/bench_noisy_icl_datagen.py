@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_noisy_icl_datagen.py --quick     # micro, smoke, laptop
     .venv/bin/python benchmarks/bench_noisy_icl_datagen.py --device cuda
 
-Per preset of ``python -m analyses.noisy_icl`` (its ``PRESETS``: d, T, batch, d_mlp; ``official_code`` data at
+Per preset of ``python -m analyses.noisy_icl`` (its ``NOISY_ICL_PRESETS``: d, T, batch, d_mlp; ``official_code`` data at
 α = 0.5), two candidates on the same device, timed in the same rounds (``timing.compare``):
 
   step  one SGD step of the two-layer MLP/MLP model (forward, masked next-token loss, backward, update) on a
@@ -27,9 +27,9 @@ import sys
 import torch
 from timing import compare, row
 
-from analyses.papers.distributional.data import NoisyICLConfig, noisy_icl_batch_fn
+from analyses.papers.distributional.data.recall import NoisyICLConfig, noisy_icl_batch_fn
 from analyses.papers.distributional.models import two_layer_model
-from analyses.papers.distributional.noisy_icl import PRESETS
+from analyses.papers.distributional.presets import NOISY_ICL_PRESETS as PRESETS
 from mechrecall.trainer import next_token_loss
 
 NAME = "noisy_icl_datagen"

@@ -8,7 +8,7 @@
 Both produce the same ``Batch`` (tokens, targets, loss mask and every extra) for the same configuration,
 one process each, no workers:
 
-  vectorised  ``analyses.papers.distributional.data.sample_noisy_icl(cfg, B, torch.Generator)``: T sequential steps,
+  vectorised  ``data.recall.sample_noisy_icl(cfg, B, torch.Generator)``: T sequential steps,
               each a handful of batched torch ops (one exact table draw for all B sequences);
   reference   ``sample_noisy_icl_reference(cfg, B, random.Random)``: one sequence at a time, one
               ``random.choices(weights=count row)`` per token, Python lists, tensors at the end.
@@ -38,7 +38,7 @@ import sys
 import torch
 from timing import compare, row
 
-from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl, sample_noisy_icl_reference
+from analyses.papers.distributional.data.recall import NoisyICLConfig, sample_noisy_icl, sample_noisy_icl_reference
 from mechrecall.io import atomic_write_json
 
 NAME = "noisy_icl_generator"
@@ -49,7 +49,7 @@ def numpy_chain(cfg: NoisyICLConfig, batch: int, seed: int) -> list[list[int]]:
     """The chain only, per token ``rng.choice(p=...)`` as in the official loader (no masks, no tensors)."""
     import numpy as np
 
-    from analyses.papers.distributional.char_stats import load_char_stats
+    from analyses.papers.distributional.data.char_stats import load_char_stats
 
     stats = load_char_stats()
     pi_u, pi_b = stats.pi_u.numpy(), stats.pi_b.numpy()

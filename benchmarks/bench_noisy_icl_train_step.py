@@ -72,7 +72,7 @@ import torch.nn.functional as F
 from timing import interleave, row, time_call
 from torch import nn
 
-from analyses.papers.distributional.data import NoisyICLConfig, sample_noisy_icl
+from analyses.papers.distributional.data.recall import NoisyICLConfig, sample_noisy_icl
 from analyses.papers.distributional.models import two_layer_model
 from mechrecall.batch import Batch
 from mechrecall.io import atomic_write_json
@@ -84,7 +84,7 @@ TARGET = 1.15
 D_VOCAB = 65
 SGD = dict(lr=0.03, momentum=0.9, weight_decay=1e-4)
 SIZES = {
-    "smoke": dict(d_model=64, seq_len=64, batch=64),  # preset "smoke" of analyses.papers.distributional.noisy_icl
+    "smoke": dict(d_model=64, seq_len=64, batch=64),  # preset "smoke" of analyses.papers.distributional.presets
     "large": dict(d_model=128, seq_len=128, batch=128),
     "paper": dict(d_model=256, seq_len=256, batch=512),  # the paper's size (preset "paper")
 }

@@ -4,7 +4,7 @@
 :class:`AnswerToken` (an ``int``) that also records the sub-token text and whether the answer was split
 into several tokens. :func:`load_prompt_file` reads user prompt sets (JSON lines
 ``{"prompt": ..., "answer": ...}``). Each paper's prompt tables live in its package
-(e.g. ``analyses.papers.distributional.prompts``).
+(e.g. ``analyses.papers.distributional.data.prompts``).
 """
 
 from __future__ import annotations

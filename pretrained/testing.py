@@ -13,7 +13,7 @@ as in real GPT-2/Pythia vocabularies, so ``tokenizer(" the")`` is one token and 
 newlines; unknown words map to ``<|endoftext|>`` (which is also BOS, EOS and UNK, id 0, as in GPT-2).
 Words with punctuation ("store,", "Children's", "World-renowned") contribute the pieces the
 pre-tokenizer splits them into, so any text made of vocabulary words is covered too. A paper's prompt
-tables give their words (e.g. ``analyses.papers.distributional.prompts.prompt_vocab()``).
+tables give their words (e.g. ``analyses.papers.distributional.data.prompts.prompt_vocab()``).
 """
 
 from __future__ import annotations

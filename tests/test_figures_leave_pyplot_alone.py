@@ -17,7 +17,7 @@ def test_no_analysis_changes_the_backend_or_registers_pyplot_figures():
         from analyses.lowrank import laser_sweep
         from analyses.plotting import curves
         from analyses.task_vectors import latent_geometry, latent_geometry_figure
-        from analyses.papers.distributional.noisy_icl import _fig_drops
+        from analyses.papers.distributional.figures import fig_drops
         from mechrecall import ZeroBiases, build_toy_model
         import pandas as pd
 
@@ -29,7 +29,7 @@ def test_no_analysis_changes_the_backend_or_registers_pyplot_figures():
                                rhos=[0.5]).figure(),
                    curves(pd.DataFrame({"a": [0, 1], "b": [1, 2]}), x="a", y="b"),
                    latent_geometry_figure(latent_geometry(torch.randn(6, 5), [0, 0, 0, 1, 1, 1]), [0, 0, 0, 1, 1, 1]),
-                   _fig_drops({"eval": [{"step": 1, **{f"test.{k}.{m}": 0.5 for k in ("full", "drop_F1", "drop_F2")
+                   fig_drops({"eval": [{"step": 1, **{f"test.{k}.{m}": 0.5 for k in ("full", "drop_F1", "drop_F2")
                                                         for m in ("p_correct", "p_noise", "loss")}}]}, "Fig 10")]
         assert matplotlib.get_backend() == "svg", matplotlib.get_backend()
         assert plt.get_fignums() == [], plt.get_fignums()

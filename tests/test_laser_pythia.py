@@ -14,7 +14,7 @@ import torch
 
 import pretrained
 from analyses.laser_pythia import main
-from analyses.papers.distributional.prompts import FACTUAL_20, MADRID, TABLE1_PROBS, prompt_vocab
+from analyses.papers.distributional.data.prompts import FACTUAL_20, MADRID, TABLE1_PROBS, prompt_vocab
 from pretrained.testing import tiny_checkpoint
 
 
@@ -27,8 +27,9 @@ def dirs(tmp_path_factory):
         "gpt2": tiny_checkpoint(root / "gpt2-tiny", "gpt2", vocab=vocab, seed=0, n_layers=2),
     }
     for step, seed in ((0, 1), (1000, 2)):
-        tiny_checkpoint(root / "mirror" / f"step{step}", "gpt_neox", vocab=vocab, seed=seed, n_layers=3)
-    out["mirror"] = root / "mirror"
+        # a local mirror named as the paper's model: its claims are the paper's pythia-1b claims
+        tiny_checkpoint(root / "pythia-1b" / f"step{step}", "gpt_neox", vocab=vocab, seed=seed, n_layers=3)
+    out["mirror"] = root / "pythia-1b"
     return out
 
 
@@ -101,23 +102,29 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     sweep = _part(out, "sweep")[model]["0"]
     assert sweep["best"]["paper_layer"] == 3 and sweep["n_svd"] == 2  # one layer x {W_in, W_out}
     claims = {c["id"]: c for c in data["claims"]}
-    ratio = claims["laser_pythia.factual.mirror.ratio_laser"]
+    ratio = claims["laser_pythia.factual.pythia-1b.ratio_laser"]
     assert ratio["paper"] == 11.3 and ratio["ours"] == pytest.approx(factual["laser"]["ratio_answer_the"])
-    drop = claims["laser_pythia.factual.mirror.p_the_drop"]
+    drop = claims["laser_pythia.factual.pythia-1b.p_the_drop"]
     assert drop["paper"] == pytest.approx(TABLE1_PROBS["laser"]["the"] / TABLE1_PROBS["full"]["the"], rel=1e-3)
     assert drop["ours"] == pytest.approx(factual["laser"]["p_the"] / factual["full"]["p_the"])
+    # the paper's other IOI model was not among --model: its claims say so; prepositions read the two checkpoints
+    assert claims["laser_pythia.ioi.pythia-410m.ratio_full"]["verdict"] == "not run"
+    assert "not among --model" in claims["laser_pythia.ioi.pythia-410m.ratio_full"]["reason"]
+    first = claims["laser_pythia.prepositions.pythia-1b.first_step_the_top5"]
+    assert first["ours"] in (0, 1000) or "no checkpoint with mean rank ≤ 5" in first["reason"]
+    assert claims["laser_pythia.sweep.pythia-1b.best_gain"]["class"] == "extension"
     for row in data["claims"]:  # every verdict follows from the number and the rule
         from mechrecall.claims import judge_row
 
         assert row["verdict"] == judge_row(row), row["id"]
     assert data["figures"] and set(data["figures"]) >= {
-        "fig5_factual_mirror.png",
-        "fig5_ioi_mirror.png",
-        "table1_mirror.png",
+        "fig5_factual_pythia-1b.png",
+        "fig5_ioi_pythia-1b.png",
+        "table1_pythia-1b.png",
         "fig15_ioi.png",
         "fig16_factual20.png",
         "fig14_prepositions.png",
-        "sweep_mirror_0.png",
+        "sweep_pythia-1b_0.png",
     }
     gpt2 = _part(tmp_path / "gpt2", "gpt2-ioi")[str(dirs["gpt2"])]["final"]
     assert {r["paper_layer"] for r in gpt2["sweep"]} == {2}  # GPT-2's layers 9-12 do not exist: the last one

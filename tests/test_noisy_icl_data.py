@@ -18,8 +18,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from analyses.papers.distributional.char_stats import CHAR_STATS_FILE, load_char_stats
-from analyses.papers.distributional.data import (
+from analyses.papers.distributional.data.char_stats import (
+    CHAR_STATS_FILE,
+    EXPECTED_SHA256,
+    compute_char_stats,
+    load_char_stats,
+    make_char_stats,
+)
+from analyses.papers.distributional.data.recall import (
     MULTI_TRIGGERS,
     NoisyICLConfig,
     noisy_icl_batch_fn,
@@ -28,7 +34,6 @@ from analyses.papers.distributional.data import (
     sample_noisy_icl_reference,
     sample_synthetic_ioi,
 )
-from analyses.papers.distributional.make_char_stats import EXPECTED_SHA256, compute_char_stats, make_char_stats
 from mechrecall.trainer import Batch, select_positions
 
 torch.set_num_threads(1)
@@ -37,7 +42,7 @@ SPEC_VOCAB = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 ROOT = Path(__file__).resolve().parents[1]
 # The public text sits in the shared/ folder beside a checkout (or wherever MECHRECALL_SHAKESPEARE points).
 SOURCE = Path(os.environ.get("MECHRECALL_SHAKESPEARE", ROOT.parent / "shared" / "data" / "tinyshakespeare.txt"))
-PACKAGED = ROOT / "analyses" / "papers" / "distributional" / CHAR_STATS_FILE
+PACKAGED = ROOT / "analyses" / "papers" / "distributional" / "data" / CHAR_STATS_FILE
 
 
 def gen(seed=0):

@@ -127,7 +127,7 @@ def test_theorem3_ode_asymptotes():
     r = th.theorem3_ode(alpha, 1e3)
     t, a, b = r["t"], r["a"], r["b"]
     assert t[-1] == pytest.approx(1e3)
-    # RK4 against a crude small-step Euler integration on [0, 5]
+    # solve_ivp against a crude small-step Euler integration on [0, 5]
     ae = be = 0.0
     h = 2e-4
     for _ in range(int(5 / h)):
@@ -135,9 +135,9 @@ def test_theorem3_ode_asymptotes():
         ae, be = ae + h * da, be + h * db
     r5 = th.theorem3_ode(alpha, 5.0)
     assert abs(r5["a"][-1] - ae) < 2e-3 and abs(r5["b"][-1] - be) < 2e-3
-    # step-size convergence of the RK4 path
-    rf = th.theorem3_ode(alpha, 1e3, dt=0.002, dt_max=0.05)
-    assert abs(rf["a"][-1] - a[-1]) < 1e-6 and abs(rf["b"][-1] - b[-1]) < 1e-6
+    # tolerance convergence of the integrated path
+    rf = th.theorem3_ode(alpha, 1e3, rtol=1e-7)
+    assert abs(rf["a"][-1] - a[-1]) < 1e-5 and abs(rf["b"][-1] - b[-1]) < 1e-5
     # b -> log(alpha / (1 - alpha)); a has slope -1 in log t
     assert abs(b[-1] - r["b_limit"]) < 1e-3
     i2 = np.argmin(abs(t - 1e2))
@@ -186,7 +186,9 @@ def test_lam_rank2_beats_full_rank1_fails():
         assert abs(end[(d, "rank3")] / full - 1) < 0.1
         noisy = df[(df["d"] == d) & (df["model"] == "full")].groupby("step")["noisy_loss"].median()
         assert noisy.iloc[-1] < noisy.iloc[0] and noisy.min() >= entropy - 1e-9
-    fig = th.lam_figure(df)
+    from analyses.papers.distributional.figures import fig18_lam
+
+    fig = fig18_lam(df)
     assert len(fig.axes) == 2 and all(ax.get_xscale() == "log" for ax in fig.axes)
     assert len(fig.axes[0].lines) >= 5
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import pretrained
-from analyses.papers.distributional import prompts as P
-from analyses.papers.distributional.prompts import (
+from analyses.papers.distributional.data import prompts as P
+from analyses.papers.distributional.data.prompts import (
     FACTUAL_20,
     GPT2_IOI,
     GPT2_IOI_TOKENS,

@@ -22,7 +22,7 @@ zero, ``W_E, W̃_E, W_U`` mutually orthonormal and frozen, no positions, attenti
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.builder import build_toy_model
@@ -83,7 +83,12 @@ def two_layer_model(
         positional_embedding_type="standard",
         device="cpu",
     )
-    scale = 1.0 if embed_init == "torch_default" else d_model**-0.5
+    surgeries = _surgeries(ff, embed_init, 1.0 if embed_init == "torch_default" else d_model**-0.5, attn_only)
+    return build_toy_model(cfg, surgeries, seed=seed)
+
+
+def _surgeries(ff: tuple[str, ...], embed_init: str, scale: float, attn_only: bool) -> list[Any]:
+    """Eq. 1's weights: zero biases, frozen random embeddings, ``W_Q = I``, trainable attention and FF weights."""
     surgeries = [
         ZeroBiases(),
         SetWeight(("embed.W_E", "pos_embed.W_pos"), "normal", scale=scale),
@@ -108,7 +113,7 @@ def two_layer_model(
     none = tuple(l for l, k in enumerate(ff) if k == "none")
     if none and not attn_only:
         surgeries.append(NoFeedForward(none))
-    return build_toy_model(cfg, surgeries, seed=seed)
+    return surgeries
 
 
 def theory_model(*, n_tokens: int, d_model: int, n_ctx: int, seed: int = 0) -> HookedTransformer:

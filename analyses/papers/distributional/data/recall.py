@@ -40,7 +40,7 @@ import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from jaxtyping import Float, Int
@@ -48,8 +48,8 @@ from jaxtyping import Float, Int
 from mechrecall.batch import Batch
 
 __all__ = [
+    "DATA_PRESETS",
     "MULTI_TRIGGERS",
-    "PRESETS",
     "LAMData",
     "NoisyICLConfig",
     "noisy_icl_batch_fn",
@@ -173,27 +173,27 @@ class NoisyICLConfig:
             base = [i for i in range(self.n_tokens) if i != self.tau]
         return [[i for i in base if not (self.exclude_trigger_output and i == q)] for q in self.triggers]
 
-    def replace(self, **overrides) -> "NoisyICLConfig":
+    def replace(self, **overrides: Any) -> "NoisyICLConfig":
         return dataclasses.replace(self, **overrides)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
     @classmethod
-    def preset(cls, name: str, **overrides) -> "NoisyICLConfig":
+    def preset(cls, name: str, **overrides: Any) -> "NoisyICLConfig":
         """``"paper_text"`` or ``"official_code"``, with field overrides.
 
         ``preset("official_code", triggers=MULTI_TRIGGERS)`` is the App. B.4 multi-trigger run.
         """
-        if name not in PRESETS:
-            raise ValueError(f"unknown NoisyICLConfig preset {name!r}; expected one of {tuple(PRESETS)}")
+        if name not in DATA_PRESETS:
+            raise ValueError(f"unknown NoisyICLConfig preset {name!r}; expected one of {tuple(DATA_PRESETS)}")
         unknown = set(overrides) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
             raise ValueError(f"unknown NoisyICLConfig field(s) {sorted(unknown)}; expected fields of NoisyICLConfig")
-        return cls(**{**PRESETS[name], **overrides})
+        return cls(**{**DATA_PRESETS[name], **overrides})
 
 
-PRESETS: dict[str, dict] = {
+DATA_PRESETS: dict[str, dict] = {
     # Paper §3 text: τ = N + 1 appended (0-indexed id 65), ȳ ~ U([N]), z_T = q, loss on ξ_T only.
     "paper_text": dict(
         noise_token_id=None,
@@ -209,28 +209,28 @@ PRESETS: dict[str, dict] = {
 }
 
 
-def _check_int(name: str, value, low: int, why: str = "") -> None:
+def _check_int(name: str, value: Any, low: int, why: str = "") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise ValueError(f"NoisyICLConfig.{name}={value!r}; expected an int >= {low}{why}")
 
 
-def _check_choice(name: str, value, choices: tuple) -> None:
+def _check_choice(name: str, value: Any, choices: tuple) -> None:
     if value not in choices:
         raise ValueError(f"NoisyICLConfig.{name}={value!r}; expected one of {choices}")
 
 
-def _check_alpha(alpha, what: str = "alpha") -> float:
+def _check_alpha(alpha: Any, what: str = "alpha") -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0.0 <= float(alpha) <= 1.0:
         raise ValueError(f"{what}={alpha!r}; expected a probability in [0, 1]")
     return float(alpha)
 
 
-def _check_batch(batch) -> None:
+def _check_batch(batch: Any) -> None:
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch={batch!r}; expected an int >= 1")
 
 
-def _check_generator(generator) -> None:
+def _check_generator(generator: Any) -> None:
     if not isinstance(generator, torch.Generator):
         raise ValueError(f"generator={generator!r}; expected a torch.Generator (e.g. torch.Generator().manual_seed(0))")
 
@@ -245,7 +245,7 @@ def _count_tables(unigram: str, bigram: str, N: int) -> tuple[list[int], list[li
     (start token, and the successor of an appended τ with ``after_noise="unigram"``).
     """
     if "tiny_shakespeare" in (unigram, bigram):
-        from analyses.papers.distributional.char_stats import load_char_stats
+        from analyses.papers.distributional.data.char_stats import load_char_stats
 
         stats = load_char_stats()
     uni = stats.unigram_counts.tolist() if unigram == "tiny_shakespeare" else [1] * N
@@ -303,7 +303,7 @@ def _lut(unigram: str, bigram: str, n_tokens: int, tau: int, d_vocab: int, devic
 # ---------------------------------------------------------------------------------------------------- sampling
 
 
-def _draw_ybar(cfg: NoisyICLConfig, batch: int, generator: torch.Generator) -> torch.Tensor:
+def _draw_ybar(cfg: NoisyICLConfig, batch: int, generator: torch.Generator) -> Int[torch.Tensor, "batch n_triggers"]:
     """``[B, k]``: ``ȳ_q`` for every trigger ``q`` (uniform over its output pool)."""
     device = generator.device
     pools = torch.tensor(cfg.output_pools(), dtype=torch.int64, device=device)  # [k, P] (equal lengths)
@@ -312,13 +312,38 @@ def _draw_ybar(cfg: NoisyICLConfig, batch: int, generator: torch.Generator) -> t
     return torch.gather(pools.expand(batch, k, P), 2, idx[..., None]).squeeze(-1)
 
 
+def _chain_offsets(
+    cfg: NoisyICLConfig,
+    tab: dict[str, torch.Tensor],
+    batch: int,
+    alpha: float,
+    ybar: Int[torch.Tensor, "batch n_triggers"],
+    tau_follows_the_trigger: bool,
+) -> tuple[Float[torch.Tensor, " batch_by_vocab"], Float[torch.Tensor, " batch_by_vocab"]]:
+    """Per-(sequence, token) offsets and totals into the look-up table of :func:`_run_chain`, flattened."""
+    row_off, row_tot = tab["row_off"], tab["row_tot"]
+    rowmap = torch.arange(cfg.d_vocab, device=row_off.device).clamp(max=cfg.n_tokens)  # appended τ -> row N (π_u)
+    if tau_follows_the_trigger:
+        rowmap[cfg.tau] = cfg.triggers[0]  # τ only ever follows the one trigger
+    off = row_off[rowmap].repeat(batch, 1)
+    tot = row_tot[rowmap].repeat(batch, 1)
+    trig_cols = list(cfg.triggers)
+    if alpha <= 0.5:
+        off[:, trig_cols] = tab["seg_lo"][ybar]
+        tot[:, trig_cols] = 1.0 / (1.0 - alpha)
+    else:
+        off[:, trig_cols] = tab["seg_hi"][ybar]
+        tot[:, trig_cols] = 1.0 / alpha
+    return off.flatten(), tot.flatten()
+
+
 def _run_chain(
     cfg: NoisyICLConfig,
     batch: int,
     generator: torch.Generator,
     alpha: float,
-    ybar: torch.Tensor,
-) -> torch.Tensor:
+    ybar: Int[torch.Tensor, "batch n_triggers"],
+) -> Int[torch.Tensor, "batch seq_plus_1"]:
     """The Markov chain of §3 item ii for ``T + 1`` tokens: ``seq [B, T+1]``.
 
     Per sequence ``b`` and current token ``v`` the next token is one draw from the table ``_lut``, at offset
@@ -339,21 +364,8 @@ def _run_chain(
             trig[torch.randint(0, k, (batch,), generator=generator, device=device)] if k > 1 else trig.expand(batch)
         )
     u = torch.rand((T + 1, batch), generator=generator, dtype=torch.float64, device=device)
-    # per-(sequence, token) offsets and totals
-    rowmap = torch.arange(V, device=device).clamp(max=N)  # appended τ -> row N (π_u)
     prev_row = cfg.noise_appended and cfg.after_noise == "bigram_of_trigger"
-    if prev_row and k == 1:
-        rowmap[tau] = cfg.triggers[0]  # τ only ever follows the one trigger
-    off = row_off[rowmap].repeat(batch, 1)
-    tot = row_tot[rowmap].repeat(batch, 1)
-    trig_cols = list(cfg.triggers)
-    if alpha <= 0.5:
-        off[:, trig_cols] = tab["seg_lo"][ybar]
-        tot[:, trig_cols] = 1.0 / (1.0 - alpha)
-    else:
-        off[:, trig_cols] = tab["seg_hi"][ybar]
-        tot[:, trig_cols] = 1.0 / alpha
-    off, tot = off.flatten(), tot.flatten()
+    off, tot = _chain_offsets(cfg, tab, batch, alpha, ybar, prev_row and k == 1)
     base = torch.arange(batch, device=device) * V
     seq = torch.empty((T + 1, batch), dtype=lut.dtype, device=device)
     torch.take(lut, (row_off[N] + u[0] * row_tot[N]).long(), out=seq[0])  # z_1 ~ π_u
@@ -375,7 +387,12 @@ def _run_chain(
     return seq.T.to(torch.int64, memory_format=torch.contiguous_format)
 
 
-def _finish(cfg: NoisyICLConfig, seq: torch.Tensor, ybar: torch.Tensor, loss_positions: str) -> Batch:
+def _finish(
+    cfg: NoisyICLConfig,
+    seq: Int[torch.Tensor, "batch seq_plus_1"],
+    ybar: Int[torch.Tensor, "batch n_triggers"],
+    loss_positions: str,
+) -> Batch:
     """Tokens/targets/masks/extras from ``seq [B, T+1]`` and ``ybar [B, k]``."""
     B, T = seq.shape[0], seq.shape[1] - 1
     device = seq.device
@@ -540,8 +557,15 @@ def sample_noisy_icl_reference(
             seq.append(nxt)
         cols["seq"].append(seq)
         cols["ybar"].append([ybar[q] for q in cfg.triggers])
+    return _reference_batch(cfg, cols["seq"], cols["ybar"])
+
+
+def _reference_batch(cfg: NoisyICLConfig, seqs: list[list[int]], ybars: list[list[int]]) -> Batch:
+    """The :class:`Batch` of :func:`sample_noisy_icl_reference`'s sequences (``T + 1`` tokens each): targets, the
+    loss mask and the extras, position by position."""
+    T, tau, batch = cfg.seq_len, cfg.tau, len(seqs)
     tokens, targets, outs, succ, noise, tnoise, clean = [], [], [], [], [], [], []
-    for seq, yb in zip(cols["seq"], cols["ybar"]):
+    for seq, yb in zip(seqs, ybars):
         ybar = dict(zip(cfg.triggers, yb))
         counts = dict.fromkeys(cfg.triggers, 0)
         o, s, n, tn, c = [], [], [], [], []
@@ -556,14 +580,18 @@ def sample_noisy_icl_reference(
             c.append(ybar.get(z, IGNORE))
         tokens.append(seq[:T])
         targets.append(seq[1:])
-        outs.append(o), succ.append(s), noise.append(n), tnoise.append(tn), clean.append(c)
+        outs.append(o)
+        succ.append(s)
+        noise.append(n)
+        tnoise.append(tn)
+        clean.append(c)
     outs_t = torch.tensor(outs, dtype=torch.int64)
     if cfg.loss_positions == "trigger_repeat":
         mask = outs_t >= 2
     else:
         mask = torch.zeros((batch, T), dtype=torch.bool)
         mask[:, -1] = True
-    ybar_t = torch.tensor(cols["ybar"], dtype=torch.int64)
+    ybar_t = torch.tensor(ybars, dtype=torch.int64)
     extras = {
         "ybar": ybar_t[:, 0] if len(cfg.triggers) == 1 else ybar_t,
         "outs": outs_t,
@@ -646,10 +674,23 @@ def sample_synthetic_ioi(
     seq.scatter_(1, pos + 1, succ_vals)
     seq[:, T - 1] = q
     seq[:, T] = torch.where(u < alpha, tau, ybar)
+    return _ioi_batch(cfg, seq, ybar, yd, pos, slot)
+
+
+def _ioi_batch(
+    cfg: NoisyICLConfig,
+    seq: Int[torch.Tensor, "batch seq_plus_1"],
+    ybar: Int[torch.Tensor, " batch"],
+    yd: Int[torch.Tensor, " batch"],
+    pos: Int[torch.Tensor, "batch 3"],
+    slot: Int[torch.Tensor, " batch"],
+) -> Batch:
+    """The :class:`Batch` of :func:`sample_synthetic_ioi`'s sequences: the last-position loss and the IOI extras."""
+    B, T, tau = seq.shape[0], cfg.seq_len, cfg.tau
     out = _finish(cfg, seq, ybar[:, None], "last")
-    clean = torch.full((B, T), IGNORE, dtype=torch.int64, device=device)
+    clean = torch.full((B, T), IGNORE, dtype=torch.int64, device=seq.device)
     clean[:, -1] = ybar
-    target_noise = torch.zeros((B, T), dtype=torch.bool, device=device)
+    target_noise = torch.zeros((B, T), dtype=torch.bool, device=seq.device)
     target_noise[:, -1] = (seq[:, T] == tau) & (ybar != tau)
     out.extras.update(
         clean_target=clean,
@@ -696,6 +737,7 @@ def sample_lam(n: int, alpha: float, batch: int | None, generator: torch.Generat
         return LAMData(torch.arange(n), None, table)
     _check_batch(batch)
     _check_generator(generator)
+    assert generator is not None  # checked above
     device = generator.device
     x = torch.randint(0, n, (batch,), generator=generator, device=device)
     noisy = torch.rand((batch,), generator=generator, dtype=torch.float64, device=device) < alpha

@@ -9,11 +9,12 @@ bilinear forms the model computes: no softmax, and ``1/√d_head`` only where th
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import torch
-from jaxtyping import Float
+from jaxtyping import Float, Int
 
 from analyses.heads import attention_mass, attention_patterns
 from analyses.ov import full_ov_circuit
@@ -41,15 +42,23 @@ def interventions(model: HookedTransformer, rhos: Sequence[float] = (0.1, 0.2)) 
     out: dict[str, Intervention] = {"full": lambda m: contextlib.nullcontext()}
     ff_layers = [l for l in range(model.cfg.n_layers) if has_ff(model, l)]
     for layer in ff_layers:
-        out[f"drop_F{layer + 1}"] = lambda m, layer=layer: low_rank(m, layer, "mlp_in", 0.0)
+        out[f"drop_F{layer + 1}"] = functools.partial(_truncate, layer=layer, matrix="mlp_in", rho=0.0)
     if ff_layers:
-        last = ff_layers[-1]
         for rho in rhos:
-            out[f"F{last + 1}_rho{rho:g}"] = lambda m, rho=rho, last=last: low_rank(m, last, "mlp_in", rho)
+            out[f"F{ff_layers[-1] + 1}_rho{rho:g}"] = functools.partial(
+                _truncate, layer=ff_layers[-1], matrix="mlp_in", rho=rho
+            )
     else:
         for rho in rhos:
-            out[f"OV1_rho{rho:g}"] = lambda m, rho=rho: low_rank(m, 0, "attn_ov", rho, head=0)
+            out[f"OV1_rho{rho:g}"] = functools.partial(_truncate, layer=0, matrix="attn_ov", rho=rho, head=0)
     return out
+
+
+def _truncate(
+    model: HookedTransformer, *, layer: int, matrix: str, rho: float, head: int | None = None
+) -> AbstractContextManager:
+    """``hooks.low_rank`` of one matrix (undone on exit)."""
+    return low_rank(model, layer, matrix, rho, head=head)
 
 
 # ----------------------------------------------------------------------------------- test metrics
@@ -79,7 +88,7 @@ def recall_metrics(model: HookedTransformer, batch: Batch, noise_token: int) -> 
         "acc": (argmax == target).float().mean().item(),
         "argmax_noise": (argmax == noise_token).float().mean().item(),
     }
-    if "y_distractor" in batch.extras:
+    if "y_distractor" in batch.extras and batch.loss_mask is not None:
         rows = batch.loss_mask.nonzero()[:, 0]  # the sequence of each measured position
         subject = batch.extras["y_distractor"].to(rows.device)[rows]
         margin = logprobs.gather(-1, target[:, None]) - logprobs.gather(-1, subject[:, None])
@@ -164,6 +173,23 @@ def qk_trigger_matching(model: HookedTransformer, head: int = 0) -> Float[torch.
     return (key @ query.T * scale).float()  # [i (previous token), j (query token)]
 
 
+def qk_trigger_margin(qk: Float[torch.Tensor, "d_vocab d_vocab"], trigger: int) -> float:
+    """Fig 9 (left): ``S[q, q]`` minus the largest other entry of row ``q`` of :func:`qk_trigger_matching`."""
+    q = trigger
+    return (qk[q, q] - torch.cat([qk[q, :q], qk[q, q + 1 :]]).max()).item()
+
+
+def qk_diagonal_wins(
+    qk: Float[torch.Tensor, "d_vocab d_vocab"], triggers: Sequence[int]
+) -> tuple[Float[torch.Tensor, " n_triggers"], Float[torch.Tensor, " n_triggers"]]:
+    """Fig 9 (right): ``S[q, q]`` of each trigger and the largest off-diagonal entry of its row."""
+    diag = torch.stack([qk[q, q] for q in triggers])
+    off = qk.clone()
+    for q in triggers:
+        off[q, q] = float("-inf")
+    return diag, off[list(triggers)].max(-1).values
+
+
 def memory_recall_accuracy(M: Float[torch.Tensor, "n n"], exclude: Sequence[int] = ()) -> float:
     """``mean_i [argmax_j M[i, j] == i]`` over rows ``i`` not in ``exclude`` (Bietti et al.'s memory probe)."""
     rows = torch.tensor([i for i in range(M.shape[0]) if i not in set(exclude)], device=M.device)
@@ -171,10 +197,34 @@ def memory_recall_accuracy(M: Float[torch.Tensor, "n n"], exclude: Sequence[int]
 
 
 @torch.no_grad()
-def previous_token_score(model: HookedTransformer, tokens: torch.Tensor, layer: int = 0, head: int = 0) -> float:
+def previous_token_score(
+    model: HookedTransformer, tokens: Int[torch.Tensor, "batch pos"], layer: int = 0, head: int = 0
+) -> float:
     """Fig 7 left, aggregated: mean attention of ``(layer, head)`` from ``t ≥ 1`` to ``t − 1``."""
     from analyses.heads import previous_token_keys
 
     queries = torch.ones_like(tokens, dtype=torch.bool)
     queries[:, 0] = False
     return attention_mass(model, tokens, previous_token_keys(tokens), queries, layers=[layer])[0, head].item()
+
+
+def rho_sweep(
+    model: HookedTransformer,
+    clean: Batch,
+    noise_token: int,
+    kind: str,
+    rhos: Sequence[float] = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+) -> list[dict[str, float]]:
+    """``recall_metrics`` with layer 1's ``kind`` truncated to each ρ (``analyses.lowrank.laser_sweep``: one SVD)."""
+    from analyses.lowrank import laser_sweep
+
+    sweep = laser_sweep(
+        model,
+        lambda m: recall_metrics(m, clean, noise_token),
+        layers=[0],
+        matrices=[kind],
+        rhos=rhos,
+        heads=[0] if kind == "attn_ov" else None,
+    )
+    wide = sweep.table.pivot_table(index="rho", columns="metric", values="value")
+    return [{"rho": float(rho), **{k: float(v) for k, v in row.items()}} for rho, row in wide.iterrows()]

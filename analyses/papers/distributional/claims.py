@@ -1,0 +1,487 @@
+"""The claims of both experiments, as data (no torch here): each reads one entry of its part's results.
+
+``NOISY_ICL_CLAIMS`` (``python -m analyses.noisy_icl``) and ``LASER_PYTHIA_CLAIMS`` (``python -m
+analyses.laser_pythia``). Rules that depend on the training α read it from the results (``"alpha"``); a claim
+whose note quotes a measured number (the closed form beside ours, an IOI run's accuracies) declares ``notes``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from analyses.papers.distributional.presets import PAPER_MODELS
+from mechrecall.claims import ClaimSpec, Results, Rule, at_least, at_most, between, near
+
+
+def _alpha_band(results: Results) -> Rule:
+    alpha = results["alpha"]
+    return between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2))
+
+
+def _alpha(results: Results) -> float:
+    return float(results["alpha"])
+
+
+# ----------------------------------------------------------------------------------- noisy_icl
+
+MAIN = [
+    ClaimSpec(
+        "main.p_noise_full",
+        "the full model predicts the noise token τ with probability ≈ α on clean test data",
+        "final/full.p_noise",
+        _alpha_band,
+        paper=_alpha,
+        where="Fig 3",
+        note="the paper states ≈ α",
+    ),
+    ClaimSpec(
+        "main.p_correct_drop_F2",
+        "dropping F₂ (ρ = 0) makes the model predict the in-context token ȳ",
+        "final/drop_F2.p_correct",
+        at_least(0.9, partial=0.6),
+        paper=0.98,
+        where="Fig 3, §3",
+    ),
+    ClaimSpec(
+        "main.p_noise_drop_F2",
+        "dropping F₂ removes the noise token",
+        "final/drop_F2.p_noise",
+        at_most(0.05, partial=0.1),
+        paper=0.0,
+        where="Fig 3",
+    ),
+    ClaimSpec(
+        "main.p_correct_gain_drop_F2",
+        "dropping F₂ raises p(ȳ) over the full model",
+        "p_correct_gain_drop_F2",
+        at_least(0.3, partial=0.1),
+        where="Fig 3",
+    ),
+    ClaimSpec(
+        "main.p_noise_drop_F1",
+        "dropping F₁ instead does not remove the noise (p(τ | drop F₁) ≥ α/2)",
+        "final/drop_F1.p_noise",
+        lambda r: at_least(r["alpha"] / 2),
+        where="Fig 10",
+    ),
+    ClaimSpec(
+        "main.ff_margin_first_step",
+        "F₂ learns the trigger → τ association within the first steps (first step with a positive FF-2 margin)",
+        "first_step_ff_margin_positive",
+        at_most(10, partial=50),
+        where="Fig 3 right, Theorem 1",
+    ),
+    ClaimSpec(
+        "main.attention_correct_over_noise",
+        "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] (ratio of attention masses)",
+        "attention_ratio",
+        at_least(3.0, partial=1.5),
+        where="Fig 4",
+    ),
+    ClaimSpec(
+        "main.early_p_noise_noisy",
+        "early in training the model predicts τ almost always on noisy data (max p(τ) in steps 1-10)",
+        "max_p_noise_first_10_steps",
+        at_least(0.8, partial=0.6),
+        paper=1.0,
+        where="Fig 8 left",
+    ),
+    ClaimSpec(
+        "main.previous_token_L1",
+        "layer 1 is a previous-token head (attention on the previous token)",
+        "readouts/previous_token_score_L1",
+        at_least(0.5, partial=0.3),
+        where="Fig 7 left",
+    ),
+]
+
+FF_VARIANTS = [
+    ClaimSpec(
+        "ff_variants.mlp_linear_drop_F2_helps",
+        "MLP/linear: dropping F₂ lowers the clean loss (full minus dropped)",
+        "mlp_linear/drop_F2_loss_gain",
+        at_least(0.0),
+        where="Fig 11",
+    ),
+    ClaimSpec(
+        "ff_variants.mlp_linear_drop_F1_better",
+        "MLP/linear: dropping F₁ gives a lower clean loss than dropping F₂ (loss drop F₂ minus loss drop F₁)",
+        "mlp_linear/loss_drop_F2_minus_drop_F1",
+        at_least(0.0),
+        where="Fig 11",
+    ),
+    ClaimSpec(
+        "ff_variants.linear_mlp_drop_F2_helps",
+        "linear/MLP: dropping F₂ lowers the clean loss (full minus dropped)",
+        "linear_mlp/drop_F2_loss_gain",
+        at_least(0.0),
+        where="Fig 12",
+    ),
+    ClaimSpec(
+        "ff_variants.linear_mlp_drop_F1_more_noise",
+        "linear/MLP: dropping F₁ gives more noise (p(τ | drop F₁) minus p(τ | full))",
+        "linear_mlp/p_noise_drop_F1_minus_full",
+        at_least(0.0),
+        where="Fig 12",
+    ),
+    ClaimSpec(
+        "ff_variants.no_ff_best_rho",
+        "no-FF model: a small-rank truncation of W¹_V W¹_O helps (the ρ with the highest p(ȳ))",
+        "none/best_rho",
+        between(0.02, 0.1),
+        paper=0.05,
+        where="Fig 13",
+    ),
+    ClaimSpec(
+        "ff_variants.no_ff_rho0.01_hurts",
+        "no-FF model: ρ = 0.01 destroys performance (p(ȳ) at ρ = 0.01 minus the full model's)",
+        "none/p_correct_rho0.01_minus_full",
+        at_most(0.0),
+        where="Fig 13",
+    ),
+]
+
+FINETUNE = [
+    ClaimSpec(
+        "finetune.p_noise_full",
+        "after noisy fine-tuning the full model predicts τ with probability ≈ α",
+        "phase2_final/full.p_noise",
+        _alpha_band,
+        paper=_alpha,
+        where="Fig 8 right",
+    ),
+    ClaimSpec(
+        "finetune.attention_correct_over_noise",
+        "after fine-tuning, layer-2 attention still prefers [q, ȳ] over [q, τ] (ratio of attention masses)",
+        "attention_ratio",
+        at_least(3.0, partial=1.5),
+        where="Fig 4 right",
+    ),
+]
+
+MULTI_TRIGGER = [
+    ClaimSpec(
+        "multi_trigger.qk_diagonal_triggers",
+        "with five triggers, each trigger's QK matching row peaks on the diagonal (number of the 5 triggers)",
+        "qk_diagonal_count",
+        at_least(5, partial=3),
+        paper=5,
+        where="Fig 9 right",
+    )
+]
+
+
+def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
+    """Figs 19-20's claims for one IOI run (results entry ``<optimizer>_L<n>``)."""
+    key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
+    fig = "Fig 19" if optimizer == "sgd" else "Fig 20"
+    edit = "dropping" if optimizer == "sgd" else "truncating (ρ = 0.01)"
+    run, entry = f"IOI, {optimizer}, L = {n_layers}", f"{optimizer}_L{n_layers}"
+
+    def f(results: Results) -> Any:
+        return results[entry]
+
+    return [
+        ClaimSpec(
+            f"ioi.{entry}_counts",
+            f"{run}: the trained model counts — logit(IO) > logit(S), IO following the trigger once and S twice "
+            "(fraction of test sequences, full model)",
+            f"{entry}/full.io_over_s",
+            at_least(0.9, partial=0.6),
+            where='App. J ("this task also requires counting")',
+            notes=lambda r: (
+                "0.5: no counting (the model copies the trigger's successors without telling IO from S)"
+                if "full.io_over_s" in f(r)
+                else ""
+            ),
+        ),
+        ClaimSpec(
+            f"ioi.{entry}_accuracy_gain",
+            f"{run}: {edit} the last MLP raises accuracy (edited minus full)",
+            f"{entry}/measures/accuracy_gain",
+            at_least(0.05, partial=0.0),
+            where=fig,
+            notes=lambda r: f"full {f(r)['full.acc']:.3f}, edited {f(r)[f'{key}.acc']:.3f}",
+        ),
+        ClaimSpec(
+            f"ioi.{entry}_noise_removed",
+            f"{run}: {edit} the last MLP removes most of τ (p(τ) edited / full)",
+            f"{entry}/measures/noise_removed",
+            at_most(0.5, partial=0.8),
+            where=f"{fig}, §3",
+            notes=lambda r: f"p(τ) full {f(r)['full.p_noise']:.3f}, edited {f(r)[f'{key}.p_noise']:.3f}",
+        ),
+        ClaimSpec(
+            f"ioi.{entry}_io_s_margin_kept",
+            f"{run}: {edit} the last MLP leaves the IO/S logit margin (the in-context counting) where it was "
+            "(edited minus full, in logits)",
+            f"{entry}/measures/io_s_margin_change",
+            near(0.0, 0.25, partial_tol=0.5),
+            where=f"{fig}, §3",
+            kind="extension",
+            notes=lambda r: (
+                f"margin full {f(r)['full.io_s_margin']:.3f}, edited {f(r)[f'{key}.io_s_margin']:.3f}; IO preferred "
+                f"to S on {f(r)['full.io_over_s']:.2f} of the sequences (full), {f(r)[f'{key}.io_over_s']:.2f} "
+                "(edited)"
+            ),
+        ),
+    ]
+
+
+#: Every IOI run any preset trains: SGD at L = 3..7 (Fig 19), Adam at L = 3..5 (Fig 20).
+IOI = [c for opt, layers in (("sgd", range(3, 8)), ("adam", range(3, 6))) for n in layers for c in _ioi_claims(opt, n)]
+
+
+def _rank1_claim(a: str) -> Callable[[Results], str]:
+    """Theorem 3's rank-1 claim, naming the step it was read at (10⁴ quick, 10⁵ at the paper preset)."""
+
+    def words(r: Results) -> str:
+        return (
+            f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays as t^-1/2 (√t · P at t = "
+            f"{r['theorem3_gd'][a]['t']:.0f}, relative to the predicted constant)"
+        )
+
+    return words
+
+
+THEORY = [
+    ClaimSpec(
+        "theory.thm1_ff_margin",
+        "Theorem 1: FF noise margin after one step is η_f α − O(1/N) (m = 8192, N = 64, T = 256, α = 0.5)",
+        "theorem1/8192/ff_margin",
+        near(0.5, 0.05, partial_tol=0.1),
+        paper=0.5,
+        where="Theorem 1",
+    ),
+    ClaimSpec(
+        "theory.thm1_attn_margin",
+        "Theorem 1: attention margin after one step (Eq. 2 with W̃_E, which doubles the proof's constant), "
+        "relative to the closed form",
+        "theorem1/8192/attn_margin_rel",
+        near(1.0, 0.1, partial_tol=0.25),
+        where="Theorem 1",
+        notes=lambda r: f"closed form {r['theorem1']['8192']['attn_pred_eq2']:.4g}",
+    ),
+    ClaimSpec(
+        "theory.thm1_attn_margin_no_prev",
+        "Theorem 1: attention margin η_v α̂ / N without W̃_E, relative to the closed form",
+        "theorem1_no_prev_token_m8192/attn_margin_rel",
+        near(1.0, 0.1, partial_tol=0.25),
+        where="Theorem 1",
+    ),
+    ClaimSpec(
+        "theory.thm1_ratio",
+        "Theorem 1: the FF margin is order N larger than the attention margin (ratio / (N/2))",
+        "theorem1/8192/ratio_rel",
+        near(1.0, 0.15, partial_tol=0.5),
+        where="Theorem 1",
+    ),
+    ClaimSpec(
+        "theory.b3_fixed_point",
+        "App. B.3: the noise logit converges to log N + log(α/(1−α)) (η = 1, α = 0.3, 300 steps; ours minus the "
+        "fixed point)",
+        "b3_recursion/final_minus_fixed_point",
+        near(0.0, 0.05, partial_tol=0.2),
+        where="App. B.3",
+        notes=lambda r: "no overshoot" if not r["b3_recursion"]["overshoot"] else "overshoots the fixed point",
+    ),
+    *[
+        spec
+        for a in ("0.1", "0.3")
+        for spec in (
+            ClaimSpec(
+                f"theory.thm3_full_p_noise_alpha{a}",
+                f"Theorem 3 (α = {a}): the full model predicts the noise with probability α",
+                f"theorem3_gd/{a}/p_noise_full",
+                near(float(a), 0.02, partial_tol=0.05),
+                paper=float(a),
+                where="Theorem 3",
+            ),
+            ClaimSpec(
+                f"theory.thm3_rank1_rate_alpha{a}",
+                f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays as t^-1/2 (√t · P at the last step, "
+                "relative to the predicted constant)",
+                f"theorem3_gd/{a}/rank1_rate_rel",
+                near(1.0, 0.1, partial_tol=0.3),
+                where="Theorem 3",
+                words=_rank1_claim(a),
+            ),
+        )
+    ],
+    *[
+        spec
+        for d in (12, 8)
+        for spec in (
+            ClaimSpec(
+                f"theory.fig18_full_d{d}",
+                f"Fig 18 (d = {d}): the full linear associative memory's pure-label loss is ≈ −log(1 − α) (α = 0.03)",
+                f"fig18_median_pure_loss_final/d{d}.full",
+                near(-math.log(0.97), 0.01, partial_tol=0.03),
+                paper=-math.log(0.97),
+                where="Fig 18",
+            ),
+            ClaimSpec(
+                f"theory.fig18_rank2_below_full_d{d}",
+                f"Fig 18 (d = {d}): the rank-2 truncation's pure-label loss is clearly below the full model's "
+                "(ratio rank-2 / full)",
+                f"fig18_rank2_over_full/d{d}",
+                at_most(0.5, partial=0.9),
+                where="Fig 18",
+            ),
+        )
+    ],
+]
+
+NOISY_ICL_CLAIMS: tuple[ClaimSpec, ...] = (*MAIN, *FF_VARIANTS, *FINETUNE, *MULTI_TRIGGER, *IOI, *THEORY)
+
+
+# ----------------------------------------------------------------------------------- laser_pythia
+
+#: The models each part's claims are about: the paper's (``presets.PAPER_MODELS``).
+_MODELS = PAPER_MODELS
+#: Table 1: P(the) and P(Spain) after LASER over the full model's (``data.prompts.TABLE1_PROBS``, rounded as quoted).
+TABLE1_P_THE_DROP = 0.0541
+TABLE1_P_SPAIN_GAIN = 3.797
+
+
+def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, Any]]) -> list[ClaimSpec]:
+    """One claim per (paper model of ``part``, row): id ``<part>.<model>.<name>``, read from ``measures/<model>``."""
+    return [
+        ClaimSpec(
+            f"{part}.{model}.{name}",
+            f"{model}: {text}",
+            f"measures/{model}/{name}",
+            rule,
+            where=where,
+            **(extra(model) if callable(extra) else extra),
+        )
+        for model in _MODELS[part]
+        for name, text, rule, where, extra in rows
+    ]
+
+
+LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
+    *_model_specs(
+        "factual",
+        [
+            (
+                "ratio_full",
+                "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
+                at_most(1.0),
+                "Table 1, Fig 5 right",
+                {"paper": 0.16},
+            ),
+            (
+                "ratio_laser",
+                "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
+                at_least(2.0, partial=1.0),
+                "Table 1, Fig 5 right",
+                {"paper": 11.3},
+            ),
+            (
+                "p_the_drop",
+                "LASER removes most of P(the) (LASER / full)",
+                at_most(0.2, partial=0.5),
+                "Table 1",
+                {"paper": TABLE1_P_THE_DROP},
+            ),
+            (
+                "p_answer_gain",
+                "LASER raises P(Spain) (LASER / full)",
+                at_least(2.0, partial=1.0),
+                "Table 1",
+                {"paper": TABLE1_P_SPAIN_GAIN},
+            ),
+        ],
+    ),
+    *_model_specs(
+        "factual20",
+        [
+            (
+                "p_the_drop",
+                "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
+                at_most(0.5, partial=0.9),
+                "Fig 16",
+                {},
+            ),
+            (
+                "answer_over_the_gain",
+                "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
+                at_least(2.0, partial=1.0),
+                "Fig 16",
+                {},
+            ),
+        ],
+    ),
+    *_model_specs(
+        "ioi",
+        [
+            (
+                "ratio_full",
+                "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
+                at_least(1.0),
+                "Fig 5 left",
+                lambda m: {"paper": 2.3 if m == "pythia-1b" else None},
+            ),
+            (
+                "ratio_gain",
+                "LASER raises P(IO)/P(the) several-fold (LASER / full)",
+                at_least(2.0, partial=1.0),
+                "Fig 5 left",
+                lambda m: {
+                    "paper": round(12.3 / 2.3, 2) if m == "pythia-1b" else None,
+                    "note": "the paper reads its ratios at '14K steps', probably the final checkpoint",
+                },
+            ),
+        ],
+    ),
+    *_model_specs(
+        "prepositions",
+        [
+            (
+                "first_step_the_top5",
+                "' the' is among the top predictions after a preposition early in training (first checkpoint with "
+                "mean rank ≤ 5)",
+                at_most(64, partial=512),
+                "Fig 14",
+                {"paper": 10},
+            )
+        ],
+    ),
+    *_model_specs(
+        "gpt2-ioi",
+        [
+            *[
+                (
+                    f"layer{l}_the_lower",
+                    f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
+                    at_least(0.8, partial=0.5),
+                    "Fig 17",
+                    {"paper": 1.0},
+                )
+                for l in (9, 10, 11)
+            ],
+            (
+                "top4_match",
+                "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
+                at_least(4, partial=3),
+                "Fig 17",
+                {"paper": 4},
+            ),
+        ],
+    ),
+    *_model_specs(
+        "sweep",
+        [
+            (
+                "best_gain",
+                "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) (best / full)",
+                at_least(2.0, partial=1.0),
+                "§4, App. C.2",
+                {"kind": "extension"},
+            )
+        ],
+    ),
+)

@@ -1,0 +1,596 @@
+"""LASER on pretrained Pythia / GPT-2 (Chen, Bruna & Bietti §4.1, App. C, I): the work of
+``python -m analyses.laser_pythia`` on the checkpoints, returning results dicts (no claims, no figures but the
+sweep's own).
+
+Truncating one late MLP input matrix to a tiny rank (LASER, Sharma et al. 2024) removes the generic
+"the" that feed-forward layers predict from distributional statistics, and lets the in-context answer win.
+Every truncation uses ``hooks.low_rank`` on **raw** weights (``pretrained.load(..., processing="raw")``),
+and the weights are checked bit-identical after each one. Layers are given as in the paper (1-indexed);
+results show the TransformerLens block (``layer - 1``) beside them.
+
+Per part (``run_<part>``): ``factual`` (Table 1, Fig 5 right), ``factual20`` (Table 5, Fig 16), ``ioi`` (Figs 5
+left, 15), ``prepositions`` (Fig 14, no LASER), ``gpt2-ioi`` (Fig 17), ``sweep`` (``analyses.lowrank.laser_sweep``
+over late layers x matrices x ρ on ``--prompts``). :func:`measures` turns a part's rows into the numbers its
+claims read, per model (``{"not_run": why}`` for a model whose weights are not here).
+
+``--model`` takes TransformerLens names (``pythia-1b``) or local Hugging Face directories (read offline; a
+directory with ``step{N}/`` subfolders serves ``--checkpoints``). A model whose weights are not here (no local
+directory, no hub) makes its claims ``not run``, with the reason, and the run goes on.
+
+Results hold, under ``results[model][checkpoint]``: ``intervention`` (paper layer, TL block, matrix, ρ, rank
+kept) and per variant ``full`` / ``laser`` the probabilities, ratios, ranks and top-k tokens of that part.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from jaxtyping import Float, Int
+
+import pretrained
+from analyses.papers.distributional.data.prompts import (
+    FACTUAL_20,
+    GPT2_IOI,
+    GPT2_IOI_TOKENS,
+    MADRID,
+    PREPOSITION_SENTENCES,
+    PREPOSITIONS,
+    ioi_prompts,
+)
+from analyses.papers.distributional.presets import PAPER_LASER
+from hooks import low_rank, rank_for
+from hooks.weights import get_matrix
+from mechrecall._tl import HookedTransformer
+from mechrecall.errors import UsageError
+from mechrecall.experiment import Context
+from mechrecall.progress import progress_bar
+from pretrained.prompts import Prompt, answer_token, load_prompt_file
+
+log = logging.getLogger(__name__)
+
+#: Spec §6.2's 25 log-spaced training steps (``--checkpoints paper``).
+PAPER_CHECKPOINTS = (
+    0,
+    1,
+    2,
+    4,
+    8,
+    16,
+    32,
+    64,
+    128,
+    256,
+    512,
+    1000,
+    2000,
+    3000,
+    4000,
+    6000,
+    8000,
+    10000,
+    14000,
+    20000,
+    30000,
+    50000,
+    70000,
+    100000,
+    143000,
+)
+GPT2_LAYERS = (9, 10, 11, 12)
+GPT2_RHOS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+SWEEP_RHOS = (0.005, 0.008, 0.01, 0.0125, 0.02, 0.025, 0.04, 0.05, 0.1, 0.2, 0.5)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Command-line options shared by the parts."""
+
+    models: tuple[str, ...] = ()  # empty: the paper's models for each part
+    checkpoints: tuple[int | None, ...] = (None,)  # None = the final / only weights
+    layer: int | None = None  # paper (1-indexed); default per (experiment, model)
+    rho: float | None = None
+    matrix: str = "mlp_in"
+    n_prompts: int = 100
+    seed: int = 0
+    prepend_bos: bool = False
+    dtype: str = "float32"
+    device: str = "cpu"
+    prompts: str | None = None
+    laser: Mapping[tuple[str, str], tuple[int, float]] = field(default_factory=lambda: dict(PAPER_LASER))
+
+
+# ----------------------------------------------------------------------------------- model access
+
+
+def model_key(name_or_path: str) -> str:
+    """``pythia-1b`` for ``pythia-1b`` / ``EleutherAI/pythia-1b`` / ``/data/pythia-1b``; else the name as given."""
+    return Path(str(name_or_path).rstrip("/")).name.lower().removesuffix("-deduped")
+
+
+def laser_setting(experiment: str, model: HookedTransformer, name: str, opts: Options) -> tuple[int, float]:
+    """(paper layer, ρ): the options if given, else the paper's for this model.
+
+    A model the paper did not use needs ``--layer`` and ``--rho`` (no silent default)."""
+    paper = opts.laser.get((experiment, model_key(name)))
+    if paper is None and (opts.layer is None or opts.rho is None):
+        raise UsageError(
+            f"the paper gives no LASER layer and ρ for {experiment} on {model_key(name)!r}; pass --layer "
+            f"(1..{model.cfg.n_layers}, 1-indexed) and --rho"
+        )
+    layer = opts.layer if opts.layer is not None else paper[0] if paper is not None else 0
+    rho = opts.rho if opts.rho is not None else paper[1] if paper is not None else 0.0
+    if not 1 <= layer <= model.cfg.n_layers:
+        raise UsageError(
+            f"--layer {layer} (1-indexed, as in the paper) is out of range for {name}: expected 1..{model.cfg.n_layers}"
+        )
+    return layer, rho
+
+
+def load(ctx: Context, name: str, checkpoint: int | None, opts: Options) -> HookedTransformer | None:
+    """``pretrained.load(..., processing="raw")``, kept in ``ctx.cache`` for the other parts of this invocation
+    (one model at a time: a new one replaces the last). ``None`` when the weights are not here (recorded in
+    ``ctx.cache["missing"]`` with the reason)."""
+    key = ("laser_pythia.model", name, checkpoint, opts.dtype, opts.device)
+    if key not in ctx.cache:
+        for old in [k for k in ctx.cache if isinstance(k, tuple) and k[0] == "laser_pythia.model"]:
+            del ctx.cache[old]
+        try:
+            ctx.cache[key] = pretrained.load(
+                name, checkpoint=checkpoint, processing="raw", dtype=opts.dtype, device=opts.device
+            )
+        except pretrained.PretrainedNotAvailableError as exc:
+            ctx.cache.setdefault("missing", {})[name] = str(exc).splitlines()[0]
+            ctx.say(f"no weights for {name} here: its claims are not run (pass --model DIR with a local copy)")
+            return None
+        except ValueError as exc:  # a name that is neither a directory nor a model, a bad checkpoint
+            raise UsageError(f"--model {name}: {exc}") from None
+    return ctx.cache[key]
+
+
+@contextlib.contextmanager
+def laser(model: HookedTransformer, layer: int, rho: float, matrix: str) -> Iterator[HookedTransformer]:
+    """``hooks.low_rank`` on TL block ``layer - 1``; asserts the matrix is bit-identical afterwards."""
+    before = get_matrix(model, layer - 1, matrix).clone()
+    with low_rank(model, layer - 1, matrix, rho):
+        yield model
+    if not torch.equal(get_matrix(model, layer - 1, matrix), before):  # pragma: no cover - hooks.low_rank's contract
+        raise RuntimeError(f"layer {layer} {matrix} was not restored bit-exact after LASER")
+
+
+def _laser_info(model: HookedTransformer, layer: int, rho: float, matrix: str) -> dict[str, Any]:
+    shape = tuple(get_matrix(model, layer - 1, matrix).shape)
+    return {
+        "paper_layer": layer,
+        "tl_block": layer - 1,
+        "matrix": matrix,
+        "rho": rho,
+        "rank_kept": rank_for(rho, shape),
+        "full_rank": min(shape),
+    }
+
+
+def _tokens(model: HookedTransformer, texts: Sequence[str], opts: Options) -> list[Int[torch.Tensor, " pos"]]:
+    return [model.to_tokens(t, prepend_bos=opts.prepend_bos)[0] for t in texts]
+
+
+def token_id(model: HookedTransformer, word: str, prompt: str | None = None) -> tuple[int, str]:
+    """First token of ``" " + word`` and the string it decodes to (``pretrained.prompts.answer_token``).
+
+    A word outside the vocabulary is refused (``UsageError`` naming the prompt); a word of several tokens is
+    scored by its first piece, as the paper does, and says so once in the log."""
+    try:
+        token = answer_token(model, word)
+    except ValueError as exc:
+        raise UsageError(f"answer {word!r}" + (f" of the prompt {prompt!r}" if prompt else "") + f": {exc}") from None
+    if token.multi_token and (word, prompt) not in _WARNED:
+        _WARNED.add((word, prompt))
+        log.warning(
+            "answer %r%s is %d tokens; scored by its first piece %r",
+            word,
+            f" of {prompt!r}" if prompt else "",
+            len(token.ids),
+            token.text,
+        )
+    return int(token), token.text
+
+
+_WARNED: set[tuple[str, str | None]] = set()
+
+
+@torch.no_grad()
+def next_token_probs(
+    model: HookedTransformer, texts: Sequence[str], opts: Options
+) -> Float[torch.Tensor, "n d_vocab_out"]:
+    """``[n, d_vocab_out]`` next-token distributions at each prompt's last position (one forward per length)."""
+    tokens = _tokens(model, texts, opts)
+    out = torch.empty(len(texts), model.cfg.d_vocab_out)
+    by_length: dict[int, list[int]] = {}
+    for i, t in enumerate(tokens):
+        by_length.setdefault(len(t), []).append(i)
+    for _length, index in by_length.items():
+        logits = model(torch.stack([tokens[i] for i in index]).to(opts.device))[:, -1]
+        out[index] = logits.float().softmax(-1).cpu()
+    return out
+
+
+def top_k(model: HookedTransformer, probs: Float[torch.Tensor, " d_vocab_out"], k: int = 5) -> list[dict[str, Any]]:
+    values, ids = probs.topk(k)
+    return [{"token": model.tokenizer.decode([int(i)]), "id": int(i), "p": float(v)} for v, i in zip(values, ids)]
+
+
+def rank_of(probs: Float[torch.Tensor, "n d_vocab_out"], token: int) -> Int[torch.Tensor, " n"]:
+    """1-based rank of ``token`` in each row (1 = argmax)."""
+    return (probs > probs[:, token : token + 1]).sum(-1) + 1
+
+
+def _iter_runs(
+    ctx: Context, models: Sequence[str], opts: Options, desc: str
+) -> Iterator[tuple[str, int | None, HookedTransformer]]:
+    """(name, checkpoint, model) for every model x checkpoint whose weights are here."""
+    pairs = [(m, c) for m in models for c in opts.checkpoints]
+    for name, checkpoint in progress_bar(pairs, enabled=ctx.progress, desc=desc, unit="checkpoint"):
+        model = load(ctx, name, checkpoint, opts)
+        if model is not None:
+            yield name, checkpoint, model
+
+
+def _ckpt(checkpoint: int | None) -> str:
+    return "final" if checkpoint is None else str(checkpoint)
+
+
+# ----------------------------------------------------------------------------------- experiments
+
+
+def full_and_laser(
+    model: HookedTransformer, layer: int, rho: float, matrix: str, measure: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """``{"full": measure(), "laser": measure()}``, the second under LASER on paper layer ``layer``."""
+    full = measure()
+    with laser(model, layer, rho, matrix):
+        truncated = measure()
+    return {"full": full, "laser": truncated}
+
+
+@torch.no_grad()
+def greedy(model: HookedTransformer, prompt: str, n: int, opts: Options) -> str:
+    """The next ``n`` greedy tokens, decoded (``HookedTransformer.generate``, no sampling)."""
+    return model.generate(
+        prompt,
+        max_new_tokens=n,
+        do_sample=False,
+        prepend_bos=opts.prepend_bos,
+        verbose=False,
+        return_type="str",
+        use_past_kv_cache=False,
+    )[len(prompt) :]
+
+
+def run_factual(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
+    """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the"."""
+    results: dict[str, Any] = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual"):
+        layer, rho = laser_setting("factual", model, name, opts)
+        answer, answer_str = token_id(model, MADRID.answer)
+        the, _ = token_id(model, "the")
+
+        def measure() -> dict[str, Any]:
+            probs = next_token_probs(model, [MADRID.prompt], opts)[0]
+            return {
+                "p_answer": float(probs[answer]),
+                "p_the": float(probs[the]),
+                "ratio_answer_the": float(probs[answer] / probs[the]),
+                "top5": top_k(model, probs),
+                "greedy": greedy(model, MADRID.prompt, 4, opts),
+            }
+
+        row = {
+            "intervention": _laser_info(model, layer, rho, opts.matrix),
+            "prompt": MADRID.prompt,
+            "answer_token": answer_str,
+            **full_and_laser(model, layer, rho, opts.matrix, measure),
+        }
+        results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    return results
+
+
+def _answer_metrics(
+    model: HookedTransformer, prompts: Sequence[Prompt], probs: Float[torch.Tensor, "n d_vocab_out"]
+) -> dict[str, Any]:
+    the, _ = token_id(model, "the")
+    answers = [token_id(model, p.answer, p.prompt) for p in prompts]
+    ids = torch.tensor([a for a, _ in answers])
+    p_answer, p_the = probs[torch.arange(len(ids)), ids], probs[:, the]
+    return {
+        "per_prompt": [
+            {"prompt": p.prompt, "answer": p.answer, "answer_token": s, "p_answer": float(a), "p_the": float(t)}
+            for p, (_, s), a, t in zip(prompts, answers, p_answer, p_the)
+        ],
+        "mean_p_answer": float(p_answer.mean()),
+        "mean_p_the": float(p_the.mean()),
+        "ratio_of_means": float(p_answer.mean() / p_the.mean()),
+        "mean_of_ratios": float((p_answer / p_the).mean()),
+        "frac_answer_above_the": float((p_answer > p_the).float().mean()),
+    }
+
+
+def run_factual20(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
+    """Fig 16: the 20 factual prompts of Table 5, full vs LASER."""
+    results: dict[str, Any] = {}
+    texts = [p.prompt for p in FACTUAL_20]
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual20"):
+        layer, rho = laser_setting("factual20", model, name, opts)
+        row = {
+            "intervention": _laser_info(model, layer, rho, opts.matrix),
+            **full_and_laser(
+                model,
+                layer,
+                rho,
+                opts.matrix,
+                lambda: _answer_metrics(model, FACTUAL_20, next_token_probs(model, texts, opts)),
+            ),
+        }
+        results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    return results
+
+
+def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
+    """Figs 5 left and 15: mean P(IO), P(S), P(the) on 100 IOI prompts, full vs LASER."""
+    results: dict[str, Any] = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
+        layer, rho = laser_setting("ioi", model, name, opts)
+        prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
+        io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
+        s = torch.tensor([token_id(model, p.s)[0] for p in prompts])
+        the, _ = token_id(model, "the")
+        n = torch.arange(len(prompts))
+
+        def measure() -> dict[str, Any]:
+            probs = next_token_probs(model, [p.prompt for p in prompts], opts)
+            p_io, p_s, p_the = probs[n, io], probs[n, s], probs[:, the]
+            return {
+                "mean_p_io": float(p_io.mean()),
+                "mean_p_s": float(p_s.mean()),
+                "mean_p_the": float(p_the.mean()),
+                "ratio_io_the": float(p_io.mean() / p_the.mean()),
+                "mean_ratio_io_the": float((p_io / p_the).mean()),
+                "accuracy_io_over_s": float((p_io > p_s).float().mean()),
+                "logit_diff_io_s": float((p_io.log() - p_s.log()).mean()),
+                "p_io": p_io.tolist(),
+                "p_s": p_s.tolist(),
+                "p_the": p_the.tolist(),
+            }
+
+        row = {
+            "intervention": _laser_info(model, layer, rho, opts.matrix),
+            "n_prompts": len(prompts),
+            "prompts": [p.prompt for p in prompts],
+            **full_and_laser(model, layer, rho, opts.matrix, measure),
+        }
+        results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    return results
+
+
+def run_prepositions(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
+    """Fig 14: mean 1-based rank of " the" after 30 raw prepositions and 40 preposition-final sentences."""
+    results: dict[str, Any] = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "prepositions"):
+        the, _ = token_id(model, "the")
+        row = {}
+        for label, texts in (("raw_prepositions", PREPOSITIONS), ("sentences", PREPOSITION_SENTENCES)):
+            ranks = rank_of(next_token_probs(model, texts, opts), the)
+            row[label] = {"mean_rank_the": float(ranks.float().mean()), "ranks": ranks.tolist()}
+        results.setdefault(name, {})[_ckpt(checkpoint)] = row
+    return results
+
+
+def run_gpt2_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
+    """Fig 17: LASER on W_in of GPT-2 layers 9-12 over a ρ grid; P(Mary), P(them), P(the), P(John)."""
+    from analyses.lowrank import laser_sweep
+
+    results: dict[str, Any] = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "gpt2-ioi"):
+        ids = {w: token_id(model, w)[0] for w in GPT2_IOI_TOKENS}
+
+        def metric(m: HookedTransformer) -> dict[str, float]:
+            probs = next_token_probs(m, [GPT2_IOI.prompt], opts)[0]
+            return {w: float(probs[i]) for w, i in ids.items()}
+
+        layers = [l for l in GPT2_LAYERS if l <= model.cfg.n_layers] or [model.cfg.n_layers]
+        sweep = laser_sweep(model, metric, layers=[l - 1 for l in layers], matrices=[opts.matrix], rhos=GPT2_RHOS)
+        full_probs = next_token_probs(model, [GPT2_IOI.prompt], opts)[0]
+        table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
+        lower = {}
+        for l in layers:
+            part = table[(table["paper_layer"] == l) & table["rho"].between(0.1, 0.8)]
+            lower[l] = {
+                w: float((part[part["metric"] == w]["value"] < sweep.baseline[w]).mean()) for w in ("the", "them")
+            }
+        results.setdefault(name, {})[_ckpt(checkpoint)] = {
+            "prompt": GPT2_IOI.prompt,
+            "full": {"top4": top_k(model, full_probs, 4), **sweep.baseline},
+            "sweep": table.to_dict(orient="records"),
+            "n_svd": sweep.n_svd,
+            "fraction_rho_below_full": lower,
+        }
+    return results
+
+
+def run_sweep(ctx: Context, models: Sequence[str], opts: Options) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A LASER search: layers (last half) x {W_in, W_out} x ρ, objective mean P(answer)/P(" the")."""
+    from analyses.lowrank import laser_sweep
+
+    prompts = load_prompt_file(opts.prompts) if opts.prompts else list(FACTUAL_20)
+    results: dict[str, Any] = {}
+    figures: dict[str, Any] = {}
+    for name, checkpoint, model in _iter_runs(ctx, models, opts, "sweep"):
+        the, _ = token_id(model, "the")
+        answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in prompts])
+
+        def metric(m: HookedTransformer) -> dict[str, float]:
+            probs = next_token_probs(m, [p.prompt for p in prompts], opts)
+            p_answer, p_the = probs[torch.arange(len(prompts)), answers], probs[:, the]
+            return {
+                "ratio": float((p_answer / p_the).mean()),
+                "p_answer": float(p_answer.mean()),
+                "p_the": float(p_the.mean()),
+            }
+
+        n = model.cfg.n_layers
+        layers = [opts.layer - 1] if opts.layer else list(range(n // 2, n))
+        rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
+        sweep = laser_sweep(
+            model, metric, layers=layers, matrices=["mlp_in", "mlp_out"], rhos=rhos, progress=ctx.progress
+        )
+        best = sweep.best("ratio")
+        table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
+        results.setdefault(name, {})[_ckpt(checkpoint)] = {
+            "n_prompts": len(prompts),
+            "baseline": sweep.baseline,
+            "best": {**best, "paper_layer": best["layer"] + 1},
+            "table": table.to_dict(orient="records"),
+            "n_svd": sweep.n_svd,
+        }
+        figures[f"sweep_{slug(name)}_{_ckpt(checkpoint)}.png"] = sweep.figure("ratio")
+    return results, figures
+
+
+#: The runner of each part but ``sweep`` (which also returns its figures).
+RUNNERS: dict[str, Callable[[Context, Sequence[str], Options], dict[str, Any]]] = {
+    "factual": run_factual,
+    "factual20": run_factual20,
+    "ioi": run_ioi,
+    "prepositions": run_prepositions,
+    "gpt2-ioi": run_gpt2_ioi,
+}
+
+
+# ----------------------------------------------------------------------------------- options
+
+
+def parse_checkpoints(text: str) -> tuple[int | None, ...]:
+    """``final`` | ``paper`` (the paper's 25 log-spaced steps) | comma-separated steps, e.g. ``0,1000,143000``."""
+    if text == "final":
+        return (None,)
+    if text == "paper":
+        return PAPER_CHECKPOINTS
+    try:
+        steps = tuple(int(s) for s in text.split(",") if s.strip())
+    except ValueError:
+        raise UsageError(
+            f"--checkpoints {text!r}; expected 'final', 'paper' or comma-separated steps like 0,1000,143000"
+        ) from None
+    if not steps or min(steps) < 0:
+        raise UsageError(f"--checkpoints {text!r}; expected non-negative training steps")
+    return steps
+
+
+def options(ctx: Context) -> Options:
+    """The parts' options: the command line's, the preset's LASER table and IOI prompt count."""
+    o = ctx.options
+    return Options(
+        models=tuple(o["model"] or ()),
+        checkpoints=parse_checkpoints(o["checkpoints"]),
+        layer=o["layer"],
+        rho=o["rho"],
+        matrix=o["matrix"],
+        n_prompts=ctx.params.n_prompts,
+        seed=ctx.seed,
+        prepend_bos=o["prepend_bos"],
+        dtype=o["dtype"],
+        device=ctx.device or "cpu",
+        prompts=o["prompts"],
+        laser=ctx.params.laser,
+    )
+
+
+def check(ctx: Context) -> None:
+    """The options a range cannot check, before any model loads: ``--checkpoints`` and the ``--prompts`` file."""
+    opts = options(ctx)
+    if opts.prompts:
+        path = Path(opts.prompts)
+        if not path.is_file():
+            raise UsageError(
+                f"--prompts {opts.prompts}: " + ("is a folder, not a file" if path.is_dir() else "no such file")
+            )
+        try:
+            load_prompt_file(path)
+        except ValueError as exc:
+            raise UsageError(f"--prompts: {exc}") from None
+
+
+# ----------------------------------------------------------------------------------- the numbers the claims read
+
+Row = Mapping[str, Any]
+
+
+def _gpt2_measures(r: Row) -> dict[str, Any]:
+    below = r["fraction_rho_below_full"]
+    out: dict[str, Any] = {
+        f"layer{l}_the_lower": below.get(l, below.get(str(l), {})).get("the") for l in GPT2_LAYERS[:-1]
+    }
+    out["top4_match"] = len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS))
+    return out
+
+
+#: Per part, the numbers of one model's last checkpoint that its claims read.
+LAST_ROW_MEASURES: dict[str, Callable[[Row], dict[str, Any]]] = {
+    "factual": lambda r: {
+        "ratio_full": r["full"]["ratio_answer_the"],
+        "ratio_laser": r["laser"]["ratio_answer_the"],
+        "p_the_drop": r["laser"]["p_the"] / r["full"]["p_the"],
+        "p_answer_gain": r["laser"]["p_answer"] / r["full"]["p_answer"],
+    },
+    "factual20": lambda r: {
+        "p_the_drop": r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
+        "answer_over_the_gain": r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
+    },
+    "ioi": lambda r: {
+        "ratio_full": r["full"]["ratio_io_the"],
+        "ratio_gain": r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
+    },
+    "gpt2-ioi": _gpt2_measures,
+    "sweep": lambda r: {"best_gain": r["best"]["value"] / r["best"]["baseline"]},
+}
+
+
+def _prepositions_measures(rows: Mapping[str, Row]) -> dict[str, Any]:
+    """Fig 14: the first checkpoint where ' the' has mean rank ≤ 5 after the raw prepositions."""
+    by_step = sorted((int(k), v) for k, v in rows.items() if k != "final")
+    if len(by_step) < 2:
+        return {"first_step_the_top5": {"not_run": "needs --checkpoints with at least two training steps"}}
+    first = next((step for step, v in by_step if v["raw_prepositions"]["mean_rank_the"] <= 5), None)
+    return {"first_step_the_top5": first if first is not None else {"not_run": "no checkpoint with mean rank ≤ 5"}}
+
+
+def measures(
+    part: str,
+    models: Sequence[str],
+    results: Mapping[str, Mapping[str, Row]],
+    missing: Mapping[str, str],
+    paper_models: Sequence[str],
+) -> dict[str, Any]:
+    """``{model slug: the numbers its claims read}`` for every model run and every paper model of the part
+    (``{"not_run": why}``: no weights here, or not among ``--model``)."""
+    out: dict[str, Any] = {}
+    for name in models:
+        rows = results.get(name)
+        if not rows:
+            out[slug(name)] = {"not_run": f"no weights for {name}: {missing.get(name, 'not run')}"}
+        elif part == "prepositions":
+            out[slug(name)] = _prepositions_measures(rows)
+        else:
+            out[slug(name)] = LAST_ROW_MEASURES[part](list(rows.values())[-1])
+    for name in paper_models:
+        out.setdefault(slug(name), {"not_applicable": f"not among --model ({', '.join(models)})"})
+    return out
+
+
+def slug(name: str) -> str:
+    """A model's name in claim ids and file names (``pythia-1b`` for ``/data/pythia-1b``)."""
+    return "".join(c if c.isalnum() or c in "-." else "_" for c in model_key(name))

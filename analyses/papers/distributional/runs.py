@@ -1,0 +1,350 @@
+"""Train and measure the noisy in-context-recall models (§3, App. B, G, J): functions returning results dicts.
+
+config (``RunConfig``: the typed preset with the options applied, α, the data preset, the optimiser) → data
+(``data.recall``) → model (``models.py``) → train (the one trainer, with the measurements of ``metrics.py`` as
+eval callbacks) → a results dict holding every number a claim of ``claims.py`` reads. No claims, no figures here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from jaxtyping import Float
+
+from analyses.papers.distributional.data.recall import (
+    MULTI_TRIGGERS,
+    NoisyICLConfig,
+    noisy_icl_batch_fn,
+    sample_noisy_icl,
+    sample_synthetic_ioi,
+)
+from analyses.papers.distributional.metrics import (
+    ff_logits,
+    ff_noise_margin,
+    interventions,
+    memory_recall_accuracy,
+    metrics_under_interventions,
+    ov_memory_matrix,
+    previous_token_score,
+    qk_diagonal_wins,
+    qk_trigger_margin,
+    qk_trigger_matching,
+    recall_metrics,
+    rho_sweep,
+    trigger_successor_attention,
+)
+from analyses.papers.distributional.models import FF_VARIANTS, two_layer_model
+from analyses.papers.distributional.presets import NOISY_ICL_PRESETS, NoisyICLPreset
+from mechrecall._tl import HookedTransformer
+from mechrecall.batch import Batch
+from mechrecall.trainer import TrainConfig, train
+
+Sampler = Callable[..., Batch]
+History = Mapping[str, list[dict[str, Any]]]
+SIZE_FIELDS = ("d_model", "seq_len", "batch", "d_mlp", "steps")  # the fields the IOI runs take from ``Preset.ioi``
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything one training run depends on: the sizes (a typed preset, options applied) and the optimiser."""
+
+    sizes: NoisyICLPreset = NOISY_ICL_PRESETS["smoke"]
+    data_preset: str = "official_code"
+    alpha: float = 0.5
+    seed: int = 0
+    optimizer: str = "sgd"
+    lr: float = 0.03
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    device: str | None = None
+
+    def footer(self) -> str:
+        s = self.sizes
+        return (
+            f"{s.steps} steps, d = {s.d_model}, T = {s.seq_len}, batch {s.batch}, d_mlp {s.d_mlp}, "
+            f"α = {self.alpha}, {self.data_preset} data"
+        )
+
+
+def ioi_config(rc: RunConfig, given: Mapping[str, Any]) -> RunConfig:
+    """The IOI runs' configuration: the preset's IOI sizes (``Preset.ioi``) unless ``given`` on the command line
+    (``given``: option values by preset field, ``None`` = not given)."""
+    sizes = rc.sizes.ioi
+    if sizes is None:
+        return rc
+    chosen = {k: getattr(rc.sizes, k) if given.get(k) is not None else getattr(sizes, k) for k in SIZE_FIELDS}
+    return dataclasses.replace(rc, sizes=dataclasses.replace(rc.sizes, **chosen))
+
+
+def eval_steps(steps: int, sparse: bool = False) -> tuple[int, ...]:
+    """Every step below 20, every 10th below 200, every 50th after. ``sparse``: every step up to 10 (the claims
+    on the first steps need them), every 20th below 200, every 100th after, and the last."""
+    if sparse:
+        return tuple(
+            s for s in range(1, steps + 1) if s <= 10 or (s < 200 and s % 20 == 0) or s % 100 == 0 or s == steps
+        )
+    return tuple(s for s in range(1, steps + 1) if s < 20 or (s < 200 and s % 10 == 0) or s % 50 == 0)
+
+
+# ----------------------------------------------------------------------------------- one training run
+
+
+def data_config(rc: RunConfig, **overrides: Any) -> NoisyICLConfig:
+    """The data of a run: the data preset at the run's T and α (``overrides``: e.g. five triggers)."""
+    return NoisyICLConfig.preset(rc.data_preset, seq_len=rc.sizes.seq_len, alpha=rc.alpha, **overrides)
+
+
+def evaluator(
+    model: HookedTransformer,
+    data: NoisyICLConfig,
+    rc: RunConfig,
+    sampler: Sampler = sample_noisy_icl,
+    rhos: Sequence[float] = (0.1, 0.2),
+) -> tuple[Callable[[HookedTransformer], dict[str, float]], Batch, Batch]:
+    """The eval callback: metrics under every intervention on clean data, FF margin, attention, p(τ) on noisy data."""
+
+    def gen(k: int) -> torch.Generator:  # fixed test sets
+        return torch.Generator().manual_seed(10_000 + 100 * rc.seed + k)
+
+    clean = sampler(data, rc.sizes.n_test, gen(0), alpha=0.0).to(model.cfg.device)
+    noisy = sampler(data, rc.sizes.n_test, gen(1)).to(model.cfg.device)
+    edits = interventions(model, rhos)
+    noise = data.tau
+
+    def evaluate(m: HookedTransformer) -> dict[str, float]:
+        row = metrics_under_interventions(m, clean, noise, edits)
+        row["noisy.p_noise"] = recall_metrics(m, noisy, noise)["p_noise"]
+        if m.cfg.n_layers >= 2:
+            attention = trigger_successor_attention(m, noisy, layer=m.cfg.n_layers - 1)
+            row.update({f"attn_last.{k}": v for k, v in attention.items()})
+        if any(k.startswith("drop_F") for k in edits):
+            row["ff_margin"] = ff_noise_margin(m, noise, data.triggers)
+        return row
+
+    return evaluate, clean, noisy
+
+
+def _train_config(rc: RunConfig, steps: int, progress: bool) -> TrainConfig:
+    return TrainConfig(
+        steps=steps,
+        optimizer=rc.optimizer,
+        lr=rc.lr if rc.optimizer == "sgd" else 3e-3,
+        momentum=rc.momentum,
+        weight_decay=rc.weight_decay,
+        betas=(0.9, 0.99),
+        loss_positions="mask",
+        eval_steps=eval_steps(steps, rc.sizes.sparse_evals),
+        checkpoint_every=max(1, steps // 4),
+        keep_checkpoints=1,
+        seed=rc.seed,
+        progress=progress,
+    )
+
+
+def train_run(
+    run_dir: Path,
+    rc: RunConfig,
+    *,
+    ff: Sequence[str] = ("mlp", "mlp"),
+    data: NoisyICLConfig | None = None,
+    sampler: Sampler = sample_noisy_icl,
+    steps: int | None = None,
+    init_from: HookedTransformer | None = None,
+    rhos: Sequence[float] = (0.1, 0.2),
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train one model (resuming from ``run_dir``) and return its model, history and test batches."""
+    data = data or data_config(rc)
+    s = rc.sizes
+    model = two_layer_model(
+        d_vocab=data.d_vocab,
+        n_ctx=s.seq_len,
+        d_model=s.d_model,
+        d_mlp=s.d_mlp,
+        ff=ff,
+        embed_init="torch_default" if rc.optimizer == "sgd" else "unit",
+        seed=rc.seed,
+    )
+    if rc.device:
+        model.to(rc.device)
+    if init_from is not None:
+        model.load_state_dict(init_from.state_dict())
+    evaluate, clean, noisy = evaluator(model, data, rc, sampler, rhos)
+    tc = _train_config(rc, steps or s.steps, progress)
+    # drawn on the model's device (the CPU draws with the trainer's generator itself: same numbers as before)
+    device = next(model.parameters()).device
+    batch_fn = noisy_icl_batch_fn(
+        data,
+        s.batch,
+        device=None if device.type == "cpu" else device,
+        task="recall" if sampler is sample_noisy_icl else "ioi",
+    )
+    started = time.perf_counter()
+    result = train(model, batch_fn, tc, evals={"test": evaluate}, out_dir=run_dir)
+    return {
+        "model": model,
+        "history": result.history,
+        "clean": clean,
+        "noisy": noisy,
+        "data": data,
+        "seconds": time.perf_counter() - started,
+        "resumed_from": result.resumed_from,
+    }
+
+
+def series(history: History, key: str) -> tuple[list[int], list[float]]:
+    """(steps, values) of the test metric ``key`` over training."""
+    rows = [r for r in history["eval"] if f"test.{key}" in r]
+    return [r["step"] for r in rows], [r[f"test.{key}"] for r in rows]
+
+
+def final(history: History) -> dict[str, float]:
+    """The last evaluation's test metrics (``test.`` dropped)."""
+    return {k.removeprefix("test."): v for k, v in history["eval"][-1].items() if k != "step"}
+
+
+def first_step(history: History, key: str, predicate: Callable[[float], bool]) -> int | None:
+    """The first step (> 0) where ``predicate(test metric key)`` holds, or ``None``."""
+    steps, values = series(history, key)
+    return next((s for s, v in zip(steps, values) if s > 0 and predicate(v)), None)
+
+
+def attention_ratio(last: Mapping[str, float]) -> float:
+    """Layer-2 attention mass on ``[q, ȳ]`` over that on ``[q, τ]`` (Fig 4)."""
+    return last["attn_last.on_correct"] / max(last["attn_last.on_noise"], 1e-9)
+
+
+# ----------------------------------------------------------------------------------- the parts' measurements
+
+
+def measure_main(run: Mapping[str, Any], rc: RunConfig) -> dict[str, Any]:
+    """Figs 3, 4, 7, 8 (left), 9 (left), 10: the MLP/MLP model's numbers after training."""
+    model, history, data, noisy = run["model"], run["history"], run["data"], run["noisy"]
+    last = final(history)
+    readouts = {
+        "previous_token_score_L1": previous_token_score(model, noisy.tokens),
+        "ov_L2_recall_accuracy_excluding_noise": memory_recall_accuracy(ov_memory_matrix(model, 1), [data.tau]),
+        "ff2_argmax_is_noise_for_trigger": bool(ff_logits(model, 1, data.triggers).argmax(-1).eq(data.tau).all()),
+        "qk_trigger_diag_minus_row_max": qk_trigger_margin(qk_trigger_matching(model), data.triggers[0]),
+    }
+    early = [v for s, v in zip(*series(history, "noisy.p_noise")) if 0 < s <= 10]
+    return {
+        "alpha": rc.alpha,
+        "final": last,
+        "readouts": readouts,
+        "first_step_ff_margin_positive": first_step(history, "ff_margin", lambda v: v > 0),
+        "max_p_noise_first_10_steps": max(early) if early else None,
+        "p_correct_gain_drop_F2": last["drop_F2.p_correct"] - last["full.p_correct"],
+        "attention_ratio": attention_ratio(last),
+        "seconds": run["seconds"],
+        "resumed_from": run["resumed_from"],
+        "config": {**dataclasses.asdict(rc), "sizes": dataclasses.asdict(rc.sizes)},
+    }
+
+
+#: Figs 11-13: the FF variants beside the MLP/MLP model.
+FF_VARIANT_FIGURES = {"mlp_linear": "Fig 11", "linear_mlp": "Fig 12", "none": "Fig 13"}
+
+
+def train_ff_variant(run_dir: Path, rc: RunConfig, variant: str, progress: bool) -> tuple[dict[str, Any], Any]:
+    """Figs 11-13: one FF variant trained; its results (the drops' effects) and the run."""
+    run = train_run(
+        run_dir,
+        rc,
+        ff=FF_VARIANTS[variant],
+        progress=progress,
+        rhos=(0.01, 0.05) if variant == "none" else (0.1, 0.2),
+    )
+    last = final(run["history"])
+    out: dict[str, Any] = {"final": last, "seconds": run["seconds"]}
+    if variant == "none":
+        sweep = rho_sweep(run["model"], run["clean"], run["data"].tau, "attn_ov")
+        by_rho = {r["rho"]: r for r in sweep}
+        out["ov1_rho_sweep"] = sweep
+        out["best_rho"] = max(sweep, key=lambda r: r["p_correct"])["rho"]
+        out["p_correct_rho0.01_minus_full"] = by_rho[0.01]["p_correct"] - by_rho[1.0]["p_correct"]
+        return out, run
+    out["drop_F2_loss_gain"] = last["full.loss"] - last["drop_F2.loss"]
+    out["loss_drop_F2_minus_drop_F1"] = last["drop_F2.loss"] - last["drop_F1.loss"]
+    out["p_noise_drop_F1_minus_full"] = last["drop_F1.p_noise"] - last["full.p_noise"]
+    return out, run
+
+
+def train_finetune(runs: Callable[[str], Path], rc: RunConfig, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Figs 4 (right), 8 (right): clean pre-training, then fine-tuning every weight on noisy data."""
+    steps = rc.sizes.finetune_steps
+    pre = train_run(runs("finetune_phase1_clean"), dataclasses.replace(rc, alpha=0.0), steps=steps, progress=progress)
+    fine = train_run(
+        runs("finetune_phase2_noisy"), rc, data=data_config(rc), steps=steps, init_from=pre["model"], progress=progress
+    )
+    history = fine["history"]
+    step1 = next(r for r in history["eval"] if r["step"] == 1)
+    last = final(history)
+    results = {
+        "alpha": rc.alpha,
+        "phase1_final": final(pre["history"]),
+        "phase2_final": last,
+        "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")},
+        "attention_ratio": attention_ratio(last),
+    }
+    return results, fine
+
+
+def train_multi_trigger(
+    run_dir: Path, rc: RunConfig, progress: bool
+) -> tuple[dict[str, Any], Float[torch.Tensor, "d_vocab d_vocab"]]:
+    """Fig 9 (right): five triggers; the QK matching is diagonal on each of them. Returns results and the matrix."""
+    run = train_run(run_dir, rc, data=data_config(rc, triggers=MULTI_TRIGGERS), progress=progress)
+    qk = qk_trigger_matching(run["model"])
+    diag, off = qk_diagonal_wins(qk, MULTI_TRIGGERS)
+    results = {
+        "final": final(run["history"]),
+        "qk_diag_triggers": diag.tolist(),
+        "qk_max_offdiag_trigger_rows": off.tolist(),
+        "qk_diagonal_count": int((diag > off).sum()),
+    }
+    return results, qk
+
+
+def ioi_run_id(optimizer: str, n_layers: int) -> str:
+    return f"{optimizer}_L{n_layers}"
+
+
+def ioi_edit(optimizer: str, n_layers: int) -> str:
+    """The edit of the last MLP a run of Figs 19 (SGD: dropped) / 20 (Adam: ρ = 0.01) reads."""
+    return f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
+
+
+def ioi_measures(last: Mapping[str, float], optimizer: str, n_layers: int) -> dict[str, float]:
+    """Figs 19-20's numbers of one IOI run: accuracy gain, noise removed, IO/S margin kept."""
+    key = ioi_edit(optimizer, n_layers)
+    return {
+        "accuracy_gain": last[f"{key}.acc"] - last["full.acc"],
+        "noise_removed": last[f"{key}.p_noise"] / max(last["full.p_noise"], 1e-12),
+        "io_s_margin_change": last[f"{key}.io_s_margin"] - last["full.io_s_margin"],
+    }
+
+
+def train_ioi(
+    runs: Callable[[str], Path], rc: RunConfig, optimizer: str, n_layers: int, progress: bool
+) -> tuple[dict[str, Any], History | None]:
+    """One synthetic-IOI run (App. J); a diverging one (Adam at L = 5 "fails to converge") is ``not run``."""
+    try:
+        run = train_run(
+            runs(f"ioi_{ioi_run_id(optimizer, n_layers)}"),
+            dataclasses.replace(rc, optimizer=optimizer),
+            ff=("mlp",) * n_layers,
+            sampler=sample_synthetic_ioi,
+            rhos=(0.01,),
+            progress=progress,
+        )
+    except FloatingPointError as exc:
+        return {"diverged": str(exc), "not_run": f"training diverged: {exc}"}, None
+    last = final(run["history"])
+    return {**last, "measures": ioi_measures(last, optimizer, n_layers)}, run["history"]
