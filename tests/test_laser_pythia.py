@@ -107,9 +107,10 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     drop = claims["laser_pythia.factual.pythia-1b.p_the_drop"]
     assert drop["paper"] == pytest.approx(TABLE1_PROBS["laser"]["the"] / TABLE1_PROBS["full"]["the"], rel=1e-3)
     assert drop["ours"] == pytest.approx(factual["laser"]["p_the"] / factual["full"]["p_the"])
-    # the paper's other IOI model was not among --model: its claims say so; prepositions read the two checkpoints
-    assert claims["laser_pythia.ioi.pythia-410m.ratio_full"]["verdict"] == "not run"
-    assert "not among --model" in claims["laser_pythia.ioi.pythia-410m.ratio_full"]["reason"]
+    # the paper's other IOI model was not among --model: no rows, and its results entry says why
+    assert "laser_pythia.ioi.pythia-410m.ratio_full" not in claims
+    measures = _results(out)["parts"]["ioi"]["results"]["measures"]
+    assert "not among --model" in measures["pythia-410m"]["not_applicable"]
     first = claims["laser_pythia.prepositions.pythia-1b.first_step_the_top5"]
     assert first["ours"] in (0, 1000) or "no checkpoint with mean rank ≤ 5" in first["reason"]
     assert claims["laser_pythia.sweep.pythia-1b.best_gain"]["class"] == "extension"

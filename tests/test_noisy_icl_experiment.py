@@ -324,13 +324,13 @@ def test_micro_other_parts_measure_what_they_claim(micro_all):
     data = micro_all
     part = {name: p["results"] for name, p in data["parts"].items()}
     claims = {c["id"]: c for c in data["claims"]}
-    # micro trains IOI at L = 3 only; the other runs of Figs 19-20 are `not run`, saying why
-    assert {k for k, v in part["ioi"].items() if "not_run" not in v} == {"sgd_L3", "adam_L3"}
-    assert claims["noisy_icl.ioi.sgd_L4_counts"]["verdict"] == "not run"
-    assert "preset micro does not train IOI with sgd at L = 4" in claims["noisy_icl.ioi.sgd_L4_counts"]["reason"]
+    # micro trains IOI at L = 3 only; the other runs of Figs 19-20 are not applicable, saying why, and have no rows
+    assert {k for k, v in part["ioi"].items() if "not_applicable" not in v} == {"sgd_L3", "adam_L3"}
+    assert "preset micro does not train IOI with sgd at L = 4" in part["ioi"]["sgd_L4"]["not_applicable"]
+    assert "noisy_icl.ioi.sgd_L4_counts" not in claims and "noisy_icl.ioi.sgd_L3_counts" in claims
     sgd = part["ioi"]["sgd_L3"]
     assert claims["noisy_icl.ioi.sgd_L3_accuracy_gain"]["ours"] == pytest.approx(sgd["drop_F3.acc"] - sgd["full.acc"])
-    assert claims["noisy_icl.ioi.sgd_L3_accuracy_gain"]["note"].startswith(
+    assert claims["noisy_icl.ioi.sgd_L3_accuracy_gain"]["note"].endswith(
         f"full {sgd['full.acc']:.3f}, edited {sgd['drop_F3.acc']:.3f}"
     )
     adam = part["ioi"]["adam_L3"]
@@ -395,8 +395,10 @@ def test_theory_part_claims_match_the_paper(micro_all):
     claims = {c["id"]: c for c in micro_all["claims"]}
     assert claims["noisy_icl.theory.thm1_ff_margin"]["verdict"] == "reproduced"
     assert claims["noisy_icl.theory.fig18_rank2_below_full_d12"]["verdict"] == "reproduced"
-    assert claims["noisy_icl.theory.b3_fixed_point"]["note"].startswith("no overshoot; micro preset")
-    assert claims["noisy_icl.theory.thm1_attn_margin"]["note"].endswith(
+    assert claims["noisy_icl.theory.b3_fixed_point"]["note"] == (
+        "micro preset: sizes far below the paper's, not comparable; no overshoot"
+    )
+    assert claims["noisy_icl.theory.thm1_attn_margin"]["note"].startswith(
         "micro preset: sizes far below the paper's, not comparable"
     )
     assert "closed form" in claims["noisy_icl.theory.thm1_attn_margin"]["note"]
@@ -498,9 +500,9 @@ def test_size_options_override_the_preset_and_every_claim_says_so(tmp_path):
     options = {"d_model": 96, "batch": 64, "steps": 300}  # batch 64 is the preset's own
     ctx, _ = EXPERIMENT.prepare(tmp_path, preset="laptop", parts=["main"], options=options)
     assert run_config(ctx).sizes == dataclasses.replace(NOISY_ICL_PRESETS["laptop"], d_model=96, steps=300)
-    assert ctx.claim_note() == "changed from preset laptop: steps 300 (preset 1000), d_model 96 (preset 192)"
+    assert ctx.claim_notes() == ("", "changed from preset laptop: steps 300 (preset 1000), d_model 96 (preset 192)")
     plain, _ = EXPERIMENT.prepare(tmp_path, preset="laptop", parts=["main"])
-    assert plain.claim_note() == "" and run_config(plain).sizes == NOISY_ICL_PRESETS["laptop"]
+    assert plain.claim_notes() == ("", "") and run_config(plain).sizes == NOISY_ICL_PRESETS["laptop"]
 
 
 def test_ioi_runs_at_the_presets_ioi_sizes_unless_the_command_line_sets_them():
