@@ -29,12 +29,14 @@ EXPERIMENT = Experiment(
             "Prop. 1-4 weights in a HookedTransformer; Theorem 2's "
             "two-step cascade (exact population gradients where small)",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.1, "micro": 0.1},
         ),
         Part(
             "world_r",
             f"{PKG}.parts:part_world_r",
             "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, OV slices (Figs. 9-12, 19-21)",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 1.5},
         ),
         Part(
             "world_r_absolute",
@@ -47,6 +49,7 @@ EXPERIMENT = Experiment(
             f"{PKG}.parts:part_world_g",
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
             reports=("smoke", "paper"),
+            minutes={"smoke": 3.8},
         ),
         Part(
             "pretrained",

@@ -37,6 +37,7 @@ EXPERIMENT = Experiment(
             f"{PKG}.parts:part_sample_complexity",
             "Fig 3: accuracy vs fine-tuning samples N",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 2.4},
         ),
         Part(
             "algorithm1",
@@ -49,6 +50,7 @@ EXPERIMENT = Experiment(
             f"{PKG}.parts:part_pretrained_mlp",
             "Fig 4: pretrained MLP, full attention fine-tuning",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 3.3},
         ),
         Part(
             "pretrained",

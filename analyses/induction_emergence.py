@@ -25,6 +25,7 @@ EXPERIMENT = Experiment(
             f"{X}:part_demo",
             "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.3},
         ),
         Part(
             "exact",
@@ -59,6 +60,7 @@ EXPERIMENT = Experiment(
             f"{X}:part_standard",
             "Figs 2, 17: the §2 transformer on the token ICL task; head roles, interpretable QK/OV matrices",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.7},
         ),
         Part(
             "sgd_scaling",

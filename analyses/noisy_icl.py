@@ -57,6 +57,7 @@ EXPERIMENT = Experiment(
             "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)",
             seeded=False,
             reports=("quick", "smoke", "paper"),
+            minutes={"laptop": 0.05, "smoke": 0.05},
         ),
     ),
     package=PKG,
