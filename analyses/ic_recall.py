@@ -61,7 +61,9 @@ EXPERIMENT = Experiment(
         ),
     ),
     options=(
-        Option("--workers", type=int, default=2, low=1, help="worker processes for the sweeps (default 2)"),
+        Option(
+            "--workers", type=int, default=2, low=1, compare=False, help="worker processes for the sweeps (default 2)"
+        ),
         Option("--n", type=int, default=None, low=1, field="n", help="pattern part, config B: subjects = answers"),
         Option("--m", type=int, default=None, low=1, field="m", help="pattern part, config B: relations"),
         Option("--k", type=int, default=None, low=1, field="k", help="pattern part, config B: in-context pairs"),
