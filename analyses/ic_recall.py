@@ -77,6 +77,7 @@ EXPERIMENT = Experiment(
             "--temperature",
             type=float,
             default=None,
+            above=0,
             field="temperature",
             help="pattern part, config B: decoding temperature T (> 0)",
         ),

@@ -107,7 +107,13 @@ EXPERIMENT = Experiment(
         Option(
             "--d-mlp", type=int, default=None, low=1, field="d_mlp", help="MLP hidden width (default: the preset's)"
         ),
-        Option("--lr", type=float, default=0.03, help="SGD learning rate (default %(default)s; Adam runs use 3e-3)"),
+        Option(
+            "--lr",
+            type=float,
+            default=0.03,
+            above=0,
+            help="SGD learning rate (default %(default)s; Adam runs use 3e-3)",
+        ),
     ),
     check=f"{PARTS}:check",
     report_presets={"quick": "laptop", "smoke": "laptop", "paper": "paper"},

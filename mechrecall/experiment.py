@@ -98,15 +98,17 @@ class Option:
     """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``).
 
     ``compare=False`` marks an option that does not change the numbers (a rerun with another value resumes).
-    ``low`` / ``high``: the inclusive range of a numeric option, checked before any work (one line naming the
-    value). ``field``: the preset field the option overrides (its default ``None`` means "the preset's"); the
-    claims of a run where it differs from the preset say so."""
+    ``low`` / ``high``: the inclusive range of a numeric option, ``above``: a strict lower bound (a learning rate,
+    a temperature), checked before any work (one line naming the value); NaN is refused too. ``field``: the
+    preset field the option overrides (its default ``None`` means "the preset's"); the claims of a run where it
+    differs from the preset say so."""
 
     flags: tuple[str, ...]
     kwargs: Mapping[str, Any]
     compare: bool
     low: float | None
     high: float | None
+    above: float | None
     field: str | None
 
     def __init__(
@@ -115,6 +117,7 @@ class Option:
         compare: bool = True,
         low: float | None = None,
         high: float | None = None,
+        above: float | None = None,
         field: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -123,6 +126,7 @@ class Option:
         object.__setattr__(self, "compare", compare)
         object.__setattr__(self, "low", low)
         object.__setattr__(self, "high", high)
+        object.__setattr__(self, "above", above)
         object.__setattr__(self, "field", field)
 
     @property
@@ -131,19 +135,25 @@ class Option:
 
     def check(self, value: Any) -> None:
         """One :class:`UsageError` line naming ``value`` when it lies outside ``[low, high]`` (each item of a list)."""
-        if value is None or (self.low is None and self.high is None):
+        if value is None or (self.low is None and self.high is None and self.above is None):
             return
         for item in value if isinstance(value, (list, tuple)) else (value,):
-            if (self.low is not None and item < self.low) or (self.high is not None and item > self.high):
+            inside = (
+                (self.low is None or item >= self.low)
+                and (self.high is None or item <= self.high)
+                and (self.above is None or item > self.above)
+            )
+            if not inside:  # NaN is never inside
                 raise UsageError(f"{self.flags[0]} {item}; expected {self.range_words()}")
 
     def range_words(self) -> str:
         kind = "an integer" if self.kwargs.get("type") is int else "a number"
+        bounds = [f"> {self.above:g}"] if self.above is not None else []
         if self.low is not None and self.high is not None:
-            return f"{kind} in [{self.low:g}, {self.high:g}]"
-        if self.low is not None:
-            return f"{kind} >= {self.low:g}"
-        return f"{kind} <= {self.high:g}"
+            return f"{kind} in [{self.low:g}, {self.high:g}]" + "".join(f", {b}" for b in bounds)
+        bounds += [f">= {self.low:g}"] if self.low is not None else []
+        bounds += [f"<= {self.high:g}"] if self.high is not None else []
+        return f"{kind} " + " and ".join(bounds)
 
 
 @dataclass

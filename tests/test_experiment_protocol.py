@@ -210,6 +210,17 @@ def test_an_option_overrides_its_preset_field_and_every_claim_says_so(tmp_path):
     assert same["claims"][0]["note"] == ""
 
 
+def test_a_strict_bound_and_nan_are_refused_in_one_line():
+    lr = Option("--lr", type=float, default=0.1, above=0)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(UsageError, match=r"--lr .*; expected a number > 0$"):
+            lr.check(bad)
+    lr.check(1e-9)
+    both = Option("--p", type=float, low=0, high=1, above=0)
+    assert both.range_words() == "a number in [0, 1], > 0"
+    assert Option("--k", type=int, low=2, high=None).range_words() == "an integer >= 2"
+
+
 def test_override_and_its_description():
     new, diffs = override(ToyPreset(), {"steps": 3, "scale": None})
     assert new == ToyPreset(steps=3) and diffs == {"steps": (3, 10)}

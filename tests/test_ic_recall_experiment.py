@@ -110,7 +110,7 @@ def test_figures_hold_the_plotted_data():
 @pytest.mark.parametrize(
     "options, message",
     [
-        ({"temperature": 0.0}, "--temperature: temperature T=0.0"),
+        ({"temperature": 0.0}, "--temperature 0.0; expected a number > 0"),
         ({"family": "affine", "n": 8}, "prime n; n=8"),
         ({"family": "affine", "n": 7, "m": 50}, "m=50"),
         ({"n": 3, "m": 6, "family": "all_bijections", "samples": 100}, "N=100"),
@@ -144,7 +144,7 @@ def test_bad_input_from_the_shell_exits_2_without_traceback(tmp_path):
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "python -m analyses.ic_recall: error: --temperature: temperature T=-1.0; expected a number > 0"
+        "python -m analyses.ic_recall: error: --temperature -1.0; expected a number > 0"
     ]
 
 

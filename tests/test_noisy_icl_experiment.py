@@ -204,7 +204,7 @@ def _results(out):
     [
         ({"alpha": 1.5}, "--alpha 1.5; expected a number in [0, 1]"),
         ({"steps": 0}, "--steps 0; expected an integer >= 1"),
-        ({"lr": -1.0}, "--lr -1.0; expected > 0"),
+        ({"lr": -1.0}, "--lr -1.0; expected a number > 0"),
         ({"d_model": 0}, "--d-model 0; expected an integer >= 1"),
         ({"batch": -4}, "--batch -4; expected an integer >= 1"),
     ],

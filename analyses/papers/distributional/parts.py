@@ -42,10 +42,7 @@ def run_config(ctx: Context) -> RunConfig:
 
 
 def check(ctx: Context) -> None:
-    """What the options' ranges cannot say, before any work: a learning rate > 0 and a data configuration that
-    exists at these sizes."""
-    if not ctx.options["lr"] > 0:
-        raise UsageError(f"--lr {ctx.options['lr']}; expected > 0")
+    """What the options' ranges cannot say, before any work: a data configuration that exists at these sizes."""
     try:
         runs.data_config(run_config(ctx))
     except ValueError as exc:
