@@ -332,14 +332,7 @@ class ClaimSpec:
     def applies(self, results: Results) -> bool:
         """False where the entry it reads lies below a ``{"not_applicable": why}`` entry: the run has no such
         configuration (a preset without it), so the claim is left out rather than reported ``not run``."""
-        node: Any = results
-        for key in self.reads.split("/"):
-            if isinstance(node, Mapping) and NOT_APPLICABLE_KEY in node:
-                return False
-            if not isinstance(node, Mapping) or key not in node:
-                return True
-            node = node[key]
-        return not (isinstance(node, Mapping) and NOT_APPLICABLE_KEY in node)
+        return _walk(results, self.reads)[1] != NOT_APPLICABLE_KEY
 
 
 def _text(fn: Callable[[Results], str] | None, results: Results) -> str:
@@ -354,19 +347,30 @@ def _text(fn: Callable[[Results], str] | None, results: Results) -> str:
 
 def lookup(results: Results, path: str) -> tuple[Any, str]:
     """``(value, "")`` of the entry ``path`` (keys joined by ``/``), or ``(None, why)`` where it is missing, ``None``
-    or below a ``{"not_run": why}`` entry."""
-    node: Any = results
-    for key in path.split("/"):
-        if isinstance(node, Mapping) and NOT_RUN_KEY in node:
-            return None, str(node[NOT_RUN_KEY])
-        if not isinstance(node, Mapping) or key not in node:
-            return None, f"not measured: the results have no entry {path!r}"
-        node = node[key]
-    if isinstance(node, Mapping) and NOT_RUN_KEY in node:
-        return None, str(node[NOT_RUN_KEY])
+    or below a ``{"not_run": why}`` (or ``{"not_applicable": why}``) entry."""
+    node, marker, why = _walk(results, path)
+    if marker is not None:
+        return None, why
     if node is None:
         return None, f"not measured: the results entry {path!r} is empty"
     return node, ""
+
+
+def _walk(results: Results, path: str) -> tuple[Any, str | None, str]:
+    """``(entry, None, "")`` at ``path``, or ``(None, marker, why)`` for the first ``{"not_applicable" | "not_run":
+    why}`` entry met on the way (``marker = "missing"`` where a key is absent)."""
+    node: Any = results
+    for key in [*path.split("/"), None]:
+        if isinstance(node, Mapping):
+            for marker in (NOT_APPLICABLE_KEY, NOT_RUN_KEY):
+                if marker in node:
+                    return None, marker, str(node[marker])
+        if key is None:
+            break
+        if not isinstance(node, Mapping) or key not in node:
+            return None, "missing", f"not measured: the results have no entry {path!r}"
+        node = node[key]
+    return node, None, ""
 
 
 def evaluate(
