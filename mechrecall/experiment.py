@@ -505,6 +505,7 @@ class Experiment:
             ctx.say(f"{name}: running ({preset} preset, seed {seed})")
             started = time.perf_counter()
             ctx.part = name
+            before, after = ctx.claim_notes()
             try:
                 result = functions[name].resolve()(ctx)
                 claims = evaluate(
@@ -514,8 +515,8 @@ class Experiment:
                     experiment=self.name,
                     preset=preset,
                     seeds=(seed,),
-                    note_first=ctx.claim_notes()[0],
-                    note=ctx.claim_notes()[1],
+                    note_first=before,
+                    note=after,
                 )
             except (UsageError, KeyboardInterrupt):
                 raise
