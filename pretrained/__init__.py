@@ -18,7 +18,7 @@ from pretrained import prompts, testing
 from pretrained._local import SUPPORTED_ARCHITECTURES
 from pretrained._names import PYTHIA_CHECKPOINTS
 from pretrained.errors import PretrainedNotAvailableError
-from pretrained.loading import load, processing_of, require_raw
+from pretrained.loading import load, load_or_why, no_weights, processing_of, require_raw
 from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
 
 __all__ = [
@@ -29,7 +29,9 @@ __all__ = [
     "Prompt",
     "answer_token",
     "load",
+    "load_or_why",
     "load_prompt_file",
+    "no_weights",
     "processing_of",
     "prompts",
     "require_raw",

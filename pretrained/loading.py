@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import torch
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.processing import processing_of, require_raw  # noqa: F401  (part of pretrained's API)
 from pretrained import _hub, _local, _names
+from pretrained.errors import PretrainedNotAvailableError
 
 Processing = Literal["tl", "raw"]
 DTypeLike: TypeAlias = str | torch.dtype
@@ -139,3 +140,18 @@ def load(
     model.cfg.mechrecall_checkpoint = step
     model.eval()
     return model
+
+
+def no_weights(error: PretrainedNotAvailableError) -> str:
+    """``"no weights: <the error's first line>"``: why a measurement on a model that can't be had here was not run."""
+    return f"no weights: {str(error).splitlines()[0]}"
+
+
+def load_or_why(name_or_path: str | os.PathLike[str], **kwargs: Any) -> tuple[HookedTransformer | None, str]:
+    """``(load(name_or_path, **kwargs), "")``, or ``(None, no_weights(...))`` where the weights can't be had here
+    (offline and not cached, an unreachable hub): the analyses that run on real checkpoints then report their
+    claims ``not run`` with that reason instead of failing."""
+    try:
+        return load(name_or_path, **kwargs), ""
+    except PretrainedNotAvailableError as exc:
+        return None, no_weights(exc)

@@ -297,6 +297,14 @@ def test_offline_uncached_name_fails_fast(empty_hub, no_network, no_waiting):
     assert len(msg.splitlines()) < 10 and no_network == []
 
 
+def test_load_or_why_names_the_missing_weights_and_loads_what_is_here(empty_hub, no_network, dirs):
+    model, why = pretrained.load_or_why("pythia-70m", checkpoint=1000)
+    assert model is None and why.startswith("no weights: ") and "\n" not in why
+    assert "pythia-70m" in why and no_network == []
+    model, why = pretrained.load_or_why(dirs["gpt_neox"], processing="raw")
+    assert why == "" and model is not None and model.cfg.n_layers >= 1
+
+
 def test_unreachable_hub_fails_fast(empty_hub, no_network, no_waiting, monkeypatch):
     """Online mode, no network, not cached: the endpoint probe fails, so no hub retries are waited for."""
     from pretrained import _hub

@@ -140,10 +140,9 @@ def run_pretrained(
     ``{"model": name, "not_run": why}`` where its weights cannot be loaded here."""
     import pretrained
 
-    try:
-        model = pretrained.load(name, checkpoint=checkpoint, processing="raw", device=device or "cpu")
-    except pretrained.PretrainedNotAvailableError as exc:
-        return {"model": name, "not_run": f"no weights: {str(exc).splitlines()[0]}"}
+    model, why = pretrained.load_or_why(name, checkpoint=checkpoint, processing="raw", device=device or "cpu")
+    if model is None:
+        return {"model": name, "not_run": why}
     model.eval()
     geo = task_geometry(model, K=K, max_t=max_t, seed=seed)
     return {

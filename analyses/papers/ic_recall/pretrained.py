@@ -21,10 +21,9 @@ def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
     import pretrained
     from analyses.pair_attention import head_pair_scores
 
-    try:
-        model = pretrained.load(name, processing="raw")
-    except pretrained.PretrainedNotAvailableError as exc:
-        return {"model": name, "not_run": f"no weights: {str(exc).splitlines()[0]}"}
+    model, why = pretrained.load_or_why(name, processing="raw")
+    if model is None:
+        return {"model": name, "not_run": why}
     model.eval()
     prompts = fact_prompts(model.tokenizer, k=2, n_prompts=n_prompts, seed=seed)
     device = model.cfg.device

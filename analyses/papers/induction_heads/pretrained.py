@@ -83,7 +83,7 @@ def run_pythia(
     try:
         grids, weight_based = checkpoint_scores(model_name, steps, seed=seed, device=device, progress=progress)
     except pretrained.PretrainedNotAvailableError as exc:
-        return {**head, "not_run": f"no weights: {exc}".splitlines()[0]}
+        return {**head, "not_run": pretrained.no_weights(exc)}
     last = grids[steps[-1]]
     tops = {}
     for role in ROLES:
