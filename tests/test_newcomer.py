@@ -25,6 +25,7 @@ def _one_line_error(done):
     return done.stderr
 
 
+@pytest.mark.slow  # trains the demo in a subprocess (> 10 s)
 def test_a_damaged_checkpoint_is_named_in_one_line(tmp_path):
     out = tmp_path / "o"
     first = _run([*DEMO, "--steps", "30", "--out", str(out), "--no-progress"])
@@ -82,6 +83,7 @@ def test_written_files_follow_the_umask(tmp_path, umask, file_mode, dir_mode):
     assert stat.S_IMODE((tmp_path / "ckpt" / "checkpoint.json").stat().st_mode) == file_mode
 
 
+@pytest.mark.slow  # trains the demo in a subprocess (> 10 s)
 def test_a_log_file_gets_no_progress_bar_and_a_resume_line(tmp_path):
     first = _run([*DEMO, "--steps", "30", "--out", str(tmp_path)])  # stdout/stderr are pipes, not a terminal
     assert first.returncode == 0, first.stderr

@@ -57,6 +57,7 @@ def run(tmp_path_factory):
     return out, report
 
 
+@pytest.mark.slow  # the module's tiny report: two workers, two experiments
 def test_claims_json_holds_every_experiments_own_rows(run):
     out, report = run
     saved = json.loads((out / "report" / "claims.json").read_text())
@@ -76,6 +77,7 @@ def test_claims_json_holds_every_experiments_own_rows(run):
     assert report["records"]["contextual_recall"]["status"] == "done"
 
 
+@pytest.mark.slow  # the module's tiny report: two workers, two experiments
 def test_a_failing_experiment_stays_in_its_section(run):
     out, report = run
     sections = {s["experiment"]: s for s in report["experiments"]}
@@ -88,6 +90,7 @@ def test_a_failing_experiment_stays_in_its_section(run):
     assert "thresholds" in (out / "report" / "logs" / "induction_emergence.log").read_text()
 
 
+@pytest.mark.slow  # the module's tiny report: two workers, two experiments
 def test_markdown_and_readme_table(run):
     out, report = run
     md = (out / "report" / "report.md").read_text()
@@ -101,6 +104,7 @@ def test_markdown_and_readme_table(run):
     assert len(table.splitlines()) == 2 + len(report["claims"])
 
 
+@pytest.mark.slow  # the module's tiny report: two workers, two experiments
 def test_a_rerun_skips_what_is_finished(run):
     out, _ = run
     results = out / "contextual_recall" / "results.json"
@@ -158,6 +162,7 @@ def _attention_section(root: Path) -> None:
     (checkpoints / "latest.json").write_text(json.dumps({"name": "step-00000001", "step": 1}))
 
 
+@pytest.mark.slow  # the module's tiny report: two workers, two experiments
 def test_report_html_renders_offline_in_headless_chromium(run, tmp_path):
     if CHROMIUM is None:
         pytest.skip("Chromium not installed: no `chromium` or `chromium-browser` on PATH")
