@@ -147,7 +147,7 @@ class Option:
                 raise UsageError(f"{self.flags[0]} {item}; expected {self.range_words()}")
 
     def range_words(self) -> str:
-        kind = "an integer" if self.kwargs.get("type") is int else "a number"
+        kind = "an integer" if self.kwargs.get("type") in (int, comma_ints) else "a number"
         bounds = [f"> {self.above:g}"] if self.above is not None else []
         if self.low is not None and self.high is not None:
             return f"{kind} in [{self.low:g}, {self.high:g}]" + "".join(f", {b}" for b in bounds)

@@ -82,6 +82,7 @@ def test_micro_run_end_to_end(tmp_path):
 
     run = EXPERIMENT.run(tmp_path, preset="micro", parts=["construction", "world_r", "world_g"])
     rows = {r["id"].split(".", 1)[1]: r for r in run["claims"]}
+    assert [r["id"] for r in run["claims"] if r["reason"].startswith("not measured")] == []  # every `reads` is written
     # the construction is exact at any preset
     for name in ("prop1_factual_recall", "prop2_icl_heldout", "prop3_factual_recall", "prop4_icl_heldout"):
         assert rows[f"construction.{name}"]["ours"] == 1.0 and rows[f"construction.{name}"]["verdict"] == "reproduced"

@@ -312,6 +312,9 @@ def test_comma_separated_integers():
     from mechrecall.experiment import comma_ints
 
     assert comma_ints("16, 32,64") == (16, 32, 64)
+    ns = Option("--ns", type=comma_ints, low=2)
+    with pytest.raises(UsageError, match=r"^--ns 1; expected an integer >= 2$"):
+        ns.check(comma_ints("4,1"))
     for bad in ("", "3,x", ","):
         with pytest.raises(argparse.ArgumentTypeError, match="comma-separated integers"):
             comma_ints(bad)

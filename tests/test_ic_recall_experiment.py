@@ -200,6 +200,7 @@ def test_micro_run_fills_the_claims_table(tmp_path):
         tmp_path, preset="micro", parts=["exact", "pattern", "pretrained_mlp"], options={"workers": 1}
     )
     rows = {c["id"].removeprefix("ic_recall."): c for c in run["claims"]}
+    assert [r["id"] for r in run["claims"] if r["reason"].startswith("not measured")] == []  # every `reads` is written
     assert rows["exact.fast_path_same_parameters"]["claim"].startswith("fast path and TL model end 20 Adam steps")
     assert rows["exact.fast_path_same_parameters"]["verdict"] == "reproduced"
     for name in ("closed_form_relation_logits", "memory_recall", "readout_values", "confusing_gap"):

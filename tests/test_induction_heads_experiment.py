@@ -36,6 +36,9 @@ def _lines(fig, axis_index=0):
 def test_micro_parts_write_claims_with_computed_verdicts(tmp_path):
     payload = EXPERIMENT.run(tmp_path, preset="micro", parts=["exact", "ode"])
     rows = {r["id"].split(".", 1)[1]: r for r in payload["claims"]}
+    assert [
+        r["id"] for r in payload["claims"] if r["reason"].startswith("not measured")
+    ] == []  # every `reads` is written
     assert len(rows) == 8 and {r["class"] for r in rows.values()} == {"paper"}
     assert all(
         r["note"].startswith("micro preset: sizes far below") or "; micro preset:" in r["note"] for r in rows.values()
