@@ -7,11 +7,22 @@ A claim row (one per paper statement an experiment checks)::
      "paper": 0.98, "ours": 0.91,                   # numbers (paper: null where it states none)
      "rule": "≥ 0.9 reproduced; ≥ 0.7 partial",     # what decides, in words
      "rule_spec": {"kind": "at_least", ...},        # the same rule as data
-     "verdict": "reproduced",                       # computed from ours and the rule, never typed
-     "preset": "smoke", "seeds": [0], "where": "Fig 3", "note": "", "reason": ""}
+     "control": 0.12,                               # the same measurement on the control ...
+     "control_is": "F₁ dropped instead of F₂",      # ... which is this
+     "verdict": "reproduced",                       # computed from ours, the control and the rule, never typed
+     "preset": "smoke", "comparable": true, "seeds": [0], "where": "Fig 3", "note": "", "reason": ""}
 
-Verdicts: ``reproduced``, ``partial``, ``not reproduced`` and ``not run`` (``ours`` is ``None``: no
-weights here, a preset that does not include the run, ...; ``reason`` says which).
+Verdicts (:func:`verdict`), in the order they are decided:
+
+- ``not run``: no number (no weights here, a preset that does not include the run, ...; ``reason`` says which);
+- ``not comparable``: measured at a preset whose sizes are not comparable to the paper's (``micro``);
+- ``vacuous``: the claim's **control** — the same measurement on the untrained model, on the model with the
+  mechanism removed, or on a perturbed input — also earns a verdict from the rule, so the rule cannot tell;
+  a bug in the claim, never in the model;
+- ``reproduced``, ``partial`` or ``not reproduced``: what the rule says of ours.
+
+Over several seeds (:func:`seed_verdict`) a claim is ``reproduced`` when every seed is, ``partial`` when at
+least half reach the rule's reproduced or partial band, and ``vacuous`` when the control passes on any seed.
 
 Rules are built with :func:`at_least`, :func:`at_most`, :func:`between`, :func:`near` and
 :func:`is_true`; each may carry a looser ``partial`` band.
@@ -29,8 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-VERDICTS = ("reproduced", "partial", "not reproduced", "not run")
-REPRODUCED, PARTIAL, NOT_REPRODUCED, NOT_RUN = VERDICTS
+VERDICTS = ("reproduced", "partial", "not reproduced", "vacuous", "not comparable", "not run")
+REPRODUCED, PARTIAL, NOT_REPRODUCED, VACUOUS, NOT_COMPARABLE, NOT_RUN = VERDICTS
 KINDS = ("paper", "extension", "ablation")  # a claim's class: the paper's statement, ours beyond it, an ablation
 NOT_RUN_KEY = "not_run"  # a results entry {"not_run": "why"} (at any level of a path) makes its claims `not run`
 # a results entry {"not_applicable": "why"} drops its claims from the run (a configuration this preset does not have)
@@ -140,6 +151,50 @@ def is_true(words: str = "") -> Rule:
     return Rule("is_true", lo=0.5, words=words)
 
 
+def above_untrained(values: Sequence[float], *, factor: float = 2.0, what: str = "") -> Rule:
+    """A contrast that is ≈ 0 at initialisation, either sign (a head-role difference, a diagonal minus the
+    off-diagonal): reproduced when ours ≥ ``factor`` × the largest ``|value|`` over untrained models of several
+    seeds (``values``, ≥ 5 of them). The factor 2 puts the bar well above what initialisation alone reaches, and
+    an untrained model's own value (the control) can never pass it unless every untrained value is 0."""
+    if len(values) < 5:
+        raise ValueError(f"above_untrained: {len(values)} untrained values; expected >= 5 seeds")
+    bar = factor * max(abs(float(v)) for v in values)
+    words = f"≥ {_fmt(factor)} × the largest |{what or 'value'}| of {len(values)} untrained seeds (= {_fmt(bar)})"
+    return at_least(bar, words=words)
+
+
+def verdict(rule: Rule, ours: Any, *, control: Any = None, comparable: bool = True) -> str:
+    """A claim's verdict: ``not run`` (no number), ``not comparable`` (a preset not comparable to the paper's),
+    ``vacuous`` (the control, too, earns ``reproduced`` or ``partial``), else the rule's verdict of ours."""
+    judged = rule.judge(ours)
+    if judged == NOT_RUN:
+        return NOT_RUN
+    if not comparable:
+        return NOT_COMPARABLE
+    if rule.judge(control) in (REPRODUCED, PARTIAL):
+        return VACUOUS
+    return judged
+
+
+def seed_verdict(rule: Rule, ours: Sequence[Any], controls: Sequence[Any], *, comparable: bool = True) -> str:
+    """The verdict over seeds (``ours[i]`` and ``controls[i]``: seed i's numbers): ``not run`` when no seed has a
+    number, then ``not comparable``, ``vacuous`` when the control passes on any seed; ``reproduced`` when every
+    seed is reproduced, ``partial`` when at least half reach the reproduced or partial band, else ``not
+    reproduced`` (a seed without a number counts as a miss)."""
+    each = [verdict(rule, o, control=c) for o, c in zip(ours, controls, strict=True)]
+    if all(v == NOT_RUN for v in each):
+        return NOT_RUN
+    if not comparable:
+        return NOT_COMPARABLE
+    if VACUOUS in each:
+        return VACUOUS
+    if all(v == REPRODUCED for v in each):
+        return REPRODUCED
+    if 2 * sum(v in (REPRODUCED, PARTIAL) for v in each) >= len(each):
+        return PARTIAL
+    return NOT_REPRODUCED
+
+
 @dataclass(frozen=True)
 class Claim:
     """One paper statement checked by an experiment; :meth:`row` computes the verdict.
@@ -151,7 +206,9 @@ class Claim:
         rule: what decides (:func:`at_least`, :func:`between`, ...).
         paper: the paper's number, where it gives one.
         where: section / figure / table in the paper.
-        spread: (min, max) of ours over seeds, when several were run.
+        spread: (min, max) of ours over the trials it summarises.
+        control: the same measurement on the claim's control (``control_is`` says what that is).
+        comparable: whether the preset's sizes are comparable to the paper's (``False``: ``not comparable``).
     """
 
     id: str
@@ -166,6 +223,9 @@ class Claim:
     seeds: tuple[int, ...] = ()
     spread: tuple[float, float] | None = None
     kind: str = "paper"
+    control: float | None = None
+    control_is: str = ""
+    comparable: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -182,25 +242,23 @@ class Claim:
 
     @property
     def verdict(self) -> str:
-        return self.rule.judge(self.ours)
+        return verdict(self.rule, self.ours, control=self.control, comparable=self.comparable)
 
     def row(self) -> dict[str, Any]:
-        ours = self.ours
-        if isinstance(ours, bool):
-            ours = int(ours)
-        if isinstance(ours, float) and not math.isfinite(ours):
-            ours = None
-        verdict = self.verdict
-        reason = self.reason or ("no number was measured" if verdict == NOT_RUN else "")
+        judged = self.verdict
+        reason = self.reason or ("no number was measured" if judged == NOT_RUN else "")
         return {
             "id": self.id,
             "claim": self.claim,
             "paper": self.paper,
-            "ours": ours,
+            "ours": _number(self.ours),
+            "control": _number(self.control),
+            "control_is": self.control_is,
             "rule": self.rule.describe(),
             "rule_spec": self.rule.to_dict(),
-            "verdict": verdict,
+            "verdict": judged,
             "preset": self.preset,
+            "comparable": self.comparable,
             "seeds": list(self.seeds),
             "where": self.where,
             "note": self.note,
@@ -211,22 +269,55 @@ class Claim:
         }
 
 
+def _number(x: Any) -> float | int | None:
+    """A row's number: bools as 0/1, non-finite as ``None``."""
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
 def not_run(id: str, claim: str, rule: Rule, reason: str, **kwargs: Any) -> Claim:
     """A claim that could not be measured here (``reason`` says why, e.g. no Pythia weights)."""
     return Claim(id=id, claim=claim, ours=None, rule=rule, reason=reason, **kwargs)
 
 
-def judge_row(row: Mapping[str, Any]) -> str:
-    """Recompute a written row's verdict from its ``ours`` and ``rule_spec`` (reports never trust a typed one)."""
+def rule_of(row: Mapping[str, Any]) -> Rule:
+    """The :class:`Rule` a written row was judged by (its ``rule_spec``)."""
     spec = dict(row["rule_spec"])
     partial = spec.pop("partial")
-    rule = Rule(
+    return Rule(
         spec["kind"],
         lo=spec.get("lo"),
         hi=spec.get("hi"),
         partial=(partial[0], partial[1]) if partial is not None else None,
     )
-    return rule.judge(row.get("ours"))
+
+
+def judge_row(row: Mapping[str, Any]) -> str:
+    """Recompute a written row's verdict from its numbers (``ours`` and ``control``, or each seed's in
+    ``per_seed``), its ``rule_spec`` and ``comparable``: reports never trust a typed verdict."""
+    rule, comparable = rule_of(row), bool(row.get("comparable", True))
+    if row.get("per_seed"):
+        each = row["per_seed"]
+        return seed_verdict(rule, [s["ours"] for s in each], [s["control"] for s in each], comparable=comparable)
+    return verdict(rule, row.get("ours"), control=row.get("control"), comparable=comparable)
+
+
+def control_problems(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What is wrong with the controls of written rows, one line each: a measured claim without a control value,
+    or a control its rule does not reject (reproduced or partial: the claim is vacuous at any preset)."""
+    problems = []
+    for row in rows:
+        for each in row.get("per_seed") or [row]:
+            if not _finite(each.get("ours")):
+                continue
+            if not _finite(each.get("control")):
+                problems.append(f"{row['id']}: no control value ({row.get('control_is') or 'no control declared'})")
+            elif rule_of(row).judge(each["control"]) in (REPRODUCED, PARTIAL):
+                problems.append(f"{row['id']}: control {each['control']:.4g} passes the rule '{row.get('rule')}'")
+    return problems
 
 
 def summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -235,6 +326,50 @@ def summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     for row in rows:
         counts[row["verdict"]] += 1
     return counts
+
+
+def summary_by_class(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """:func:`summary` per class (``paper``, ``extension``, ``ablation``): the headline counts ``paper`` rows."""
+    rows = list(rows)
+    return {kind: summary(r for r in rows if (r.get("class") or "paper") == kind) for kind in KINDS}
+
+
+def over_seeds(rows_by_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per claim from each seed's rows (``{seed: rows}``): ``ours`` and ``control`` are the means over the
+    seeds that measured them, ``spread`` their [min, max], ``per_seed`` each seed's numbers, ``passed`` how many
+    seeds reproduced it, and the verdict :func:`seed_verdict`'s. A claim only some seeds have (an exact part, run
+    once) keeps the seeds it has."""
+    by_id: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for seed, rows in sorted(rows_by_seed.items()):
+        for row in rows:
+            by_id.setdefault(row["id"], []).append((seed, row))
+    return [_merged(pairs) for pairs in by_id.values()]
+
+
+def _merged(pairs: Sequence[tuple[int, Mapping[str, Any]]]) -> dict[str, Any]:
+    first = pairs[0][1]
+    each: list[dict[str, Any]] = [
+        {"seed": seed, "ours": row.get("ours"), "control": row.get("control")} for seed, row in pairs
+    ]
+    rule = rule_of(first)
+    row = dict(first)
+    ours = [float(s["ours"]) for s in each if _finite(s["ours"])]
+    controls = [float(s["control"]) for s in each if _finite(s["control"])]
+    row.update(
+        ours=sum(ours) / len(ours) if ours else None,
+        control=sum(controls) / len(controls) if controls else None,
+        spread=[min(ours), max(ours)] if len(ours) > 1 else first.get("spread"),
+        seeds=[s["seed"] for s in each],
+        per_seed=each,
+        passed=sum(verdict(rule, s["ours"], control=s["control"]) == REPRODUCED for s in each),
+        reason=next((r.get("reason") for _, r in pairs if r.get("reason")), ""),
+    )
+    row["verdict"] = judge_row(row)
+    return row
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(float(x))
 
 
 def spread_of(values: Sequence[float]) -> tuple[float, float]:
@@ -268,6 +403,10 @@ class ClaimSpec:
             results lack what it reads).
         spread: the results entry holding ``[min, max]`` of our number over the trials it summarises.
         seeds: the results entry listing the seeds our number was measured on (default: the run's seed).
+        control: the results entry holding the same measurement on the claim's control, which the rule must
+            reject (else the verdict is ``vacuous``): the untrained model (same seed, step 0), the model with the
+            mechanism the claim is about removed, or, for an exact identity, a perturbed input that breaks it.
+        control_is: what the control is, in words ("the untrained model (step 0, same seed)").
     """
 
     id: str
@@ -282,6 +421,8 @@ class ClaimSpec:
     words: Callable[[Results], str] | None = None
     spread: str = ""
     seeds: str = ""
+    control: str = ""
+    control_is: str = ""
 
     def __post_init__(self) -> None:
         if self.id.count(".") < 1 or any(c.isspace() for c in self.id):
@@ -302,11 +443,14 @@ class ClaimSpec:
         seeds: Sequence[int] = (),
         note: str = "",
         note_first: str = "",
+        comparable: bool = True,
     ) -> Claim:
         """The claim row's data for this part's ``results`` (``not run`` with the reason where the entry is
         missing or says ``{"not_run": why}``). ``note_first`` / ``note``: the run's own notes, put before and
-        after the claim's (e.g. a preset that is not comparable; sizes changed from the preset)."""
+        after the claim's (e.g. a preset that is not comparable; sizes changed from the preset). ``comparable``:
+        whether the run's preset is comparable to the paper's."""
         ours, reason = lookup(results, self.reads)
+        control, _ = lookup(results, self.control) if self.control else (None, "")
         rule = self.rule(results) if callable(self.rule) else self.rule
         paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
@@ -327,6 +471,9 @@ class ClaimSpec:
             seeds=tuple(measured_on if measured_on is not None else seeds),
             spread=(float(spread[0]), float(spread[1])) if spread is not None else None,
             kind=self.kind,
+            control=float(control) if control is not None else None,
+            control_is=self.control_is,
+            comparable=comparable,
         )
 
     def applies(self, results: Results) -> bool:
@@ -383,10 +530,19 @@ def evaluate(
     seeds: Sequence[int] = (),
     note: str = "",
     note_first: str = "",
+    comparable: bool = True,
 ) -> list[Claim]:
     """The claims of ``part``: each spec of that part that applies, evaluated against the part's ``results``."""
     return [
-        spec.evaluate(results, experiment=experiment, preset=preset, seeds=seeds, note=note, note_first=note_first)
+        spec.evaluate(
+            results,
+            experiment=experiment,
+            preset=preset,
+            seeds=seeds,
+            note=note,
+            note_first=note_first,
+            comparable=comparable,
+        )
         for spec in specs
         if spec.part == part and spec.applies(results)
     ]

@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from mechrecall.claims import ClaimSpec, check_table, evaluate, summary
+from mechrecall.claims import ClaimSpec, check_table, evaluate, over_seeds, summary
 from mechrecall.errors import UsageError
 from mechrecall.presets import Preset, describe_overrides, override
+from mechrecall.seeds import SEEDS_SCHEMA, parse_seeds, seed_out
 
 RESULTS_SCHEMA = "mechrecall.results/2"
 PRESETS = ("micro", "smoke", "paper")
@@ -275,6 +276,14 @@ class Experiment:
         )
         parser.add_argument("--seed", type=int, default=0, help="seed of model init and data (default %(default)s)")
         parser.add_argument(
+            "--seeds",
+            type=parse_seeds,
+            default=None,
+            metavar="SEEDS",
+            help="run every seed (0-4 or 0,3,7): each to OUT/seed<N>/, the claims over the seeds (mean, "
+            f"min-max, seeds passed) to OUT/{self.name}/seeds.json",
+        )
+        parser.add_argument(
             "--out",
             default=self.default_out,
             help=f"output folder; results go to OUT/{self.name}/ (default %(default)s)",
@@ -324,11 +333,13 @@ class Experiment:
         try:
             options = {o.dest: getattr(args, o.dest) for o in self.options}
             parts = self.select_parts(args.experiment, args.preset)
-            run = self.run(
+            if args.seeds is not None and args.seed != 0:
+                raise UsageError(f"--seed {args.seed} with --seeds; expected one of them")
+            run = self.run_seeds(
                 args.out,
+                args.seeds or (args.seed,),
                 preset=args.preset,
                 parts=parts,
-                seed=args.seed,
                 options=options,
                 device=args.device,
                 threads=args.threads,
@@ -354,8 +365,62 @@ class Experiment:
             return 130
         counts = run["summary"]
         print(f"[{self.name}] claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
-        print(f"[{self.name}] wrote {Path(args.out) / self.name / 'results.json'}")
-        return 1 if any(p.get("status") == STATUS_FAILED for p in run["parts"].values()) else 0
+        print(f"[{self.name}] wrote {run['path']}")
+        return 1 if run["failed"] else 0
+
+    def seed_runs(self, seeds: Sequence[int], parts: Sequence[str]) -> list[tuple[int, tuple[str, ...]]]:
+        """``(seed, parts)`` for each run of a multi-seed job: every seed runs the seeded ``parts``; the parts that
+        do not depend on the seed run once, at seed 0 (added first when 0 is not among ``seeds``)."""
+        exact = {p.name for p in self.parts if not p.seeded}
+        runs = [(s, tuple(p for p in parts if p not in exact or s == 0)) for s in seeds]
+        once = tuple(p for p in parts if p in exact)
+        if once and 0 not in seeds:
+            runs.insert(0, (0, once))
+        return [(s, ps) for s, ps in runs if ps]
+
+    def run_seeds(
+        self, out: str | Path, seeds: Sequence[int], *, parts: Sequence[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Run ``parts`` for every seed (:meth:`run` each, to :func:`~mechrecall.seeds.seed_out`) and, for several
+        seeds, write the claims over them to ``OUT/<name>/seeds.json``. Returns ``{claims, summary, path, failed}``
+        (one seed: its ``results.json`` payload with those keys added)."""
+        seeds = tuple(seeds)
+        if len(seeds) == 1:
+            payload = self.run(out, parts=parts, seed=seeds[0], **kwargs)
+            failed = any(p.get("status") == STATUS_FAILED for p in payload["parts"].values())
+            return {**payload, "path": Path(out) / self.name / "results.json", "failed": failed}
+        preset = kwargs.get("preset") or self.default_preset
+        runs = self.seed_runs(seeds, self.select_parts(parts, preset))
+        for seed, chosen in runs:  # every seed's configuration checked before any work
+            where = seed_out(out, seed, seeds)
+            self.prepare(where, preset=preset, parts=chosen, seed=seed, options=kwargs.get("options"))
+        payloads = {}
+        for seed, chosen in runs:
+            where = seed_out(out, seed, seeds)
+            try:
+                payloads[seed] = self.run(where, parts=chosen, seed=seed, **kwargs)
+            except (UsageError, KeyboardInterrupt):
+                raise
+            except Exception:  # recorded as failed in that seed's results.json; the other seeds go on
+                traceback.print_exc()
+                payloads[seed] = json.loads((where / self.name / "results.json").read_text())
+        failed = any(p.get("status") == STATUS_FAILED for pl in payloads.values() for p in pl["parts"].values())
+        rows = over_seeds({s: pl["claims"] for s, pl in payloads.items()})
+        result = {
+            "schema": SEEDS_SCHEMA,
+            "experiment": self.name,
+            "preset": preset,
+            "seeds": list(seeds),
+            "runs": {str(s): str(seed_out(out, s, seeds) / self.name / "results.json") for s in payloads},
+            "claims": rows,
+            "summary": summary(rows),
+        }
+        from mechrecall.io import atomic_write_json
+
+        path = Path(out) / self.name / "seeds.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, result)
+        return {**result, "path": path, "failed": failed}
 
     # ------------------------------------------------------------------------------------ run loop
 
@@ -506,6 +571,7 @@ class Experiment:
             started = time.perf_counter()
             ctx.part = name
             before, after = ctx.claim_notes()
+            comparable = ctx.params is None or bool(getattr(ctx.params, "comparable", True))
             try:
                 result = functions[name].resolve()(ctx)
                 claims = evaluate(
@@ -517,6 +583,7 @@ class Experiment:
                     seeds=(seed,),
                     note_first=before,
                     note=after,
+                    comparable=comparable,
                 )
             except (UsageError, KeyboardInterrupt):
                 raise

@@ -194,3 +194,11 @@ def test_the_layout_checks_catch_a_long_function_and_an_inline_claim(tmp_path):
     assert n > MAX_PART_LINES
     calls = [c for c in ast.walk(ast.parse(path.read_text())) if isinstance(c, ast.Call)]
     assert [c.func.id for c in calls] == ["Claim"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_claim_declares_its_control(name):
+    """Each claim names the results entry of its control and says what the control is (a rule its control also
+    passes is ``vacuous``: the micro runs check that no rule passes its control)."""
+    missing = [s.id for s in experiment(name).claim_table() if not (s.control and s.control_is)]
+    assert missing == []
