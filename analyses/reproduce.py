@@ -10,6 +10,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from mechrecall.seeds import parse_seeds
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -29,7 +31,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs", help="output folder (default %(default)s)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: the cores)")
     p.add_argument("--model", default=None, help="hub name or local folder for the pretrained-model parts")
-    p.add_argument("--seed", type=int, default=0, help="seed of every experiment (default %(default)s)")
+    p.add_argument("--seed", type=int, default=None, help="seed of every experiment (default 0)")
+    p.add_argument(
+        "--seeds",
+        type=parse_seeds,
+        default=None,
+        metavar="SEEDS",
+        help="run every experiment for each seed (0-2 or 0,3,7): each row shows the mean, the min-max and how many "
+        "seeds passed; a claim is reproduced when every seed passes, partial when at least half do",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
     p.add_argument(
         "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
@@ -88,6 +98,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers < 1:
         print(f"{parser().prog}: error: --workers {args.workers}; expected >= 1", file=sys.stderr)
         return 2
+    if args.seeds is not None and args.seed is not None:
+        print(f"{parser().prog}: error: --seed {args.seed} with --seeds; expected one of them", file=sys.stderr)
+        return 2
+    seeds = args.seeds or (args.seed or 0,)
+    if min(seeds) < 0:
+        print(f"{parser().prog}: error: --seed {args.seed}; expected an integer >= 0", file=sys.stderr)
+        return 2
     try:
         report = reproduce(
             args.out,
@@ -95,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             only=args.only,
             workers=args.workers,
             model=args.model,
-            seed=args.seed,
+            seeds=seeds,
             progress=not args.no_progress,
         )
     except UsageError as exc:
@@ -108,8 +125,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    counts = ", ".join(f"{n} {v}" for v, n in report["summary"].items() if n)
-    print(f"claims: {counts}")
+    from analyses.report.render import headline
+
+    print(headline(report["claims"]))
     print(f"wrote {report['paths']['html']}, {report['paths']['md']}, {report['paths']['claims']}")
     failed = [r["name"] for r in report["records"].values() if r["status"] != "done"]
     if failed:

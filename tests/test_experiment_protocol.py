@@ -15,6 +15,7 @@ from mechrecall.claims import (
     VERDICTS,
     Claim,
     ClaimSpec,
+    above_untrained,
     at_least,
     at_most,
     between,
@@ -24,11 +25,16 @@ from mechrecall.claims import (
     judge_row,
     lookup,
     near,
+    over_seeds,
+    seed_verdict,
     summary,
+    summary_by_class,
 )
+from mechrecall.claims import control_problems as problems
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Experiment, Option, Part, PartResult
 from mechrecall.presets import Preset, describe_overrides, override
+from mechrecall.seeds import parse_seeds
 
 # --------------------------------------------------------------------------- rules and verdicts
 
@@ -75,7 +81,114 @@ def test_rows_describe_the_rule_in_words_and_refuse_non_numbers():
         Claim(id=f"i{k}", claim="c", ours=v, rule=at_least(1, partial=0)).row()
         for k, v in enumerate((2, 0.5, -1, None))
     ]
-    assert summary(rows) == dict(zip(VERDICTS, (1, 1, 1, 1)))
+    assert summary(rows) == dict(zip(VERDICTS, (1, 1, 1, 0, 0, 1)))
+
+
+@pytest.mark.parametrize(
+    "ours,control,comparable,verdict",
+    [
+        (0.95, 0.1, True, "reproduced"),
+        (0.7, 0.1, True, "partial"),
+        (0.95, 0.95, True, "vacuous"),  # the control passes too: the rule cannot tell
+        (0.95, 0.7, True, "vacuous"),  # ... and so does a control in the partial band
+        (0.2, 0.95, True, "vacuous"),  # a bug in the claim whatever ours is
+        (0.95, 0.1, False, "not comparable"),  # a preset not comparable to the paper's gets no verdict
+        (0.95, 0.95, False, "not comparable"),
+        (None, 0.95, True, "not run"),
+        (0.95, None, True, "reproduced"),  # no control measured: the rule's verdict (control_problems names it)
+    ],
+)
+def test_a_claim_is_judged_beside_its_control_and_its_preset(ours, control, comparable, verdict):
+    claim = Claim(
+        id="x.y.z", claim="c", ours=ours, rule=at_least(0.9, partial=0.6), control=control, comparable=comparable
+    )
+    row = claim.row()
+    assert claim.verdict == verdict == row["verdict"] == judge_row(row)
+    assert (row["control"], row["comparable"]) == (control, comparable)
+
+
+def test_control_problems_name_a_missing_control_and_one_the_rule_passes():
+    rule = at_least(0.9, partial=0.6)
+    rows = [
+        Claim(id="a.b.ok", claim="c", ours=1.0, rule=rule, control=0.1).row(),
+        Claim(id="a.b.none", claim="c", ours=1.0, rule=rule, control_is="untrained").row(),
+        Claim(id="a.b.passes", claim="c", ours=1.0, rule=rule, control=0.7).row(),
+        Claim(id="a.b.not_run", claim="c", ours=None, rule=rule).row(),  # nothing measured: nothing to check
+    ]
+    assert problems(rows) == [
+        "a.b.none: no control value (untrained)",
+        "a.b.passes: control 0.7 passes the rule '≥ 0.9; partial if ≥ 0.6'",
+    ]
+
+
+def test_a_contrast_is_judged_against_its_untrained_seeds():
+    untrained = [0.01, -0.03, 0.02, 0.0, -0.01]
+    rule = above_untrained(untrained, what="score difference")
+    assert rule.lo == pytest.approx(0.06) and "largest |score difference| of 5 untrained seeds" in rule.describe()
+    assert all(rule.judge(v) == "not reproduced" for v in untrained)  # any untrained seed, the control, fails
+    assert rule.judge(0.2) == "reproduced"
+    with pytest.raises(ValueError, match="expected >= 5 seeds"):
+        above_untrained(untrained[:4])
+
+
+@pytest.mark.parametrize(
+    "ours,controls,verdict",
+    [
+        ((1.0, 0.95, 0.92), (0.1, 0.2, 0.0), "reproduced"),  # every seed passes
+        ((1.0, 0.7, 0.95), (0.1, 0.2, 0.0), "partial"),  # one partial: not every seed reproduced
+        ((1.0, 0.1, 0.2), (0.1, 0.2, 0.0), "not reproduced"),  # 1 of 3 passes: less than half
+        ((1.0, 0.1, 0.95, 0.2), (0.1,) * 4, "partial"),  # 2 of 4: half
+        ((1.0, None, 0.95), (0.1, None, 0.0), "partial"),  # a seed without a number is a miss
+        ((1.0, 0.95, 0.92), (0.1, 0.95, 0.0), "vacuous"),  # the control passes on one seed
+        ((None, None), (None, None), "not run"),
+    ],
+)
+def test_the_verdict_over_seeds(ours, controls, verdict):
+    assert seed_verdict(at_least(0.9, partial=0.6), ours, controls) == verdict
+    if verdict != "not run":
+        assert seed_verdict(at_least(0.9, partial=0.6), ours, controls, comparable=False) == "not comparable"
+
+
+def test_rows_over_seeds_hold_the_mean_the_spread_and_the_seeds_passed():
+    rule = at_least(0.9, partial=0.6)
+    per_seed = {
+        s: [
+            Claim(id="a.b.c", claim="c", ours=v, rule=rule, control=0.1, seeds=(s,)).row(),
+            *([Claim(id="a.b.exact", claim="e", ours=1.0, rule=rule, control=0.0).row()] if s == 0 else []),
+        ]
+        for s, v in ((0, 1.0), (1, 0.7), (2, 0.94))
+    }
+    row, exact = over_seeds(per_seed)
+    assert row["ours"] == pytest.approx((1.0 + 0.7 + 0.94) / 3) and row["spread"] == [0.7, 1.0]
+    assert row["seeds"] == [0, 1, 2] and row["passed"] == 2 and row["verdict"] == "partial" == judge_row(row)
+    assert [s["ours"] for s in row["per_seed"]] == [1.0, 0.7, 0.94] and row["control"] == pytest.approx(0.1)
+    assert exact["seeds"] == [0] and exact["verdict"] == "reproduced"  # an exact claim: the one seed it has
+    row["per_seed"][1]["control"] = 0.99  # the written numbers decide, not the written verdict
+    assert judge_row(row) == "vacuous"
+
+
+def test_summary_by_class_counts_paper_claims_apart():
+    rows = [
+        Claim(id=f"a.b.{k}", claim="c", ours=1.0, rule=at_least(0.5), kind=k).row()
+        for k in ("paper", "paper", "extension", "ablation")
+    ]
+    counts = summary_by_class(rows)
+    assert [counts[k]["reproduced"] for k in ("paper", "extension", "ablation")] == [2, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "text,seeds", [("0-4", (0, 1, 2, 3, 4)), ("0,3,7", (0, 3, 7)), ("5", (5,)), ("1-2,2,9", (1, 2, 9))]
+)
+def test_seeds_are_parsed_from_ranges_and_lists(text, seeds):
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["", "a", "3-1", "-1", "0-", "1,,2"])
+def test_bad_seeds_are_refused_naming_the_value(text):
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match="expected seeds >= 0 like 0-4"):
+        parse_seeds(text)
 
 
 # --------------------------------------------------------------------------- the run loop
@@ -149,7 +262,8 @@ def test_results_are_written_after_each_part_and_kept_on_rerun(tmp_path):
     CALLS.clear()
     data = TOY.run(tmp_path, preset="micro")
     assert CALLS == ["second"]
-    assert [c["verdict"] for c in data["claims"]] == ["reproduced", "partial"]
+    assert [c["verdict"] for c in data["claims"]] == ["not comparable"] * 2  # micro: sizes far below the paper's
+    assert [c["ours"] for c in data["claims"]] == [2.0, 0.7]
     assert data["summary"]["reproduced"] == 1 and data["summary"]["partial"] == 1
     assert data["figures"] == ["first.html", "second.html"] and "big" not in data["parts"]  # not in micro
     assert _read(tmp_path) == json.loads(json.dumps(data))
@@ -318,3 +432,57 @@ def test_comma_separated_integers():
     for bad in ("", "3,x", ","):
         with pytest.raises(argparse.ArgumentTypeError, match="comma-separated integers"):
             comma_ints(bad)
+
+
+SEEDED = Experiment(
+    name="seeded",
+    paper="p",
+    summary="s",
+    parts=(
+        Part("trained", _part("trained", 1.0), "seeded"),
+        Part("exact", _part("exact", 3.0), "exact", seeded=False),
+    ),
+    options=(Option("--fail", default="", compare=False, help="the part to break"),),
+    preset_table=PRESETS,
+    claims=(
+        ClaimSpec("trained.value", "v", "value", at_least(0.9), control="seed", control_is="the seed itself"),
+        ClaimSpec("exact.value", "e", "value", at_least(2.0), control="seed", control_is="the seed itself"),
+    ),
+)
+
+
+def test_several_seeds_run_each_to_its_folder_and_the_exact_part_once(tmp_path):
+    CALLS.clear()
+    run = SEEDED.run_seeds(tmp_path, (1, 2), preset="smoke")
+    assert CALLS == ["exact", "trained", "trained"]  # the exact part once, at seed 0, first
+    assert json.loads((tmp_path / "seed0" / "seeded" / "results.json").read_text())["config"]["seed"] == 0
+    for seed in (1, 2):
+        payload = json.loads((tmp_path / f"seed{seed}" / "seeded" / "results.json").read_text())
+        assert payload["config"]["seed"] == seed and list(payload["parts"]) == ["trained"]
+    saved = json.loads((tmp_path / "seeded" / "seeds.json").read_text())
+    exact, trained = saved["claims"]  # in the order the seeds ran them
+    assert trained["seeds"] == [1, 2] and trained["per_seed"] == [
+        {"seed": 1, "ours": 1.0, "control": 1},
+        {"seed": 2, "ours": 1.0, "control": 2},
+    ]
+    assert trained["verdict"] == "vacuous"  # seed 1's control (1) passes "≥ 0.9"
+    assert exact["seeds"] == [0] and exact["verdict"] == "reproduced" and exact["control"] == 0
+    assert run["path"] == tmp_path / "seeded" / "seeds.json" and not run["failed"]
+    CALLS.clear()
+    SEEDED.run_seeds(tmp_path, (1, 2), preset="smoke")  # a rerun keeps every seed's finished parts
+    assert CALLS == []
+
+
+def test_a_failing_seed_is_recorded_and_the_others_go_on(tmp_path):
+    run = SEEDED.run_seeds(tmp_path, (0, 1), preset="smoke", parts=["trained"], options={"fail": "trained"})
+    assert run["failed"] and run["claims"] == []
+    assert json.loads((tmp_path / "seed1" / "seeded" / "results.json").read_text())["parts"]["trained"]["status"] == (
+        "failed"
+    )
+
+
+def test_cli_seeds_and_seed_together_are_refused(tmp_path, capsys):
+    assert SEEDED.main(["--seeds", "0-1", "--seed", "3", "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip().endswith("--seed 3 with --seeds; expected one of them")
+    assert SEEDED.main(["--seeds", "0-1", "--out", str(tmp_path), "--no-progress", "--preset", "smoke"]) == 0
+    assert (tmp_path / "seeded" / "seeds.json").exists()

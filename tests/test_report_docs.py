@@ -12,13 +12,15 @@ from analyses.report.render import SUMMARY_END, SUMMARY_START, claims_doc_md, he
 from analyses.reproduce import main
 
 
-def row(id, verdict, paper=None, ours=None, kind=None, note="", reason=""):
+def row(id, verdict, paper=None, ours=None, kind=None, note="", reason="", control=None):
     experiment = id.split(".")[0]
     r = {
         "id": id,
         "claim": f"claim {id}",
         "paper": paper,
         "ours": ours,
+        "control": control,
+        "control_is": "untrained" if control is not None else "",
         "rule": "≥ 0.5",
         "verdict": verdict,
         "preset": "smoke",
@@ -37,7 +39,15 @@ ALPHA = [
     row("alpha.p.a1", "not run", paper=0.5, kind="paper", reason="no weights"),
     row("alpha.p.a2", "reproduced", ours=0.9),  # no class: a paper claim, but it states no paper number
     row("alpha.p.a3", "reproduced", paper=1.0, ours=1.0, kind="extension"),
-    row("alpha.p.a4", "partial", paper=2.0, ours=1.5, kind="paper", note="changed from preset smoke: steps 5"),
+    row(
+        "alpha.p.a4",
+        "partial",
+        paper=2.0,
+        ours=1.5,
+        kind="paper",
+        note="changed from preset smoke: steps 5",
+        control=0.1,
+    ),
     row("alpha.p.a5", "not reproduced", paper=0.0, ours=0.25, kind="paper"),
     row("alpha.p.a6", "reproduced", paper=3.0, ours=3.0, kind="paper"),
 ]
@@ -73,19 +83,21 @@ def test_summary_counts_each_experiment_and_lists_its_headlines():
     lines = summary_md(REPORT).splitlines()
     assert lines[0] == (
         "From the `quick` report (`python -m analyses.reproduce --preset quick`) of 2026-01-02 03:04:05 UTC: "
-        "4 reproduced, 1 partial, 1 not reproduced, 2 not run. The full table: [docs/claims.md](docs/claims.md)."
+        "paper claims: 2 reproduced, 1 partial, 1 not reproduced, 2 not run; extensions: 1 reproduced; "
+        "ablations: 1 reproduced. The full table: [docs/claims.md](docs/claims.md)."
     )
-    assert lines[2:6] == [
-        "| experiment | paper (authors) | preset | reproduced | partial | not reproduced | not run |",
-        "|---|---|---|---:|---:|---:|---:|",
-        "| `alpha` | Doe & Roe | smoke | 3 | 1 | 1 | 1 |",
-        "| `beta` (failed) | — | micro | 1 | 0 | 0 | 1 |",
+    assert lines[4:8] == [  # the paper's claims counted apart from the extensions and ablations
+        "| experiment | paper (authors) | preset | reproduced | partial | not reproduced | vacuous | not comparable | "
+        "not run | extensions | ablations |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
+        "| `alpha` | Doe & Roe | smoke | 2 | 1 | 1 | 0 | 0 | 1 | 1 reproduced | — |",
+        "| `beta` (failed) | — | micro | 0 | 0 | 0 | 0 | 0 | 1 | — | 1 reproduced |",
     ]
-    table = lines[lines.index("| experiment | claim | paper | ours | verdict |") + 2 :]
+    table = lines[lines.index("| experiment | claim | paper | ours | control | verdict |") + 2 :]
     assert table == [
-        "| `alpha` | claim alpha.p.a4 (Fig 1) | 2 | 1.5 | partial |",
-        "| `alpha` | claim alpha.p.a5 (Fig 1) | 0 | 0.25 | not reproduced |",
-        "| `beta` | claim beta.q.b2 (Fig 1) | — | — | not run |",
+        "| `alpha` | claim alpha.p.a4 (Fig 1) | 2 | 1.5 | 0.1 (untrained) | partial |",
+        "| `alpha` | claim alpha.p.a5 (Fig 1) | 0 | 0.25 | — | not reproduced |",
+        "| `beta` | claim beta.q.b2 (Fig 1) | — | — | — | not run |",
     ]
     assert "The full table" not in summary_md(REPORT, claims_link=None)
 
@@ -98,14 +110,17 @@ def test_claims_doc_holds_every_row_once_with_its_class_and_where_it_came_from()
     for r in ALPHA + BETA:
         assert doc.count(f"| claim {r['id']} (Fig 1) |") == 1
     lines = doc.splitlines()
-    header = "| claim | class | paper | ours | rule | verdict | preset | seeds | note |"
+    header = "| claim | class | paper | ours | control | rule | verdict | preset | seeds | note |"
     assert lines.count(header) == 2
-    assert "| claim alpha.p.a2 (Fig 1) | paper | — | 0.9 | ≥ 0.5 | reproduced | smoke | 0 |  |" in lines
-    assert "| claim alpha.p.a1 (Fig 1) | paper | 0.5 | — | ≥ 0.5 | not run: no weights | smoke | 0 |  |" in lines
-    assert "| claim alpha.p.a3 (Fig 1) | extension | 1 | 1 | ≥ 0.5 | reproduced | smoke | 0 |  |" in lines
+    assert "| claim alpha.p.a2 (Fig 1) | paper | — | 0.9 | — | ≥ 0.5 | reproduced | smoke | 0 |  |" in lines
+    assert "| claim alpha.p.a1 (Fig 1) | paper | 0.5 | — | — | ≥ 0.5 | not run: no weights | smoke | 0 |  |" in lines
+    assert "| claim alpha.p.a3 (Fig 1) | extension | 1 | 1 | — | ≥ 0.5 | reproduced | smoke | 0 |  |" in lines
     assert any(line.startswith("| claim alpha.p.a4 (Fig 1) | paper |") and "steps 5 |" in line for line in lines)
     assert "## `alpha` — preset smoke, seed 0" in lines and "## `beta` — preset micro, seed 0" in lines
-    assert "A Title: With a Colon (Doe & Roe). Claims: 3 reproduced, 1 partial, 1 not reproduced, 1 not run." in lines
+    assert (
+        "A Title: With a Colon (Doe & Roe). Paper claims: 2 reproduced, 1 partial, 1 not reproduced, 1 not run; "
+        "extensions: 1 reproduced." in lines
+    )
     assert "**Failed:** `boom`" in lines
 
 

@@ -100,7 +100,7 @@ def test_markdown_and_readme_table(run):
         for fig in s["figures"]:
             assert (fig["file"] or fig["caption"]) in md
     table = readme_table(out)
-    assert table.splitlines()[0].startswith("| experiment | claim | paper | ours | rule | verdict")
+    assert table.splitlines()[0].startswith("| experiment | claim | paper | ours | control | rule | verdict")
     assert len(table.splitlines()) == 2 + len(report["claims"])
 
 

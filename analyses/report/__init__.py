@@ -25,13 +25,15 @@ def reproduce(
     only: Sequence[str] | None = None,
     workers: int = 1,
     model: str | None = None,
-    seed: int = 0,
+    seeds: Sequence[int] = (0,),
     progress: bool = True,
     jobs: Sequence[Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the plan (or ``jobs``), then write ``OUT/report/{claims.json, report.md, report.html}``.
+    """Run the plan (or ``jobs``) for every seed, then write ``OUT/report/{claims.json, report.md, report.html}``.
 
-    Returns the report (``claims.json``'s content) with ``paths`` and ``records`` (each worker's outcome)."""
+    Over several ``seeds`` each row holds the mean over seeds, their [min, max], each seed's numbers and how many
+    passed (:func:`mechrecall.claims.over_seeds`). Returns the report (``claims.json``'s content) with ``paths``
+    and ``records`` (each job's outcome)."""
     from analyses.report.collect import collect
     from analyses.report.plan import REPORT_PRESETS
     from analyses.report.render import write_report
@@ -41,11 +43,16 @@ def reproduce(
 
     if preset not in REPORT_PRESETS:
         raise UsageError(f"--preset {preset!r}; expected one of {', '.join(REPORT_PRESETS)}")
+    if not seeds or min(seeds) < 0:
+        raise UsageError(f"--seeds {list(seeds)}; expected seeds >= 0")
     out = Path(out)
     check_out_folder(out, "report")  # before any experiment runs: an --out that is a file, or not writable
-    jobs = list(jobs) if jobs is not None else plan_jobs(preset, only, model, seed)
-    records = run_all(jobs, out, workers=workers, seed=seed, progress=progress)
-    report = collect(out, [j.name for j in jobs], records, preset)
+    jobs = list(jobs) if jobs is not None else plan_jobs(preset, only, model, tuple(seeds))
+    records = run_all(jobs, out, workers=workers, progress=progress)
+    names = list(dict.fromkeys(j.name for j in jobs))
+    folders = {n: [j.folder for j in jobs if j.name == n] for n in names}
+    report = collect(out, names, records, preset, folders=folders)
+    report["seeds"] = list(seeds)
     paths = write_report(report, out)
     return {**report, "paths": {k: str(v) for k, v in paths.items()}, "records": records}
 

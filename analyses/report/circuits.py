@@ -10,16 +10,18 @@ from typing import Any
 MAX_HEADS = 64  # a larger model's view is unreadable; skip it
 
 
-def circuit_views(out: str | Path, name: str) -> list[dict[str, Any]]:
-    """Draw ``OUT/report/circuits/<experiment>/<run>.png`` for each run; returns figure entries for the report."""
+def circuit_views(out: str | Path, name: str, folder: str = "") -> list[dict[str, Any]]:
+    """Draw ``OUT/report/circuits/<experiment>/<run>.png`` for each run under ``OUT/<folder>/<experiment>/runs/``
+    (``folder``: ``seed0`` over several seeds); returns figure entries for the report."""
     from analyses.circuit import circuit_figure, strongest_edges
     from mechrecall.checkpoint import load_model
     from mechrecall.results import save_figure
 
     out = Path(out)
     figures = []
-    for latest in sorted((out / name / "runs").glob("**/checkpoints/latest.json")):
-        run = latest.parent.parent.relative_to(out / name / "runs").as_posix()
+    runs = out / folder / name / "runs"
+    for latest in sorted(runs.glob("**/checkpoints/latest.json")):
+        run = latest.parent.parent.relative_to(runs).as_posix()
         try:
             step = json.loads(latest.read_text())["name"]
             model = load_model(latest.parent / step)

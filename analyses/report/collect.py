@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mechrecall.claims import judge_row, summary
+from mechrecall.claims import judge_row, over_seeds, summary, summary_by_class
 
 REPORT_SCHEMA = "mechrecall.report/1"
 
@@ -29,65 +29,21 @@ def collect(
     records: Mapping[str, Mapping[str, Any]] | None = None,
     report_preset: str = "",
     circuits: bool = True,
+    folders: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """The report's data: one section per experiment (paper, parts, figures, errors) and every claim row.
 
-    Rows are read from ``OUT/<name>/results.json`` as written; each verdict is recomputed with
-    :func:`mechrecall.claims.judge_row` (a row whose written verdict disagrees keeps it as ``verdict_written``).
-    ``circuits``: add a circuit view of each trained toy model (``analyses.report.circuits``)."""
+    Rows are read from ``OUT/<folder>/<name>/results.json`` as written (``folders[name]``: ``[""]``, or
+    ``["seed0", "seed1", ...]`` over several seeds, merged by :func:`mechrecall.claims.over_seeds`); each verdict
+    is recomputed with :func:`mechrecall.claims.judge_row` (a row whose written verdict disagrees keeps it as
+    ``verdict_written``). ``records``: the runner's, by job key. ``circuits``: add a circuit view of each trained
+    toy model (``analyses.report.circuits``)."""
     out = Path(out)
-    records = records or {}
     sections, rows = [], []
     for name in names:
-        path = out / name / "results.json"
-        record = dict(records.get(name, {}))
-        section: dict[str, Any] = {
-            "experiment": name,
-            "paper": "",
-            "preset": "",
-            "seed": None,
-            "status": record.get("status", "done"),
-            "error": record.get("error", ""),
-            "parts": {},
-            "figures": [],
-            "results_json": str(path.relative_to(out)),
-            "seconds": record.get("seconds"),
-        }
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            section["status"] = "failed"
-            section["error"] = section["error"] or f"no results: {exc}"
-            sections.append(section)
-            continue
-        helps = _part_help(name)
-        config = payload.get("config", {})
-        section.update(paper=payload.get("paper", ""), preset=config.get("preset", ""), seed=config.get("seed"))
-        for part, info in payload.get("parts", {}).items():
-            section["parts"][part] = {
-                "status": info.get("status"),
-                "error": info.get("error", ""),
-                "seconds": info.get("seconds"),
-            }
-            if info.get("status") == "failed":
-                section["status"] = "failed"
-                section["error"] = section["error"] or f"{part}: {info.get('error', '')}"
-            for figure in info.get("figures", []):
-                section["figures"].append(
-                    {"file": f"{name}/{figure}", "part": part, "caption": f"part {part}: {helps.get(part, '')}"}
-                )
-        if circuits:
-            from analyses.report.circuits import circuit_views
-
-            section["figures"] += circuit_views(out, name)
-        for row in payload.get("claims", []):
-            row = dict(row)
-            verdict = judge_row(row)
-            if verdict != row.get("verdict"):
-                row["verdict_written"] = row.get("verdict")
-            row["verdict"] = verdict
-            row["experiment"] = name
-            rows.append(row)
+        where = list((folders or {}).get(name) or [""])
+        section, claims = _section(out, name, where, records or {}, circuits)
+        rows += claims
         sections.append(section)
     return {
         "schema": REPORT_SCHEMA,
@@ -96,4 +52,78 @@ def collect(
         "experiments": sections,
         "claims": rows,
         "summary": summary(rows),
+        "by_class": summary_by_class(rows),
     }
+
+
+def _section(
+    out: Path, name: str, folders: list[str], records: Mapping[str, Mapping[str, Any]], circuits: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One experiment's section and claim rows, from its results in each of ``folders``."""
+    own = [r for k, r in records.items() if k == name or k.startswith(f"{name}/")]
+    failed = [r for r in own if r.get("status") == "failed"]
+    section: dict[str, Any] = {
+        "experiment": name,
+        "paper": "",
+        "preset": "",
+        "seed": None,
+        "status": "failed" if failed else "done",
+        "error": "; ".join(r.get("error", "") for r in failed),
+        "parts": {},
+        "figures": [],
+        "results_json": [str(Path(f) / name / "results.json") for f in folders],
+        "seconds": sum(r.get("seconds") or 0 for r in own) if own else None,
+    }
+    if len(folders) == 1:
+        section["results_json"] = section["results_json"][0]
+    helps, by_seed = _part_help(name), {}
+    for folder in folders:
+        path = out / folder / name / "results.json"
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            section["status"] = "failed"
+            section["error"] = section["error"] or f"no results: {exc}"
+            continue
+        config = payload.get("config", {})
+        section.update(paper=payload.get("paper", ""), preset=config.get("preset", ""))
+        by_seed[config.get("seed", 0)] = payload.get("claims", [])
+        _add_parts(section, payload, folder, name, helps)
+        if circuits and folder == folders[0]:
+            from analyses.report.circuits import circuit_views
+
+            section["figures"] += circuit_views(out, name, folder)
+    section["seed"] = sorted(by_seed) if len(folders) > 1 else next(iter(by_seed), None)
+    merged = over_seeds(by_seed) if len(folders) > 1 else next(iter(by_seed.values()), [])
+    return section, [_rejudged(row, name) for row in merged]
+
+
+def _add_parts(section: dict[str, Any], payload: Mapping[str, Any], folder: str, name: str, helps: Any) -> None:
+    """Each part's status and seconds (summed over seeds; failed where any seed failed) and its figures (once)."""
+    for part, info in payload.get("parts", {}).items():
+        seen = section["parts"].get(part)
+        failed = info.get("status") == "failed" or (seen and seen["status"] == "failed")
+        section["parts"][part] = {
+            "status": "failed" if failed else info.get("status"),
+            "error": (seen or {}).get("error") or info.get("error", ""),
+            "seconds": (seen or {}).get("seconds", 0) + (info.get("seconds") or 0),
+        }
+        if info.get("status") == "failed":
+            section["status"] = "failed"
+            section["error"] = section["error"] or f"{part}: {info.get('error', '')}"
+        if seen is None:
+            for figure in info.get("figures", []):
+                file = str(Path(folder) / name / figure)
+                section["figures"].append(
+                    {"file": file, "part": part, "caption": f"part {part}: {helps.get(part, '')}"}
+                )
+
+
+def _rejudged(row: Mapping[str, Any], name: str) -> dict[str, Any]:
+    row = dict(row)
+    verdict = judge_row(row)
+    if verdict != row.get("verdict"):
+        row["verdict_written"] = row.get("verdict")
+    row["verdict"] = verdict
+    row["experiment"] = name
+    return row

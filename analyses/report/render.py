@@ -15,10 +15,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mechrecall.claims import VERDICTS, summary
+from mechrecall.claims import KINDS, VERDICTS, summary_by_class
 
-COLUMNS = ("claim", "paper", "ours", "rule", "verdict", "preset", "seeds")
-VERDICT_COLOURS = {"reproduced": "#d7f5dd", "partial": "#fff3c4", "not reproduced": "#fbd5d5", "not run": "#e8e8e8"}
+COLUMNS = ("claim", "paper", "ours", "control", "rule", "verdict", "preset", "seeds")
+VERDICT_COLOURS = {
+    "reproduced": "#d7f5dd",
+    "partial": "#fff3c4",
+    "not reproduced": "#fbd5d5",
+    "vacuous": "#f3d5fb",
+    "not comparable": "#dde6f5",
+    "not run": "#e8e8e8",
+}
 
 
 def _num(x: Any) -> str:
@@ -31,18 +38,32 @@ def _num(x: Any) -> str:
 
 def _cell(row: Mapping[str, Any], column: str) -> str:
     value = row.get(column)
-    if column in ("paper", "ours"):
+    if column == "paper":
         return _num(value)
+    if column == "ours":
+        spread = row.get("spread")
+        return _num(value) + (f" [{_num(spread[0])}, {_num(spread[1])}]" if spread and value is not None else "")
+    if column == "control":
+        what = f" ({row['control_is']})" if row.get("control_is") else ""
+        return _num(value) + what if value is not None or what else "—"
     if column == "seeds":
-        return ", ".join(str(s) for s in value or []) or "—"
+        seeds = ", ".join(str(s) for s in value or []) or "—"
+        each = row.get("per_seed") or []
+        return f"{seeds} ({row.get('passed', 0)}/{len(each)} passed)" if len(each) > 1 else seeds
     if column == "claim":
         where = f" ({row['where']})" if row.get("where") else ""
         return f"{value}{where}"
     if column == "verdict" and row.get("reason") and value == "not run":
         return f"not run: {row['reason']}"
+    if column == "verdict" and value == "vacuous":
+        return "vacuous: the control passes the rule too"
     if column == "class":
         return row_class(row)
     return "" if value is None else str(value)
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _md_escape(text: str) -> str:
@@ -63,6 +84,16 @@ def _summary_line(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no claims"
 
 
+def headline(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The report's headline: the paper's claims by verdict, then the extensions and ablations apart."""
+    by_class = summary_by_class(rows)
+    text = f"paper claims: {_summary_line(by_class['paper'])}"
+    for kind, label in zip(KINDS[1:], ("extensions", "ablations")):
+        if any(by_class[kind].values()):
+            text += f"; {label}: {_summary_line(by_class[kind])}"
+    return text
+
+
 def _by_paper(report: Mapping[str, Any]) -> dict[str, list[Mapping[str, Any]]]:
     papers: dict[str, list[Mapping[str, Any]]] = {}
     for section in report["experiments"]:
@@ -79,14 +110,16 @@ def markdown(report: Mapping[str, Any]) -> str:
     out = [
         f"# Reproduction report ({report['preset']} preset)",
         "",
-        f"Created {report['created']}. Claims: {_summary_line(report['summary'])}. "
-        "Every row comes from the experiments' `results.json`; verdicts are recomputed from each row's rule.",
+        f"Created {report['created']}. {_cap(headline(report['claims']))}. "
+        "Every row comes from the experiments' `results.json`; verdicts are recomputed from each row's rule, its "
+        "control (the same measurement on the untrained model, the model without the mechanism, or a perturbed "
+        "input: a rule its control passes is `vacuous`) and the seeds' numbers.",
         "",
     ]
     for paper, sections in _by_paper(report).items():
         out += [f"## {paper}", ""]
         for s in sections:
-            out += [f"### `{s['experiment']}` — preset {s['preset'] or '?'}, seed {s['seed']}", ""]
+            out += [f"### `{s['experiment']}` — preset {s['preset'] or '?'}, {_seeds(s)}", ""]
             if s["status"] == "failed":
                 out += [f"**Failed:** `{_md_escape(s['error'])}` (log: `report/logs/{s['experiment']}.log`)", ""]
             rows = _rows(report, s["experiment"])
@@ -190,7 +223,7 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>Reproduction report ({html.escape(report['preset'])})</title><style>{CSS}</style></head><body>",
         f"<h1>Reproduction report ({html.escape(report['preset'])} preset)</h1>",
-        f"<p>Created {html.escape(report['created'])}. Claims: {html.escape(_summary_line(report['summary']))}.</p>",
+        f"<p>Created {html.escape(report['created'])}. {html.escape(_cap(headline(report['claims'])))}.</p>",
     ]
     for paper, sections in _by_paper(report).items():
         parts.append(f'<section class="paper"><h2>{html.escape(paper)}</h2>')
@@ -198,7 +231,7 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
             name = html.escape(s["experiment"])
             parts.append(
                 f'<div class="experiment" id="{name}"><h3>{name} — preset {html.escape(s["preset"] or "?")}, '
-                f"seed {s['seed']}</h3>"
+                f"{_seeds(s)}</h3>"
             )
             if s["status"] == "failed":
                 parts.append(f'<div class="failed">Failed: {html.escape(s["error"])}</div>')
@@ -240,7 +273,7 @@ def write_report(report: Mapping[str, Any], root: str | Path) -> dict[str, Path]
 
 SUMMARY_START = "<!-- report-summary:start -->"
 SUMMARY_END = "<!-- report-summary:end -->"
-DOC_COLUMNS = ("claim", "class", "paper", "ours", "rule", "verdict", "preset", "seeds", "note")
+DOC_COLUMNS = ("claim", "class", "paper", "ours", "control", "rule", "verdict", "preset", "seeds", "note")
 HEADLINES = 2  # headline rows per experiment in the README's summary
 
 
@@ -264,11 +297,23 @@ def headline_rows(rows: Sequence[Mapping[str, Any]], k: int = HEADLINES) -> list
     return (ranked(numbered) + ranked(rest))[:k]
 
 
+def _seeds(section: Mapping[str, Any]) -> str:
+    seed = section.get("seed")
+    return f"seeds {', '.join(map(str, seed))}" if isinstance(seed, list) else f"seed {seed}"
+
+
 def _command(report: Mapping[str, Any]) -> str:
-    """The command line that makes a report like ``report`` (its preset; a seed other than 0)."""
-    seeds = {s.get("seed") for s in report.get("experiments", [])} - {None, 0}
-    seed = f" --seed {seeds.pop()}" if len(seeds) == 1 else ""
-    return f"python -m analyses.reproduce --preset {report.get('preset') or 'quick'}{seed}"
+    """The command line that makes a report like ``report`` (its preset; its seeds, unless only seed 0)."""
+    seeds = list(report.get("seeds") or [])
+    if not seeds:  # a report of before --seeds: the experiments' seed
+        seeds = sorted({s.get("seed") for s in report.get("experiments", [])} - {None})
+    flag = ""
+    if len(seeds) > 1:
+        contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+        flag = f" --seeds {seeds[0]}-{seeds[-1]}" if contiguous else f" --seeds {','.join(map(str, seeds))}"
+    elif seeds and seeds[0] != 0:
+        flag = f" --seed {seeds[0]}"
+    return f"python -m analyses.reproduce --preset {report.get('preset') or 'quick'}{flag}"
 
 
 def _origin(report: Mapping[str, Any]) -> str:
@@ -290,17 +335,19 @@ def claims_doc_md(report: Mapping[str, Any], regenerate: str = "") -> str:
         "# Claims of the latest report",
         "",
         f"Generated from {_origin(report)}" + (f" by `{regenerate}`" if regenerate else "") + ". Do not edit by hand. "
-        f"Claims: {_summary_line(report['summary'])}. Every row is read from an experiment's `results.json`; "
-        "its verdict is recomputed from its rule. Class: `paper` (the paper's statement), `extension` (beyond the "
-        "paper), `ablation`; `micro`-preset rows are not comparable to the paper's sizes (their note says so).",
+        f"{_cap(headline(report['claims']))}. Every row is read from an experiment's `results.json`; its verdict "
+        "is recomputed from its rule, its control and (over several seeds) each seed's number. Class: `paper` (the "
+        "paper's statement), `extension` (beyond the paper), `ablation`. The control is the same measurement on "
+        "the untrained model, the model with the mechanism removed, or a perturbed input; a rule its control "
+        "passes is `vacuous`. A preset not comparable to the paper's sizes gets `not comparable`, never a verdict.",
         "",
     ]
     for section in report["experiments"]:
         rows = _rows(report, section["experiment"])
         out += [
-            f"## `{section['experiment']}` — preset {section['preset'] or '?'}, seed {section['seed']}",
+            f"## `{section['experiment']}` — preset {section['preset'] or '?'}, {_seeds(section)}",
             "",
-            f"{section['paper'] or '(paper not recorded)'}. Claims: {_summary_line(summary(rows))}.",
+            f"{section['paper'] or '(paper not recorded)'}. {_cap(headline(rows))}.",
             "",
         ]
         if section["status"] == "failed":
@@ -310,25 +357,29 @@ def claims_doc_md(report: Mapping[str, Any], regenerate: str = "") -> str:
 
 
 def summary_md(report: Mapping[str, Any], claims_link: str | None = "docs/claims.md") -> str:
-    """The README's per-paper summary of ``report``: per experiment its paper, preset and count per verdict, then
-    each experiment's :func:`headline_rows`. ``claims_link``: where the full table is (``None``: not linked)."""
+    """The README's per-paper summary of ``report``: per experiment its paper, preset, its ``paper`` claims per
+    verdict and its extensions and ablations apart, then each experiment's :func:`headline_rows`.
+    ``claims_link``: where the full table is (``None``: not linked)."""
     full = f" The full table: [{claims_link}]({claims_link})." if claims_link else ""
     out = [
-        f"From {_origin(report)}: {_summary_line(report['summary'])}.{full}",
+        f"From {_origin(report)}: {headline(report['claims'])}.{full}",
         "",
-        "| experiment | paper (authors) | preset | " + " | ".join(VERDICTS) + " |",
-        "|---|---|---|" + "---:|" * len(VERDICTS),
+        "Paper claims per verdict; extensions and ablations (ours, beyond the paper's claims) apart:",
+        "",
+        "| experiment | paper (authors) | preset | " + " | ".join(VERDICTS) + " | extensions | ablations |",
+        "|---|---|---|" + "---:|" * len(VERDICTS) + "---|---|",
     ]
     headlines = []
     for section in report["experiments"]:
         rows = _rows(report, section["experiment"])
-        counts = summary(rows)
+        by_class = summary_by_class(rows)
         status = " (failed)" if section["status"] == "failed" else ""
         paper = _md_escape(_authors(section["paper"]) or "—")
+        others = [_summary_line(by_class[k]) if any(by_class[k].values()) else "—" for k in KINDS[1:]]
         out.append(
             f"| `{section['experiment']}`{status} | {paper} | {section['preset'] or '?'} | "
-            + " | ".join(str(counts[v]) for v in VERDICTS)
-            + " |"
+            + " | ".join(str(by_class["paper"][v]) for v in VERDICTS)
+            + f" | {others[0]} | {others[1]} |"
         )
         headlines += [(section["experiment"], r) for r in headline_rows(rows)]
     out += [
@@ -336,11 +387,12 @@ def summary_md(report: Mapping[str, Any], claims_link: str | None = "docs/claims
         f"Headline claims (per experiment, up to {HEADLINES} rows of class `paper` that state the paper's number, "
         "measured ones first, in table order):",
         "",
-        "| experiment | claim | paper | ours | verdict |",
-        "|---|---|---|---|---|",
+        "| experiment | claim | paper | ours | control | verdict |",
+        "|---|---|---|---|---|---|",
     ]
     for name, row in headlines:
-        cells = [f"`{name}`", _cell(row, "claim"), _num(row.get("paper")), _num(row.get("ours")), row["verdict"]]
+        cells = [f"`{name}`", _cell(row, "claim"), _num(row.get("paper")), _cell(row, "ours")]
+        cells += [_cell(row, "control"), row["verdict"]]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
     return "\n".join(out)
 

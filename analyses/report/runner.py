@@ -1,8 +1,10 @@
 """Run the experiments of a report plan in worker processes, one torch thread each, with a progress display.
 
-Each experiment runs in its own worker (``ProcessPoolExecutor``), part by part, into ``OUT/<experiment>/``; a
-part that fails is recorded as failed in that experiment's ``results.json`` and the next part still runs, and an
-experiment that fails as a whole (a bad option, an import error) is reported with its error: the others go on.
+Each experiment (each seed of it, over several seeds) runs in its own worker (``ProcessPoolExecutor``), part by
+part, into ``OUT/<experiment>/`` (``OUT/seed<N>/<experiment>/`` over several seeds, as
+:mod:`mechrecall.seeds` lays out); a part that fails is recorded as failed in that experiment's
+``results.json`` and the next part still runs, and an experiment that fails as a whole (a bad option, an import
+error) is reported with its error: the others go on.
 Rerunning into the same folder skips finished parts (the experiments resume on their own).
 """
 
@@ -28,7 +30,8 @@ from analyses.report.plan import Step, offline, step
 
 @dataclass
 class Job:
-    """One experiment to run: its name, preset, parts and options (``module``: where its ``EXPERIMENT`` is)."""
+    """One experiment to run: its name, preset, parts and options (``module``: where its ``EXPERIMENT`` is), the
+    seed and the folder under ``OUT`` it writes to (``""``: ``OUT`` itself; ``seed3`` over several seeds)."""
 
     name: str
     preset: str
@@ -37,9 +40,16 @@ class Job:
     module: str = ""
     offline: bool = False  # HF_HUB_OFFLINE=1 in the worker: use a local hub cache, never download
     minutes: float = 1.0  # rough cost: the longest jobs start first
+    seed: int = 0
+    folder: str = ""
 
     def __post_init__(self) -> None:
         self.module = self.module or f"analyses.{self.name}"
+
+    @property
+    def key(self) -> str:
+        """The job's name in records and the progress display: ``noisy_icl``, or ``noisy_icl/seed3``."""
+        return f"{self.name}/{self.folder}" if self.folder else self.name
 
 
 def discover() -> list[str]:
@@ -50,9 +60,10 @@ def discover() -> list[str]:
 
 
 def plan_jobs(
-    report_preset: str, only: Sequence[str] | None = None, model: str | None = None, seed: int = 0
+    report_preset: str, only: Sequence[str] | None = None, model: str | None = None, seeds: Sequence[int] = (0,)
 ) -> list[Job]:
-    """The jobs of a report preset: every discovered experiment (or ``only``), ``--model`` passed where taken."""
+    """The jobs of a report preset: every discovered experiment (or ``only``), ``--model`` passed where taken; over
+    several ``seeds``, one job per experiment and seed (:meth:`~mechrecall.experiment.Experiment.seed_runs`)."""
     from analyses.registry import experiment
     from mechrecall.errors import UsageError
 
@@ -70,18 +81,24 @@ def plan_jobs(
             for option in experiment(name).options:
                 if option.dest == "model":
                     options["model"] = [model] if option.kwargs.get("nargs") else model
-        jobs.append(Job(name, s.preset, s.parts, options, offline=offline(report_preset, model), minutes=s.minutes))
+        common = dict(options=options, offline=offline(report_preset, model), minutes=s.minutes)
+        if len(seeds) == 1:
+            jobs.append(Job(name, s.preset, s.parts, seed=seeds[0], **common))  # type: ignore[arg-type]
+            continue
+        exp = experiment(name)
+        for seed, parts in exp.seed_runs(seeds, exp.select_parts(s.parts, s.preset)):
+            jobs.append(Job(name, s.preset, parts, seed=seed, folder=f"seed{seed}", **common))  # type: ignore[arg-type]
     return jobs
 
 
-def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, Any]:
-    """Run one experiment part by part (in a worker); its output goes to ``OUT/report/logs/<name>.log``.
+def run_job(job: Job, out: str, threads: int = 1) -> dict[str, Any]:
+    """Run one experiment part by part (in a worker); its output goes to ``OUT/report/logs/<key>.log``.
 
-    Returns ``{name, status: done|failed, error, seconds, parts: {part: status}}``; never raises."""
+    Returns ``{name, seed, status: done|failed, error, seconds, parts: {part: status}}``; never raises."""
     started = time.perf_counter()
-    log = Path(out) / "report" / "logs" / f"{job.name}.log"
+    log = Path(out) / "report" / "logs" / f"{job.key.replace('/', '.')}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {"name": job.name, "status": "done", "error": "", "parts": {}}
+    record: dict[str, Any] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "parts": {}}
     with (
         open(log, "a", encoding="utf-8") as stream,
         contextlib.redirect_stdout(stream),
@@ -99,7 +116,12 @@ def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, An
             for part in parts:
                 try:
                     experiment.run(
-                        out, preset=job.preset, parts=[part], seed=seed, options=job.options, threads=threads
+                        Path(out) / job.folder,
+                        preset=job.preset,
+                        parts=[part],
+                        seed=job.seed,
+                        options=job.options,
+                        threads=threads,
                     )
                     record["parts"][part] = "done"
                 except Exception as exc:  # recorded in results.json (a part) or here (a usage error)
@@ -116,18 +138,18 @@ def run_job(job: Job, out: str, seed: int = 0, threads: int = 1) -> dict[str, An
     return record
 
 
-def finished(out: Path, job: Job, seed: int) -> bool:
+def finished(out: Path, job: Job) -> bool:
     """Whether ``OUT/<name>/results.json`` already holds every planned part, done, with this configuration (the
     experiment's own check, :meth:`~mechrecall.experiment.Experiment.finished`); then no worker is started for it."""
     if not job.parts:
         return False
     experiment = importlib.import_module(job.module.partition(":")[0]).EXPERIMENT
-    return experiment.finished(out, preset=job.preset, parts=job.parts, seed=seed, options=job.options)
+    return experiment.finished(out / job.folder, preset=job.preset, parts=job.parts, seed=job.seed, options=job.options)
 
 
-def _parts_done(out: Path, name: str) -> int:
+def _parts_done(out: Path, job: Job) -> int:
     try:
-        payload = json.loads((out / name / "results.json").read_text())
+        payload = json.loads((out / job.folder / job.name / "results.json").read_text())
     except (OSError, ValueError):
         return 0
     return sum(1 for p in payload.get("parts", {}).values() if p.get("status") == "done")
@@ -139,7 +161,7 @@ class Progress:
     def __init__(self, out: Path, jobs: Sequence[Job], enabled: bool = True, stream: io.TextIOBase | None = None):
         self.out, self.jobs, self.enabled = out, list(jobs), enabled
         self.stream = stream or sys.stderr
-        self.state = {j.name: "waiting" for j in jobs}
+        self.state = {j.key: "waiting" for j in jobs}
         self.started = time.perf_counter()
         self._last = ""
 
@@ -152,11 +174,11 @@ class Progress:
             return
         items = []
         for job in self.jobs:
-            state = self.state[job.name]
+            state = self.state[job.key]
             if state == "running":
                 total = len(job.parts) if job.parts else "?"
-                state = f"running {_parts_done(self.out, job.name)}/{total}"
-            items.append(f"{job.name}: {state}")
+                state = f"running {_parts_done(self.out, job)}/{total}"
+            items.append(f"{job.key}: {state}")
         line = " | ".join(items)
         if line != self._last:
             self._last = line
@@ -164,9 +186,10 @@ class Progress:
 
 
 def run_all(
-    jobs: Sequence[Job], out: str | os.PathLike, *, workers: int = 1, seed: int = 0, progress: bool = True
+    jobs: Sequence[Job], out: str | os.PathLike, *, workers: int = 1, progress: bool = True
 ) -> dict[str, dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` processes (spawned, one torch thread each); returns each job's record."""
+    """Run ``jobs`` on ``workers`` processes (spawned, one torch thread each); returns each job's record, by
+    :attr:`Job.key`."""
     out = Path(out)
     (out / "report").mkdir(parents=True, exist_ok=True)
     display = Progress(out, jobs, progress)
@@ -175,33 +198,40 @@ def run_all(
     with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
         futures: dict[Future, Job] = {}
         for job in sorted(jobs, key=lambda j: -j.minutes):  # longest first: the pool's tail is short
-            if finished(out, job, seed):
-                records[job.name] = {"name": job.name, "status": "done", "error": "", "parts": {}, "seconds": 0.0}
-                records[job.name]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
-                display.state[job.name] = "done earlier, kept"
+            if finished(out, job):
+                records[job.key] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "seconds": 0.0}
+                records[job.key]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
+                display.state[job.key] = "done earlier, kept"
                 continue
-            futures[pool.submit(run_job, job, str(out), seed)] = job
+            futures[pool.submit(run_job, job, str(out))] = job
         running = set(futures)
         # a worker takes jobs in order: the first `workers` pending ones are the running ones
         while running:
             pending = [futures[f] for f in futures if f in running]  # in submission order
             for job in pending[: max(1, workers)]:
-                if display.state[job.name] == "waiting":
-                    display.state[job.name] = "running"
+                if display.state[job.key] == "waiting":
+                    display.state[job.key] = "running"
             display.show()
             done, running = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
             for future in done:
                 job = futures[future]
                 try:
-                    records[job.name] = future.result()
+                    records[job.key] = future.result()
                 except Exception as exc:  # the worker died (e.g. killed for memory)
-                    records[job.name] = {"name": job.name, "status": "failed", "error": f"worker: {exc}", "parts": {}}
-                record = records[job.name]
-                display.set(job.name, f"{record['status']} ({record.get('seconds', 0):.0f} s)")
-    return {j.name: records[j.name] for j in jobs}
+                    records[job.key] = {
+                        "name": job.name,
+                        "seed": job.seed,
+                        "status": "failed",
+                        "error": f"worker: {exc}",
+                        "parts": {},
+                    }
+                record = records[job.key]
+                display.set(job.key, f"{record['status']} ({record.get('seconds', 0):.0f} s)")
+    return {j.key: records[j.key] for j in jobs}
 
 
 def job_table(jobs: Sequence[Job]) -> list[Mapping[str, Any]]:
     return [
-        {"experiment": j.name, "preset": j.preset, "parts": list(j.parts or ()), "options": j.options} for j in jobs
+        {"experiment": j.name, "seed": j.seed, "preset": j.preset, "parts": list(j.parts or ()), "options": j.options}
+        for j in jobs
     ]
