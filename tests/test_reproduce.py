@@ -214,3 +214,24 @@ def test_an_out_that_is_a_file_is_refused_before_any_experiment_runs(tmp_path):
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "exists and is not a folder" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_report_over_seeds_plans_a_job_per_seed_and_merges_each_claim(tmp_path):
+    jobs = {j.key: j for j in plan_jobs("quick", only=["induction_emergence"], seeds=(0, 1))}
+    assert set(jobs) == {"induction_emergence/seed0", "induction_emergence/seed1"}
+    assert jobs["induction_emergence/seed1"].folder == "seed1" and jobs["induction_emergence/seed1"].seed == 1
+    assert "ode" in jobs["induction_emergence/seed0"].parts  # the exact part runs once, at seed 0
+    assert "ode" not in jobs["induction_emergence/seed1"].parts
+    from mechrecall.claims import Claim, at_least
+
+    for seed, ours in ((0, 0.95), (1, 0.5)):
+        row = Claim(id="toy.p.c", claim="c", ours=ours, rule=at_least(0.9), control=0.1, control_is="untrained").row()
+        payload = {"paper": "P", "config": {"preset": "smoke", "seed": seed}, "parts": {}, "claims": [row]}
+        (tmp_path / f"seed{seed}" / "toy").mkdir(parents=True)
+        (tmp_path / f"seed{seed}" / "toy" / "results.json").write_text(json.dumps(payload))
+    report = collect(tmp_path, ["toy"], folders={"toy": ["seed0", "seed1"]}, circuits=False)
+    (row,) = report["claims"]
+    assert row["seeds"] == [0, 1] and row["passed"] == 1 and row["spread"] == [0.5, 0.95]
+    assert row["verdict"] == "partial" and report["experiments"][0]["seed"] == [0, 1]
+    md = write_report(report, tmp_path)["md"].read_text()
+    assert "| 0.725 [0.5, 0.95] | 0.1 (untrained) |" in md and "| 0, 1 (1/2 passed) |" in md
