@@ -126,6 +126,22 @@ def test_plan_and_options():
         plan_jobs("quick", only=["nope"])
 
 
+@pytest.mark.parametrize("report_preset", ["quick", "smoke", "paper"])
+def test_every_report_judges_at_a_preset_comparable_to_the_papers(report_preset):
+    from analyses.registry import experiment
+
+    for job in plan_jobs(report_preset):
+        presets = experiment(job.name).preset_values()
+        assert presets is None or presets[job.preset].comparable, (job.name, job.preset)
+
+
+def test_cli_seed_and_seeds_together_are_refused_in_one_line(capsys):
+    from analyses.reproduce import main
+
+    assert main(["--seeds", "0-2", "--seed", "1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--seed 1 with --seeds; expected one of them")
+
+
 def test_cli_help_imports_no_torch():
     """``--help`` answers without the heavy imports (its time is benchmarks/bench_help.py's)."""
     code = "import sys; from analyses.reproduce import parser; parser().format_help(); print('torch' in sys.modules)"
