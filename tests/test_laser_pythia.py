@@ -14,7 +14,18 @@ import torch
 
 import pretrained
 from analyses.laser_pythia import main
-from analyses.papers.distributional.data.prompts import FACTUAL_20, MADRID, TABLE1_PROBS, prompt_vocab
+from analyses.papers.distributional.claims import LASER_PYTHIA_CLAIMS
+from analyses.papers.distributional.data.prompts import (
+    FACTUAL_20,
+    IOI_NAMES,
+    MADRID,
+    TABLE1_PROBS,
+    IOIPrompt,
+    ioi_prompts_without_io,
+    prompt_vocab,
+)
+from analyses.papers.distributional.pretrained import _prepositions_measures, other_answers
+from mechrecall.claims import control_problems, judge_row
 from pretrained.testing import tiny_checkpoint
 
 
@@ -30,6 +41,8 @@ def dirs(tmp_path_factory):
         # a local mirror named as the paper's model: its claims are the paper's pythia-1b claims
         tiny_checkpoint(root / "pythia-1b" / f"step{step}", "gpt_neox", vocab=vocab, seed=seed, n_layers=3)
     out["mirror"] = root / "pythia-1b"
+    # GPT-2's paper layers 9-11 exist in a 12-layer mirror named as the paper's model: its claims are gpt2's
+    out["gpt2_mirror"] = tiny_checkpoint(root / "gpt2", "gpt2", vocab=vocab, seed=3, n_layers=12)
     return out
 
 
@@ -114,10 +127,9 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     first = claims["laser_pythia.prepositions.pythia-1b.first_step_the_top5"]
     assert first["ours"] in (0, 1000) or "no checkpoint with mean rank ≤ 5" in first["reason"]
     assert claims["laser_pythia.sweep.pythia-1b.best_gain"]["class"] == "extension"
-    for row in data["claims"]:  # every verdict follows from the number and the rule
-        from mechrecall.claims import judge_row
-
+    for row in data["claims"]:  # every verdict follows from the number, its control and the rule
         assert row["verdict"] == judge_row(row), row["id"]
+    _check_controls(claims, model, out)
     assert data["figures"] and set(data["figures"]) >= {
         "fig5_factual_pythia-1b.png",
         "fig5_ioi_pythia-1b.png",
@@ -130,6 +142,101 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     gpt2 = _part(tmp_path / "gpt2", "gpt2-ioi")[str(dirs["gpt2"])]["final"]
     assert {r["paper_layer"] for r in gpt2["sweep"]} == {2}  # GPT-2's layers 9-12 do not exist: the last one
     assert gpt2["n_svd"] == 1 and len(gpt2["full"]["top4"]) == 4
+
+
+def _check_controls(claims, model, out):
+    """Every measured claim has a control its rule rejects, read from the entry its ``control_is`` names."""
+    assert control_problems(claims.values()) == []
+    measured = [c for c in claims.values() if c["ours"] is not None]
+    assert len(measured) == 9 and all(c["control"] is not None and c["control_is"] for c in measured)
+    factual = _part(out, "factual")[model]["1000"]
+    control = {k.removeprefix("laser_pythia.").replace(".pythia-1b.", "."): c["control"] for k, c in claims.items()}
+    assert control["factual.ratio_full"] == pytest.approx(factual["laser"]["ratio_answer_the"])  # LASER
+    assert control["factual.ratio_laser"] == pytest.approx(factual["laser"]["no_cue"]["ratio_answer_the"])
+    assert factual["laser"]["no_cue"]["prompt"] == "It is located in"  # the cue "Madrid" is gone
+    assert control["factual.p_the_drop"] == pytest.approx(factual["laser"]["p_answer"] / factual["full"]["p_answer"])
+    for gain in ("factual.p_answer_gain", "factual20.answer_over_the_gain", "ioi.ratio_gain"):
+        assert control[gain] == 1.0  # the model without its rank reduction
+    ioi = _part(out, "ioi")[model]["1000"]
+    assert control["ioi.ratio_full"] == pytest.approx(ioi["control_no_io"]["ratio_io_the"])
+    assert control["ioi.ratio_full"] != pytest.approx(ioi["full"]["ratio_io_the"])
+    sweep = _part(out, "sweep")[model]["1000"]
+    assert control["sweep.best_gain"] == pytest.approx(
+        sweep["control_best"]["value"] / sweep["control_best"]["baseline"]
+    )
+    # no checkpoint of the random mirror puts the IO name in the top 5: the control is the last step + 1
+    assert control["prepositions.first_step_the_top5"] == 1001
+
+
+def test_gpt2_ioi_claims_carry_their_controls(dirs, tmp_path):
+    """Fig 17 on a 12-layer mirror named gpt2: each layer's fraction beside the same fraction for ' Mary', the
+    top-4 count beside the count on the prompt without the names."""
+    out = tmp_path / "g"
+    assert (
+        main(["--experiment", "gpt2-ioi", "--model", str(dirs["gpt2_mirror"]), "--out", str(out), "--no-progress"]) == 0
+    )
+    claims = {c["id"].removeprefix("laser_pythia.gpt2-ioi.gpt2."): c for c in _results(out)["claims"]}
+    row = _part(out, "gpt2-ioi")[str(dirs["gpt2_mirror"])]["final"]
+    assert set(claims) == {"layer9_the_lower", "layer10_the_lower", "layer11_the_lower", "top4_match"}
+    for l in (9, 10, 11):
+        fraction = row["fraction_rho_below_full"][str(l)]
+        assert (claims[f"layer{l}_the_lower"]["ours"], claims[f"layer{l}_the_lower"]["control"]) == (
+            fraction["the"],
+            fraction["Mary"],
+        )
+    words = row["no_names"]["prompt"].replace(",", " ").split()
+    assert "Mary" not in words and "John" not in words and "the" not in words
+    top4 = {t["token"].strip() for t in row["no_names"]["top4"]}
+    assert claims["top4_match"]["control"] == len(top4 & {"Mary", "them", "the", "John"})
+    assert control_problems(claims.values()) == []
+
+
+def test_ioi_control_prompts_take_the_answer_out_of_the_context():
+    prompts = [IOIPrompt.from_names(io, s) for io, s in (("Mary", "John"), ("John", "Mary"), ("Anna", "Paul"))]
+    control = ioi_prompts_without_io(prompts, ["Mary", "John", "Paul", "Anna"])
+    for p, c in zip(prompts, control, strict=True):
+        words = c.prompt.replace(",", " ").split()
+        assert (c.io, c.s) == (p.io, p.s) and c.io not in words and words.count(c.s) == 2
+        assert c.prompt.replace(words[1], p.io, 1) == p.prompt  # only the IO's place changed
+    assert [c.prompt.split()[1] for c in control] == ["Paul", "Paul", "John"]
+    with pytest.raises(ValueError, match="expected >= 3"):
+        ioi_prompts_without_io(prompts, ["Mary", "John"])
+    assert set(IOI_NAMES) >= {"Mary", "John", "Paul"}
+
+
+def test_other_answers_never_give_a_prompt_its_own_answer():
+    assert other_answers(torch.tensor([1, 1, 2, 3])).tolist() == [2, 2, 3, 1]
+    assert other_answers(torch.tensor([5, 5])) is None
+
+
+def _first_step_claim(rows):
+    (spec,) = [s for s in LASER_PYTHIA_CLAIMS if s.id == "prepositions.pythia-1b.first_step_the_top5"]
+    return spec.evaluate({"measures": {"pythia-1b": _prepositions_measures(rows)}}, experiment="laser_pythia")
+
+
+def test_the_early_the_claim_is_judged_against_the_in_context_answers_first_step():
+    """' the' top-5 at step 16 while the IO name gets there at 2,000 (§4.1): reproduced; a model that puts both there
+    at step 16 (a unigram phase, no contrast) makes the claim vacuous; an IO never in the top 5: last step + 1."""
+
+    def rows(the, io):
+        return {
+            str(step): {"raw_prepositions": {"mean_rank_the": t}, "ioi_answer": {"mean_rank_io": i}}
+            for step, t, i in zip((0, 16, 2000), the, io, strict=True)
+        }
+
+    claim = _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 2.5)))
+    assert (claim.ours, claim.control, claim.verdict) == (16, 2000, "reproduced")
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 4, 2.5))).verdict == "vacuous"
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 800))).control == 2001
+
+
+def test_a_laser_that_changes_nothing_earns_no_gain_claim():
+    """The gain claims' control is the model without its rank reduction (1): their rules reject it (the partial
+    band was ≥ 1, which made them vacuous)."""
+    gains = [s for s in LASER_PYTHIA_CLAIMS if s.control_is.startswith("the model without its rank reduction")]
+    assert {s.id.split(".")[-1] for s in gains} == {"p_answer_gain", "answer_over_the_gain", "ratio_gain"}
+    for spec in gains:
+        assert spec.rule.judge(1.0) == "not reproduced" and spec.rule.judge(1.6) == "partial", spec.id
 
 
 @torch.no_grad()
