@@ -471,20 +471,15 @@ def run_sweep(ctx: Context, models: Sequence[str], opts: Options) -> tuple[dict[
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "sweep"):
         the, _ = token_id(model, "the")
         answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in prompts])
-        others = other_answers(answers)  # the control: each prompt scored for another prompt's answer
 
         def metric(m: HookedTransformer) -> dict[str, float]:
             probs = next_token_probs(m, [p.prompt for p in prompts], opts)
-            n = torch.arange(len(prompts))
-            p_answer, p_the = probs[n, answers], probs[:, the]
-            out = {
+            p_answer, p_the = probs[torch.arange(len(prompts)), answers], probs[:, the]
+            return {
                 "ratio": float((p_answer / p_the).mean()),
                 "p_answer": float(p_answer.mean()),
                 "p_the": float(p_the.mean()),
             }
-            if others is not None:
-                out["ratio_other_answer"] = float((probs[n, others] / p_the).mean())
-            return out
 
         n = model.cfg.n_layers
         layers = [opts.layer - 1] if opts.layer else list(range(n // 2, n))
@@ -494,25 +489,15 @@ def run_sweep(ctx: Context, models: Sequence[str], opts: Options) -> tuple[dict[
         )
         best = sweep.best("ratio")
         table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
-        control = sweep.best("ratio_other_answer") if others is not None else None
         results.setdefault(name, {})[_ckpt(checkpoint)] = {
             "n_prompts": len(prompts),
             "baseline": sweep.baseline,
             "best": {**best, "paper_layer": best["layer"] + 1},
-            "control_best": {**control, "paper_layer": control["layer"] + 1} if control else None,
             "table": table.to_dict(orient="records"),
             "n_svd": sweep.n_svd,
         }
         figures[f"sweep_{slug(name)}_{_ckpt(checkpoint)}.png"] = sweep.figure("ratio")
     return results, figures
-
-
-def other_answers(answers: Int[torch.Tensor, " n"]) -> Int[torch.Tensor, " n"] | None:
-    """For each prompt the answer of the next prompt (cyclically) whose answer differs from its own: an answer its
-    context does not cue. ``None`` when every prompt has the same answer."""
-    n, ids = len(answers), answers.tolist()
-    out = [next((ids[(i + k) % n] for k in range(1, n) if ids[(i + k) % n] != ids[i]), None) for i in range(n)]
-    return None if any(o is None for o in out) else torch.tensor(out)
 
 
 #: The runner of each part but ``sweep`` (which also returns its figures).
@@ -644,14 +629,10 @@ def _ioi_measures(r: Row) -> dict[str, Any]:
 
 
 def _sweep_measures(r: Row) -> dict[str, Any]:
-    control = r.get("control_best")
+    best = r["best"]
     return {
-        "best_gain": r["best"]["value"] / r["best"]["baseline"],
-        "control": {
-            "best_gain": control["value"] / control["baseline"]
-            if control
-            else {"not_run": "every prompt has the same answer: no other answer to score"}
-        },
+        "best_gain": best["value"] / best["baseline"],
+        "control": {"best_gain": best["baseline"] / best["baseline"]},
     }
 
 
