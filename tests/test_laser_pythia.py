@@ -25,7 +25,7 @@ from analyses.papers.distributional.data.prompts import (
     ioi_prompts_without_io,
     prompt_vocab,
 )
-from analyses.papers.distributional.pretrained import _prepositions_measures
+from analyses.papers.distributional.pretrained import _prepositions_measures, ranks_of
 from mechrecall.claims import control_problems, judge_row
 from pretrained.testing import tiny_checkpoint
 
@@ -273,6 +273,11 @@ def test_ioi_control_prompts_take_the_answer_out_of_the_context():
     with pytest.raises(ValueError, match="expected >= 3"):
         ioi_prompts_without_io(prompts, ["Mary", "John"])
     assert set(IOI_NAMES) >= {"Mary", "John", "Paul"}
+
+
+def test_ranks_of_ranks_each_rows_own_token():
+    probs = torch.tensor([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4], [0.2, 0.3, 0.5]])
+    assert ranks_of(probs, torch.tensor([2, 0, 2])).tolist() == [2, 2, 1]  # a tie shares the better rank
 
 
 def _first_step_claim(rows):

@@ -11,7 +11,9 @@ results show the TransformerLens block (``layer - 1``) beside them.
 Per part (``run_<part>``): ``factual`` (Table 1, Fig 5 right), ``factual20`` (Table 5, Fig 16), ``ioi`` (Figs 5
 left, 15), ``prepositions`` (Fig 14, no LASER), ``gpt2-ioi`` (Fig 17), ``sweep`` (``analyses.lowrank.laser_sweep``
 over late layers x matrices x ρ on ``--prompts``). :func:`measures` turns a part's rows into the numbers its
-claims read, per model (``{"not_run": why}`` for a model whose weights are not here).
+claims read, per model (``{"not_run": why}`` for a model whose weights are not here), and under ``control`` the
+same numbers on each claim's control (the prompt without its cue, the IOI prompts without the IO, the in-context
+answer instead of " the", the model without its rank reduction; ``README.md``).
 
 ``--model`` takes TransformerLens names (``pythia-1b``) or local Hugging Face directories (read offline; a
 directory with ``step{N}/`` subfolders serves ``--checkpoints``). A model whose weights are not here (no local
