@@ -14,7 +14,19 @@ import torch
 
 import pretrained
 from analyses.laser_pythia import main
-from analyses.papers.distributional.data.prompts import FACTUAL_20, MADRID, TABLE1_PROBS, prompt_vocab
+from analyses.papers.distributional.claims import LASER_PYTHIA_CLAIMS
+from analyses.papers.distributional.data.prompts import (
+    FACTUAL_20,
+    IOI_NAMES,
+    IOI_TEMPLATE,
+    MADRID,
+    TABLE1_PROBS,
+    IOIPrompt,
+    ioi_prompts_without_io,
+    prompt_vocab,
+)
+from analyses.papers.distributional.pretrained import _prepositions_measures, ranks_of
+from mechrecall.claims import control_problems, judge_row
 from pretrained.testing import tiny_checkpoint
 
 
@@ -30,7 +42,58 @@ def dirs(tmp_path_factory):
         # a local mirror named as the paper's model: its claims are the paper's pythia-1b claims
         tiny_checkpoint(root / "pythia-1b" / f"step{step}", "gpt_neox", vocab=vocab, seed=seed, n_layers=3)
     out["mirror"] = root / "pythia-1b"
+    # GPT-2's paper layers 9-11 exist in a 12-layer mirror named as the paper's model: its claims are gpt2's
+    out["gpt2_mirror"] = tiny_checkpoint(root / "gpt2", "gpt2", vocab=vocab, seed=3, n_layers=12)
+    out["planted"] = _planted_checkpoint(root / "planted" / "pythia-1b")
     return out
+
+
+@torch.no_grad()
+def _planted_checkpoint(path, *, d=192, n_dead=64):
+    """A 3-layer GPT-NeoX with §4's mechanism built in: every token carries one direction (slot 0) that the last
+    MLP's input matrix reads with a small singular value and maps to ' the' (the distributional association; 64
+    dead directions with singular value 10 feed units that write nothing, so LASER at rank 48 keeps them and drops
+    it); its one attention head (Q = K = 0: uniform) copies the names in the context and maps each factual prompt's
+    own words (Madrid) to its answer (Spain). Layers 1-2 write nothing; ' the' also has a small direct prior."""
+    from transformers import AutoTokenizer, GPTNeoXForCausalLM
+
+    path = tiny_checkpoint(path, "gpt_neox", vocab=prompt_vocab(), d_model=d, n_layers=3, n_heads=1)
+    model, tok = GPTNeoXForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    facts = [MADRID, *FACTUAL_20]
+    words = [w for p in facts for w in p.prompt.split()]
+    shared = set(IOI_TEMPLATE.split()) | {w for w in words if words.count(w) > 1}
+    cues = {w: p.answer.split()[0] for p in facts for w in p.prompt.split() if w not in shared}
+    slots: dict[str, int] = {}
+    for w in ["the", *IOI_NAMES, *cues, *cues.values()]:
+        slots.setdefault(w, len(slots) + 1)
+    free, e, gen = len(slots) + 1, torch.eye(d), torch.Generator().manual_seed(0)
+    assert free + 8 < d
+    sd = {k: torch.zeros_like(v) if k.endswith(("weight", "bias")) else v for k, v in model.state_dict().items()}
+    emb, unemb = sd["gpt_neox.embed_in.weight"], sd["lm_head.weight"]
+    emb[:, free:] = 0.1 * torch.randn(len(emb), d - free, generator=gen)  # other tokens: dimensions no slot uses
+    unemb[:, free:] = 0.1 * torch.randn(len(unemb), d - free, generator=gen)
+    emb[:, 0] = 1.0
+    for w, slot in slots.items():
+        for text in (w, " " + w):
+            emb[tok(text, add_special_tokens=False).input_ids[0]] = e[0] + e[slot]
+        unemb[tok(" " + w, add_special_tokens=False).input_ids[0]] = e[slot]
+    unemb[tok(" the", add_special_tokens=False).input_ids[0]] += 0.5 * e[0]
+    for name in [k for k in sd if k.endswith("layernorm.weight") or k == "gpt_neox.final_layer_norm.weight"]:
+        sd[name] = torch.ones_like(sd[name])
+    last = "gpt_neox.layers.2."
+    sd[last + "attention.query_key_value.weight"][2 * d :] = torch.eye(d)  # V = I; Q = K = 0
+    out = sd[last + "attention.dense.weight"]
+    for n in IOI_NAMES:
+        out[:, slots[n]] += 9.0 * e[slots[n]]
+    for w, answer in cues.items():
+        out[:, slots[w]] += 0.6 * e[slots[answer]]
+    dead = torch.linalg.qr(torch.randn(d - 1, n_dead, generator=gen))[0]  # orthonormal, orthogonal to slot 0
+    sd[last + "mlp.dense_h_to_4h.weight"][:n_dead, 1:] = 10.0 * dead.T
+    sd[last + "mlp.dense_h_to_4h.weight"][n_dead, 0] = 1.0
+    sd[last + "mlp.dense_4h_to_h.weight"][:, n_dead] = 0.3 * e[slots["the"]]
+    model.load_state_dict(sd)
+    model.save_pretrained(path)
+    return path
 
 
 def _results(out):
@@ -114,10 +177,9 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     first = claims["laser_pythia.prepositions.pythia-1b.first_step_the_top5"]
     assert first["ours"] in (0, 1000) or "no checkpoint with mean rank ≤ 5" in first["reason"]
     assert claims["laser_pythia.sweep.pythia-1b.best_gain"]["class"] == "extension"
-    for row in data["claims"]:  # every verdict follows from the number and the rule
-        from mechrecall.claims import judge_row
-
+    for row in data["claims"]:  # every verdict follows from the number, its control and the rule
         assert row["verdict"] == judge_row(row), row["id"]
+    _check_controls(claims, model, out)
     assert data["figures"] and set(data["figures"]) >= {
         "fig5_factual_pythia-1b.png",
         "fig5_ioi_pythia-1b.png",
@@ -130,6 +192,122 @@ def test_every_part_runs_offline_on_tiny_checkpoints(dirs, tmp_path):
     gpt2 = _part(tmp_path / "gpt2", "gpt2-ioi")[str(dirs["gpt2"])]["final"]
     assert {r["paper_layer"] for r in gpt2["sweep"]} == {2}  # GPT-2's layers 9-12 do not exist: the last one
     assert gpt2["n_svd"] == 1 and len(gpt2["full"]["top4"]) == 4
+
+
+def _check_controls(claims, model, out):
+    """Every measured claim has a control, read from the entry its ``control_is`` names. (On random weights a
+    control may pass its rule -- the model has no mechanism to tell apart -- so this does not ask them to fail:
+    ``test_a_model_with_the_mechanism_...`` does.)"""
+    assert not [p for p in control_problems(claims.values()) if "no control value" in p]
+    measured = [c for c in claims.values() if c["ours"] is not None]
+    assert len(measured) == 9 and all(c["control"] is not None and c["control_is"] for c in measured)
+    factual = _part(out, "factual")[model]["1000"]
+    control = {k.removeprefix("laser_pythia.").replace(".pythia-1b.", "."): c["control"] for k, c in claims.items()}
+    assert control["factual.ratio_full"] == pytest.approx(factual["laser"]["ratio_answer_the"])  # LASER
+    assert control["factual.ratio_laser"] == pytest.approx(factual["laser"]["no_cue"]["ratio_answer_the"])
+    assert factual["laser"]["no_cue"]["prompt"] == "It is located in"  # the cue "Madrid" is gone
+    assert control["factual.p_the_drop"] == pytest.approx(factual["laser"]["p_answer"] / factual["full"]["p_answer"])
+    for gain in ("factual.p_answer_gain", "factual20.answer_over_the_gain", "ioi.ratio_gain"):
+        assert control[gain] == 1.0  # the model without its rank reduction (the sweep's too, below)
+    ioi = _part(out, "ioi")[model]["1000"]
+    assert control["ioi.ratio_full"] == pytest.approx(ioi["control_no_io"]["ratio_io_the"])
+    assert control["ioi.ratio_full"] != pytest.approx(ioi["full"]["ratio_io_the"])
+    assert control["sweep.best_gain"] == 1.0
+    # no checkpoint of the random mirror puts the IO name in the top 5: the control is the last step + 1
+    assert control["prepositions.first_step_the_top5"] == 1001
+
+
+@pytest.mark.parametrize("layer", [3, 2])
+def test_a_model_with_the_mechanism_reproduces_every_claim_and_rejects_every_control(dirs, tmp_path, layer):
+    """On a model built with §4's mechanism (``_planted_checkpoint``), LASER on its last layer reproduces every
+    claim that runs without checkpoints, and no control passes its rule: the LASER model without the cue
+    ('It is located in'), the IOI prompts without the IO, Spain's own ratio, no rank reduction. The same
+    truncation of layer 2, which holds no association, reproduces none of the LASER claims."""
+    out = tmp_path / "p"
+    args = ["--model", str(dirs["planted"]), "--layer", str(layer), "--rho", "0.25", "--n-prompts", "12"]
+    assert (
+        main(["--experiment", "factual", "factual20", "ioi", "sweep", *args, "--out", str(out), "--no-progress"]) == 0
+    )
+    rows = _results(out)["claims"]
+    verdicts = {r["id"].removeprefix("laser_pythia.").replace(".pythia-1b.", "."): r["verdict"] for r in rows}
+    assert len(verdicts) == 9 and all(r["control"] is not None for r in rows)
+    if layer == 3:
+        assert control_problems(rows) == []
+        assert set(verdicts.values()) == {"reproduced"}, verdicts
+    else:  # the full model's own claim holds; every LASER claim fails; ratio_full's control (LASER) no longer differs
+        assert verdicts.pop("ioi.ratio_full") == "reproduced" and verdicts.pop("factual.ratio_full") == "vacuous"
+        assert set(verdicts.values()) == {"not reproduced"}, verdicts
+
+
+def test_gpt2_ioi_claims_carry_their_controls(dirs, tmp_path):
+    """Fig 17 on a random 12-layer mirror named gpt2: each layer's fraction beside the same fraction for ' Mary',
+    the top-4 count beside the count on the prompt without the names (present; on random weights not rejected)."""
+    out = tmp_path / "g"
+    assert (
+        main(["--experiment", "gpt2-ioi", "--model", str(dirs["gpt2_mirror"]), "--out", str(out), "--no-progress"]) == 0
+    )
+    claims = {c["id"].removeprefix("laser_pythia.gpt2-ioi.gpt2."): c for c in _results(out)["claims"]}
+    row = _part(out, "gpt2-ioi")[str(dirs["gpt2_mirror"])]["final"]
+    assert set(claims) == {"layer9_the_lower", "layer10_the_lower", "layer11_the_lower", "top4_match"}
+    for l in (9, 10, 11):
+        fraction = row["fraction_rho_below_full"][str(l)]
+        assert (claims[f"layer{l}_the_lower"]["ours"], claims[f"layer{l}_the_lower"]["control"]) == (
+            fraction["the"],
+            fraction["Mary"],
+        )
+    words = row["no_names"]["prompt"].replace(",", " ").split()
+    assert "Mary" not in words and "John" not in words and "the" not in words
+    top4 = {t["token"].strip() for t in row["no_names"]["top4"]}
+    assert claims["top4_match"]["control"] == len(top4 & {"Mary", "them", "the", "John"})
+    assert not [p for p in control_problems(claims.values()) if "no control value" in p]
+
+
+def test_ioi_control_prompts_take_the_answer_out_of_the_context():
+    prompts = [IOIPrompt.from_names(io, s) for io, s in (("Mary", "John"), ("John", "Mary"), ("Anna", "Paul"))]
+    control = ioi_prompts_without_io(prompts, ["Mary", "John", "Paul", "Anna"])
+    for p, c in zip(prompts, control, strict=True):
+        words = c.prompt.replace(",", " ").split()
+        assert (c.io, c.s) == (p.io, p.s) and c.io not in words and words.count(c.s) == 2
+        assert c.prompt.replace(words[1], p.io, 1) == p.prompt  # only the IO's place changed
+    assert [c.prompt.split()[1] for c in control] == ["Paul", "Paul", "Mary"]
+    with pytest.raises(ValueError, match="expected >= 3"):
+        ioi_prompts_without_io(prompts, ["Mary", "John"])
+    assert set(IOI_NAMES) >= {"Mary", "John", "Paul"}
+
+
+def test_ranks_of_ranks_each_rows_own_token():
+    probs = torch.tensor([[0.1, 0.5, 0.4], [0.3, 0.3, 0.4], [0.2, 0.3, 0.5]])
+    assert ranks_of(probs, torch.tensor([2, 0, 2])).tolist() == [2, 2, 1]  # a tie shares the better rank
+
+
+def _first_step_claim(rows):
+    (spec,) = [s for s in LASER_PYTHIA_CLAIMS if s.id == "prepositions.pythia-1b.first_step_the_top5"]
+    return spec.evaluate({"measures": {"pythia-1b": _prepositions_measures(rows)}}, experiment="laser_pythia")
+
+
+def test_the_early_the_claim_is_judged_against_the_in_context_answers_first_step():
+    """' the' top-5 at step 16 while the IO name gets there at 2,000 (§4.1): reproduced; a model that puts both there
+    at step 16 (a unigram phase, no contrast) makes the claim vacuous; an IO never in the top 5: last step + 1."""
+
+    def rows(the, io):
+        return {
+            str(step): {"raw_prepositions": {"mean_rank_the": t}, "ioi_answer": {"mean_rank_io": i}}
+            for step, t, i in zip((0, 16, 2000), the, io, strict=True)
+        }
+
+    claim = _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 2.5)))
+    assert (claim.ours, claim.control, claim.verdict) == (16, 2000, "reproduced")
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 4, 2.5))).verdict == "vacuous"
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 800))).control == 2001
+
+
+def test_a_laser_that_changes_nothing_earns_no_gain_claim():
+    """The gain claims' control is the model without its rank reduction (1): their rules reject it (the partial
+    band was ≥ 1, which made them vacuous)."""
+    gains = [s for s in LASER_PYTHIA_CLAIMS if s.control_is.startswith("the model without its rank reduction")]
+    assert {s.id.split(".")[-1] for s in gains} == {"p_answer_gain", "answer_over_the_gain", "ratio_gain", "best_gain"}
+    for spec in gains:
+        assert spec.rule.judge(1.0) == "not reproduced" and spec.rule.judge(1.6) == "partial", spec.id
 
 
 @torch.no_grad()

@@ -344,10 +344,17 @@ _MODELS = PAPER_MODELS
 #: Table 1: P(the) and P(Spain) after LASER over the full model's (``data.prompts.TABLE1_PROBS``, rounded as quoted).
 TABLE1_P_THE_DROP = 0.0541
 TABLE1_P_SPAIN_GAIN = 3.797
+#: The partial band of every "LASER raises X (LASER / full)" claim: ≥ 1.5 (half-way from no change to the reproduced
+#: band's doubling). It was ≥ 1, which the model without its rank reduction (exactly 1) passes: vacuous.
+GAIN_PARTIAL = 1.5
+NO_RANK_REDUCTION = "the model without its rank reduction (full / full = 1)"
+_GAIN_NOTE = "control: no rank reduction (1); partial from 1.5 (it was from 1, which no change passes)"
 
 
-def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, Any]]) -> list[ClaimSpec]:
-    """One claim per (paper model of ``part``, row): id ``<part>.<model>.<name>``, read from ``measures/<model>``."""
+def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, str, Any]]) -> list[ClaimSpec]:
+    """One claim per (paper model of ``part``, row ``(name, words, rule, where, control_is, extra)``): id
+    ``<part>.<model>.<name>``, read from ``measures/<model>/<name>``, its control from
+    ``measures/<model>/control/<name>``."""
     return [
         ClaimSpec(
             f"{part}.{model}.{name}",
@@ -355,10 +362,12 @@ def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, Any]]) -> list
             f"measures/{model}/{name}",
             rule,
             where=where,
+            control=f"measures/{model}/control/{name}",
+            control_is=control_is,
             **(extra(model) if callable(extra) else extra),
         )
         for model in _MODELS[part]
-        for name, text, rule, where, extra in rows
+        for name, text, rule, where, control_is, extra in rows
     ]
 
 
@@ -371,6 +380,7 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
                 at_most(1.0),
                 "Table 1, Fig 5 right",
+                "the same model after LASER (the late MLP's distributional association removed)",
                 {"paper": 0.16},
             ),
             (
@@ -378,6 +388,7 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
                 at_least(2.0, partial=1.0),
                 "Table 1, Fig 5 right",
+                "the LASER model on the prompt without its in-context cue ('It is located in', answer ' Spain')",
                 {"paper": 11.3},
             ),
             (
@@ -385,14 +396,16 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "LASER removes most of P(the) (LASER / full)",
                 at_most(0.2, partial=0.5),
                 "Table 1",
+                "the same ratio for the in-context answer ' Spain' (LASER must not lower every word)",
                 {"paper": TABLE1_P_THE_DROP},
             ),
             (
                 "p_answer_gain",
                 "LASER raises P(Spain) (LASER / full)",
-                at_least(2.0, partial=1.0),
+                at_least(2.0, partial=GAIN_PARTIAL),
                 "Table 1",
-                {"paper": TABLE1_P_SPAIN_GAIN},
+                NO_RANK_REDUCTION,
+                {"paper": TABLE1_P_SPAIN_GAIN, "note": _GAIN_NOTE},
             ),
         ],
     ),
@@ -404,14 +417,16 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
                 at_most(0.5, partial=0.9),
                 "Fig 16",
+                "the same ratio for the answers (mean P(answer), LASER / full: LASER must not lower every word)",
                 {},
             ),
             (
                 "answer_over_the_gain",
                 "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
-                at_least(2.0, partial=1.0),
+                at_least(2.0, partial=GAIN_PARTIAL),
                 "Fig 16",
-                {},
+                NO_RANK_REDUCTION,
+                {"note": _GAIN_NOTE},
             ),
         ],
     ),
@@ -423,16 +438,19 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
                 at_least(1.0),
                 "Fig 5 left",
+                "the full model on the same prompts with the IO replaced in the context by another name (the answer "
+                "no longer in the context)",
                 lambda m: {"paper": 2.3 if m == "pythia-1b" else None},
             ),
             (
                 "ratio_gain",
                 "LASER raises P(IO)/P(the) several-fold (LASER / full)",
-                at_least(2.0, partial=1.0),
+                at_least(2.0, partial=GAIN_PARTIAL),
                 "Fig 5 left",
+                NO_RANK_REDUCTION,
                 lambda m: {
                     "paper": round(12.3 / 2.3, 2) if m == "pythia-1b" else None,
-                    "note": "the paper reads its ratios at '14K steps', probably the final checkpoint",
+                    "note": "the paper reads its ratios at '14K steps', probably the final checkpoint; " + _GAIN_NOTE,
                 },
             ),
         ],
@@ -446,6 +464,8 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "mean rank ≤ 5)",
                 at_most(64, partial=512),
                 "Fig 14",
+                "the same first step for the in-context answer: the IO name's mean rank on the IOI prompts (§4.1: "
+                "preferred after ~2,000 steps); the last checkpoint + 1 when it never gets there",
                 {"paper": 10},
             )
         ],
@@ -459,6 +479,7 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                     f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
                     at_least(0.8, partial=0.5),
                     "Fig 17",
+                    "the same fraction for the in-context answer ' Mary' (LASER must not lower every word)",
                     {"paper": 1.0},
                 )
                 for l in (9, 10, 11)
@@ -468,6 +489,8 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
                 at_least(4, partial=3),
                 "Fig 17",
+                "the same count on the prompt with both names taken out of the context ('When they went to a "
+                "store, he gave a drink to')",
                 {"paper": 4},
             ),
         ],
@@ -478,9 +501,13 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
             (
                 "best_gain",
                 "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) (best / full)",
-                at_least(2.0, partial=1.0),
+                at_least(2.0, partial=GAIN_PARTIAL),
                 "§4, App. C.2",
-                {"kind": "extension"},
+                NO_RANK_REDUCTION,
+                {
+                    "kind": "extension",
+                    "note": _GAIN_NOTE + "; a search's best is biased upward (a random 3-layer model's reached 1.78)",
+                },
             )
         ],
     ),

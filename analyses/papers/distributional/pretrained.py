@@ -11,7 +11,9 @@ results show the TransformerLens block (``layer - 1``) beside them.
 Per part (``run_<part>``): ``factual`` (Table 1, Fig 5 right), ``factual20`` (Table 5, Fig 16), ``ioi`` (Figs 5
 left, 15), ``prepositions`` (Fig 14, no LASER), ``gpt2-ioi`` (Fig 17), ``sweep`` (``analyses.lowrank.laser_sweep``
 over late layers x matrices x ρ on ``--prompts``). :func:`measures` turns a part's rows into the numbers its
-claims read, per model (``{"not_run": why}`` for a model whose weights are not here).
+claims read, per model (``{"not_run": why}`` for a model whose weights are not here), and under ``control`` the
+same numbers on each claim's control (the prompt without its cue, the IOI prompts without the IO, the in-context
+answer instead of " the", the model without its rank reduction; ``README.md``).
 
 ``--model`` takes TransformerLens names (``pythia-1b``) or local Hugging Face directories (read offline; a
 directory with ``step{N}/`` subfolders serves ``--checkpoints``). A model whose weights are not here (no local
@@ -37,11 +39,16 @@ import pretrained
 from analyses.papers.distributional.data.prompts import (
     FACTUAL_20,
     GPT2_IOI,
+    GPT2_IOI_NO_NAMES,
     GPT2_IOI_TOKENS,
     MADRID,
+    MADRID_NO_CUE,
     PREPOSITION_SENTENCES,
     PREPOSITIONS,
+    IOIPrompt,
     ioi_prompts,
+    ioi_prompts_without_io,
+    single_token_names,
 )
 from analyses.papers.distributional.presets import PAPER_LASER
 from hooks import low_rank, rank_for
@@ -229,6 +236,12 @@ def rank_of(probs: Float[torch.Tensor, "n d_vocab_out"], token: int) -> Int[torc
     return (probs > probs[:, token : token + 1]).sum(-1) + 1
 
 
+def ranks_of(probs: Float[torch.Tensor, "n d_vocab_out"], tokens: Int[torch.Tensor, " n"]) -> Int[torch.Tensor, " n"]:
+    """1-based rank of ``tokens[i]`` in row ``i`` (1 = argmax)."""
+    own = probs[torch.arange(len(tokens)), tokens]
+    return (probs > own[:, None]).sum(-1) + 1
+
+
 def _iter_runs(
     ctx: Context, models: Sequence[str], opts: Options, desc: str
 ) -> Iterator[tuple[str, int | None, HookedTransformer]]:
@@ -280,13 +293,19 @@ def run_factual(ctx: Context, models: Sequence[str], opts: Options) -> dict[str,
         the, _ = token_id(model, "the")
 
         def measure() -> dict[str, Any]:
-            probs = next_token_probs(model, [MADRID.prompt], opts)[0]
+            probs, no_cue = next_token_probs(model, [MADRID.prompt, MADRID_NO_CUE.prompt], opts)
             return {
                 "p_answer": float(probs[answer]),
                 "p_the": float(probs[the]),
                 "ratio_answer_the": float(probs[answer] / probs[the]),
                 "top5": top_k(model, probs),
                 "greedy": greedy(model, MADRID.prompt, 4, opts),
+                "no_cue": {  # the control prompt: no "Madrid", the same answer
+                    "prompt": MADRID_NO_CUE.prompt,
+                    "p_answer": float(no_cue[answer]),
+                    "p_the": float(no_cue[the]),
+                    "ratio_answer_the": float(no_cue[answer] / no_cue[the]),
+                },
             }
 
         row = {
@@ -371,13 +390,32 @@ def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any
             "n_prompts": len(prompts),
             "prompts": [p.prompt for p in prompts],
             **full_and_laser(model, layer, rho, opts.matrix, measure),
+            "control_no_io": io_control(model, prompts, opts),
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     return results
 
 
+@torch.no_grad()
+def io_control(model: HookedTransformer, prompts: Sequence[IOIPrompt], opts: Options) -> dict[str, Any]:
+    """The IOI claims' control: mean P(IO) and P(" the") of the model as it is, on ``prompts`` with the IO
+    replaced in the context by another name (``ioi_prompts_without_io``): the answer is no longer in the context."""
+    control = ioi_prompts_without_io(prompts, single_token_names(model))
+    io = torch.tensor([token_id(model, p.io)[0] for p in control])
+    the, _ = token_id(model, "the")
+    probs = next_token_probs(model, [p.prompt for p in control], opts)
+    p_io, p_the = probs[torch.arange(len(control)), io], probs[:, the]
+    return {
+        "prompts": [p.prompt for p in control],
+        "mean_p_io": float(p_io.mean()),
+        "mean_p_the": float(p_the.mean()),
+        "ratio_io_the": float(p_io.mean() / p_the.mean()),
+    }
+
+
 def run_prepositions(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
-    """Fig 14: mean 1-based rank of " the" after 30 raw prepositions and 40 preposition-final sentences."""
+    """Fig 14: mean 1-based rank of " the" after 30 raw prepositions and 40 preposition-final sentences; beside
+    it (the claim's control) the mean rank of the IO name on ``--n-prompts`` IOI prompts (drawn with seed 0)."""
     results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "prepositions"):
         the, _ = token_id(model, "the")
@@ -385,6 +423,10 @@ def run_prepositions(ctx: Context, models: Sequence[str], opts: Options) -> dict
         for label, texts in (("raw_prepositions", PREPOSITIONS), ("sentences", PREPOSITION_SENTENCES)):
             ranks = rank_of(next_token_probs(model, texts, opts), the)
             row[label] = {"mean_rank_the": float(ranks.float().mean()), "ranks": ranks.tolist()}
+        prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=0)
+        io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
+        ranks = ranks_of(next_token_probs(model, [p.prompt for p in prompts], opts), io)
+        row["ioi_answer"] = {"mean_rank_io": float(ranks.float().mean()), "ranks": ranks.tolist()}
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     return results
 
@@ -408,12 +450,12 @@ def run_gpt2_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str
         lower = {}
         for l in layers:
             part = table[(table["paper_layer"] == l) & table["rho"].between(0.1, 0.8)]
-            lower[l] = {
-                w: float((part[part["metric"] == w]["value"] < sweep.baseline[w]).mean()) for w in ("the", "them")
-            }
+            lower[l] = {w: float((part[part["metric"] == w]["value"] < sweep.baseline[w]).mean()) for w in ids}
+        no_names = next_token_probs(model, [GPT2_IOI_NO_NAMES.prompt], opts)[0]
         results.setdefault(name, {})[_ckpt(checkpoint)] = {
             "prompt": GPT2_IOI.prompt,
             "full": {"top4": top_k(model, full_probs, 4), **sweep.baseline},
+            "no_names": {"prompt": GPT2_IOI_NO_NAMES.prompt, "top4": top_k(model, no_names, 4)},
             "sweep": table.to_dict(orient="records"),
             "n_svd": sweep.n_svd,
             "fraction_rho_below_full": lower,
@@ -530,42 +572,99 @@ Row = Mapping[str, Any]
 
 
 def _gpt2_measures(r: Row) -> dict[str, Any]:
+    """Fig 17's numbers; control: the same fraction for the in-context answer " Mary", and the top-4 count on the
+    prompt without the names."""
     below = r["fraction_rho_below_full"]
-    out: dict[str, Any] = {
-        f"layer{l}_the_lower": below.get(l, below.get(str(l), {})).get("the") for l in GPT2_LAYERS[:-1]
+    lower = {l: below.get(l, below.get(str(l), {})) for l in GPT2_LAYERS[:-1]}
+
+    def matches(top4: Sequence[Mapping[str, Any]]) -> int:
+        return len({t["token"].strip() for t in top4} & set(GPT2_IOI_TOKENS))
+
+    return {
+        **{f"layer{l}_the_lower": v.get("the") for l, v in lower.items()},
+        "top4_match": matches(r["full"]["top4"]),
+        "control": {
+            **{f"layer{l}_the_lower": v.get("Mary") for l, v in lower.items()},
+            "top4_match": matches(r["no_names"]["top4"]),
+        },
     }
-    out["top4_match"] = len({t["token"].strip() for t in r["full"]["top4"]} & set(GPT2_IOI_TOKENS))
-    return out
 
 
-#: Per part, the numbers of one model's last checkpoint that its claims read.
-LAST_ROW_MEASURES: dict[str, Callable[[Row], dict[str, Any]]] = {
-    "factual": lambda r: {
+def _gain(r: Row, key: str, variant: str = "laser") -> float:
+    """``r[variant][key] / r["full"][key]``: LASER over the full model, or (``variant="full"``) the model without
+    its rank reduction over itself, the gain claims' control (1 by construction)."""
+    return r[variant][key] / r["full"][key]
+
+
+def _factual_measures(r: Row) -> dict[str, Any]:
+    return {
         "ratio_full": r["full"]["ratio_answer_the"],
         "ratio_laser": r["laser"]["ratio_answer_the"],
-        "p_the_drop": r["laser"]["p_the"] / r["full"]["p_the"],
-        "p_answer_gain": r["laser"]["p_answer"] / r["full"]["p_answer"],
-    },
-    "factual20": lambda r: {
-        "p_the_drop": r["laser"]["mean_p_the"] / r["full"]["mean_p_the"],
-        "answer_over_the_gain": r["laser"]["ratio_of_means"] / r["full"]["ratio_of_means"],
-    },
-    "ioi": lambda r: {
+        "p_the_drop": _gain(r, "p_the"),
+        "p_answer_gain": _gain(r, "p_answer"),
+        "control": {
+            "ratio_full": r["laser"]["ratio_answer_the"],  # the late MLP's association removed
+            "ratio_laser": r["laser"]["no_cue"]["ratio_answer_the"],  # no in-context cue
+            "p_the_drop": _gain(r, "p_answer"),  # the in-context answer's ratio
+            "p_answer_gain": _gain(r, "p_answer", "full"),  # no rank reduction
+        },
+    }
+
+
+def _factual20_measures(r: Row) -> dict[str, Any]:
+    return {
+        "p_the_drop": _gain(r, "mean_p_the"),
+        "answer_over_the_gain": _gain(r, "ratio_of_means"),
+        "control": {
+            "p_the_drop": _gain(r, "mean_p_answer"),
+            "answer_over_the_gain": _gain(r, "ratio_of_means", "full"),
+        },
+    }
+
+
+def _ioi_measures(r: Row) -> dict[str, Any]:
+    return {
         "ratio_full": r["full"]["ratio_io_the"],
-        "ratio_gain": r["laser"]["ratio_io_the"] / r["full"]["ratio_io_the"],
-    },
+        "ratio_gain": _gain(r, "ratio_io_the"),
+        "control": {"ratio_full": r["control_no_io"]["ratio_io_the"], "ratio_gain": _gain(r, "ratio_io_the", "full")},
+    }
+
+
+def _sweep_measures(r: Row) -> dict[str, Any]:
+    best = r["best"]
+    return {
+        "best_gain": best["value"] / best["baseline"],
+        "control": {"best_gain": best["baseline"] / best["baseline"]},
+    }
+
+
+#: Per part, the numbers of one model's last checkpoint that its claims read (``control``: their controls').
+LAST_ROW_MEASURES: dict[str, Callable[[Row], dict[str, Any]]] = {
+    "factual": _factual_measures,
+    "factual20": _factual20_measures,
+    "ioi": _ioi_measures,
     "gpt2-ioi": _gpt2_measures,
-    "sweep": lambda r: {"best_gain": r["best"]["value"] / r["best"]["baseline"]},
+    "sweep": _sweep_measures,
 }
 
 
+def first_step(by_step: Sequence[tuple[int, float]], bar: float = 5.0) -> int | None:
+    """The first training step whose mean rank is ≤ ``bar`` (``None``: none)."""
+    return next((step for step, rank in by_step if rank <= bar), None)
+
+
 def _prepositions_measures(rows: Mapping[str, Row]) -> dict[str, Any]:
-    """Fig 14: the first checkpoint where ' the' has mean rank ≤ 5 after the raw prepositions."""
+    """Fig 14: the first checkpoint where ' the' has mean rank ≤ 5 after the raw prepositions; control: the first
+    checkpoint where the in-context answer (the IO name on IOI prompts) does (the last step + 1 when none does)."""
     by_step = sorted((int(k), v) for k, v in rows.items() if k != "final")
     if len(by_step) < 2:
         return {"first_step_the_top5": {"not_run": "needs --checkpoints with at least two training steps"}}
-    first = next((step for step, v in by_step if v["raw_prepositions"]["mean_rank_the"] <= 5), None)
-    return {"first_step_the_top5": first if first is not None else {"not_run": "no checkpoint with mean rank ≤ 5"}}
+    first = first_step([(step, v["raw_prepositions"]["mean_rank_the"]) for step, v in by_step])
+    io = first_step([(step, v["ioi_answer"]["mean_rank_io"]) for step, v in by_step])
+    return {
+        "first_step_the_top5": first if first is not None else {"not_run": "no checkpoint with mean rank ≤ 5"},
+        "control": {"first_step_the_top5": io if io is not None else by_step[-1][0] + 1},
+    }
 
 
 def measures(

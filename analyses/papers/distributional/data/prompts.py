@@ -27,16 +27,19 @@ from pretrained.prompts import AnswerToken, Prompt, _check_text, answer_token, i
 __all__ = [
     "FACTUAL_20",
     "GPT2_IOI",
+    "GPT2_IOI_NO_NAMES",
     "GPT2_IOI_TOKENS",
     "IOI_NAMES",
     "IOI_TEMPLATE",
     "MADRID",
+    "MADRID_NO_CUE",
     "MADRID_TOKENS",
     "PREPOSITIONS",
     "PREPOSITION_SENTENCES",
     "TABLE1_PROBS",
     "IOIPrompt",
     "ioi_prompts",
+    "ioi_prompts_without_io",
     "prompt_vocab",
     "prompt_words",
     "single_token_names",
@@ -88,6 +91,10 @@ class IOIPrompt:
 
 #: Table 1 / §4.1 (Fig. 5 right): the factual-recall prompt studied on Pythia-1B.
 MADRID = Prompt("Madrid is located in", "Spain")
+
+#: The control of the factual claims (ours, not the paper's): :data:`MADRID` without its in-context cue (no
+#: "Madrid"), scored for the same answer " Spain"; LASER should not make " Spain" win here.
+MADRID_NO_CUE = Prompt("It is located in", "Spain")
 
 #: Table 1: the top-5 next tokens of Pythia-1B (final checkpoint) after :data:`MADRID` (each with a leading space).
 MADRID_TOKENS: tuple[str, ...] = ("the", "Spain", "a", "southern", "northern")
@@ -207,6 +214,10 @@ GPT2_IOI = Prompt("When Mary and John went to a store, John gave a drink to", "M
 #: Fig. 17: GPT-2 small's top-4 next tokens for :data:`GPT2_IOI` (each with a leading space), IO first.
 GPT2_IOI_TOKENS: tuple[str, ...] = ("Mary", "them", "the", "John")
 
+#: The control of Fig. 17's top-4 claim (ours): :data:`GPT2_IOI` with both names taken out of the context (and
+#: still no "the"), so neither name can be copied from it.
+GPT2_IOI_NO_NAMES = Prompt("When they went to a store, he gave a drink to", "Mary")
+
 
 def single_token_names(tokenizer_or_model: Any, names: Iterable[str] = IOI_NAMES) -> list[str]:
     """The names (in order) whose ``" " + name`` is one token, not the unknown token, under the tokenizer."""
@@ -250,15 +261,31 @@ def ioi_prompts(
     return out
 
 
+def ioi_prompts_without_io(
+    prompts: Sequence[IOIPrompt], pool: Sequence[str], template: str = IOI_TEMPLATE
+) -> list[IOIPrompt]:
+    """The control of the IOI claims (ours): each prompt (made with ``template``) made again with its IO replaced
+    in the context by another name of ``pool`` (neither its IO nor its S: the first such name from position
+    ``i`` on), its ``io`` unchanged, so that the answer scored is no longer in the context."""
+    if len(set(pool)) < 3:
+        raise ValueError(f"ioi_prompts_without_io: {len(set(pool))} distinct names in the pool; expected >= 3")
+    out = []
+    for i, p in enumerate(prompts):
+        other = next(n for n in [*pool[i % len(pool) :], *pool] if n not in (p.io, p.s))
+        out.append(IOIPrompt(template.format(io=other, s=p.s), p.io, p.s))
+    return out
+
+
 def prompt_words() -> list[str]:
     """Every whitespace-separated word of the datasets here, deduplicated in order of first appearance.
 
     Covers :data:`MADRID` and :data:`MADRID_TOKENS`, :data:`FACTUAL_20` (prompts and every answer word),
     :data:`PREPOSITIONS`, :data:`PREPOSITION_SENTENCES`, the :data:`IOI_TEMPLATE` words, :data:`IOI_NAMES`,
-    :data:`GPT2_IOI` and :data:`GPT2_IOI_TOKENS`, and "the", "a", "them". Words keep their punctuation
+    :data:`GPT2_IOI` and :data:`GPT2_IOI_TOKENS`, the controls :data:`MADRID_NO_CUE` and :data:`GPT2_IOI_NO_NAMES`,
+    and "the", "a", "them". Words keep their punctuation
     ("store,", "Children's"), as a byte-level pre-tokenizer sees them.
     """
-    texts: list[str] = [MADRID.prompt, MADRID.answer, *MADRID_TOKENS]
+    texts: list[str] = [MADRID.prompt, MADRID.answer, *MADRID_TOKENS, MADRID_NO_CUE.prompt, GPT2_IOI_NO_NAMES.prompt]
     for p in FACTUAL_20:
         texts += [p.prompt, p.answer]
     texts += [*PREPOSITIONS, *PREPOSITION_SENTENCES]
