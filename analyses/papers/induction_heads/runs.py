@@ -255,6 +255,11 @@ def untrained_controls(
     return {"seeds": seeds, "control": values[0], "init_values": {k: [v[k] for v in values] for k in values[0]}}
 
 
+def _on(model: HookedTransformer, device: str | torch.device) -> HookedTransformer:
+    """``model`` on ``device``, moved only where it is elsewhere (``HookedTransformer.to`` prints a line)."""
+    return model if model.W_E.device == torch.device(device) else model.to(device)
+
+
 # ------------------------------------------------------------------------------------------- part demo
 
 
@@ -323,7 +328,7 @@ def run_demo(c: DemoConfig, out_dir: Path, root: Path, *, device: str | None = N
         "head_roles": roles.to_dict(orient="records"),
         "layer_differences": demo_layer_differences(roles),  # the role's score in its layer minus in the other
         "at_init": untrained_controls(
-            lambda s: demo_model(c.d_model, c.d_vocab, c.seq_len, seed=s).to(model.cfg.device),
+            lambda s: _on(demo_model(c.d_model, c.d_vocab, c.seq_len, seed=s), model.cfg.device),
             lambda m: {"accuracy": induction_accuracy(m, test), **demo_layer_differences(head_roles(m, seed=c.seed))},
             c.seed,
         ),
@@ -593,7 +598,7 @@ def run_standard(run: StandardRun, out_dir: Path, *, device: str | None = None, 
         return {**scores(m), **standard_role_scores(m, run.seed), **fig2_contrasts(interpretable_qk_matrices(m))}
 
     at_init = untrained_controls(
-        lambda s: standard_model(run.d_model, run.block, run.vocab, seed=s).to(device or "cpu"), measure, run.seed
+        lambda s: _on(standard_model(run.d_model, run.block, run.vocab, seed=s), device or "cpu"), measure, run.seed
     )
     return Trained(
         {
