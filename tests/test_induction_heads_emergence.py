@@ -114,7 +114,7 @@ def test_untrained_controls_measure_the_run_seed_and_the_next_four():
 
     c = untrained_controls(lambda s: demo_model(16, 16, 8, seed=s), lambda m: {"w": float(m.W_E[0, 0])}, seed=3)
     assert c["seeds"] == [3, 4, 5, 6, 7] and len(set(c["init_values"]["w"])) == 5
-    assert c["control"]["w"] == c["init_values"]["w"][0] == float(demo_model(16, 16, 8, seed=3).W_E[0, 0])
+    assert c["control"]["w"] == c["init_values"]["w"][0] == demo_model(16, 16, 8, seed=3).W_E[0, 0].item()
     rule = above_untrained(c["init_values"]["w"])
     assert rule.judge(c["control"]["w"]) == "not reproduced"  # the run's own untrained value never clears the bar
 
