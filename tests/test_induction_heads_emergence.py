@@ -81,6 +81,44 @@ def test_ode_emergence_times_and_order():
         integrate_three_param(1)
 
 
+def test_a_frozen_parameter_stays_at_zero_and_breaks_the_order():
+    """The order claim's control: with β₂ held at 0 (no K-composition) α₃ never moves (its gradient is ∝ β₂) while γ₃
+    follows its plateau; with α₃ held, β₂ still grows. The order γ₃ < β₂ < α₃ fails at every N."""
+    from analyses.papers.induction_heads.runs import _in_order, ode_order_with_frozen
+
+    no_beta = integrate_three_param(4, frozen=("beta2",))
+    assert (no_beta.beta == 0).all() and (no_beta.alpha == 0).all() and no_beta.gamma[-1] > 0.9
+    no_alpha = integrate_three_param(4, frozen=("alpha3",))
+    assert (no_alpha.alpha == 0).all() and no_alpha.beta.max() > 0.5
+    assert ode_order_with_frozen([2, 4], em.DEFINITION_1, ("beta2",)) is False
+    assert ode_order_with_frozen([2, 4], em.DEFINITION_1, ()) is True
+    with pytest.raises(ValueError, match="delta"):
+        integrate_three_param(4, frozen=("delta",))
+    times = {"T_gamma3": 1.0, "T_beta2": 2.0, "T_alpha3": 3.0}
+    assert _in_order(times) and not _in_order(times, reverse=True)
+    assert _in_order({"T_gamma3": 3.0, "T_beta2": 2.0, "T_alpha3": 1.0}, reverse=True)
+    assert not _in_order({**times, "T_alpha3": None})
+
+
+def test_closed_form_holds_on_orthonormal_codes_and_breaks_on_gaussian_ones():
+    """The closed-form claim's control: the same check on Gaussian N(0, 1/D) codes (Assumption 7 broken) fails."""
+    points = [(0.0, 0.0, 0.0), (0.3, 0.7, 0.9)]
+    assert max(em.closed_form_gaps(points, seed=0)) < 1e-12
+    assert min(em.closed_form_gaps(points, seed=0, data="gaussian")) > 1e-2
+
+
+def test_untrained_controls_measure_the_run_seed_and_the_next_four():
+    from analyses.papers.induction_heads.models import demo_model
+    from analyses.papers.induction_heads.runs import untrained_controls
+    from mechrecall.claims import above_untrained
+
+    c = untrained_controls(lambda s: demo_model(16, 16, 8, seed=s), lambda m: {"w": float(m.W_E[0, 0])}, seed=3)
+    assert c["seeds"] == [3, 4, 5, 6, 7] and len(set(c["init_values"]["w"])) == 5
+    assert c["control"]["w"] == c["init_values"]["w"][0] == demo_model(16, 16, 8, seed=3).W_E[0, 0].item()
+    rule = above_untrained(c["init_values"]["w"])
+    assert rule.judge(c["control"]["w"]) == "not reproduced"  # the run's own untrained value never clears the bar
+
+
 def test_large_N_constants_match_the_derived_asymptotics():
     n = 64
     traj = integrate_three_param(n)

@@ -47,14 +47,13 @@ from jaxtyping import Float, Int
 from torch import Tensor
 from torch.utils.hooks import RemovableHandle
 
-from analyses.heads import attention_mass, attention_patterns, induction_keys, previous_token_keys
+from analyses.heads import attention_mass, attention_patterns, head_roles, induction_keys, previous_token_keys
 from analyses.ov import block_of, diagonal_contrast
 from analyses.papers.induction_heads.data import (
     TokenICLBatch,
     assemble_sequences,
     block_swap_matrix,
     make_continuous_icl_batch,
-    orthonormal_icl_batch,
 )
 from analyses.papers.induction_heads.models import (
     DisentangledTL,
@@ -422,11 +421,16 @@ def orbit_residual(
 
 
 def closed_form_gaps(
-    points: Sequence[tuple[float, float, float]], seed: int, dim: int = 16, n_pairs: int = 4
+    points: Sequence[tuple[float, float, float]], seed: int, dim: int = 16, n_pairs: int = 4, data: str = "orthonormal"
 ) -> list[float]:
-    """App. B.3: max |closed-form loss − matrix-model loss| per (α₃, β₂, γ₃) point (orthonormal data, float64)."""
+    """App. B.3: max |closed-form loss − matrix-model loss| per (α₃, β₂, γ₃) point (query = the last pair, float64).
+    ``data="orthonormal"``: Assumption 7, where the closed form holds; ``"gaussian"``: i.i.d. N(0, 1/D) codes (unit
+    norm on average, not orthonormal), the perturbed input that must break it (the claim's control)."""
 
-    X, y = orthonormal_icl_batch(32, n_pairs, dim, torch.Generator().manual_seed(seed), dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    X, y, _ = make_continuous_icl_batch(
+        32, n_pairs, dim, query="last", dist=data, variance=1 / dim, generator=g, dtype=torch.float64
+    )
     gaps = []
     for a, b, g in points:
         W = weights_from_pseudo_parameters({"alpha3": a, "beta2": b, "gamma3": g}, dim, torch.float64)
@@ -524,3 +528,24 @@ def fig2_contrasts(mats: Mapping[str, Any]) -> dict[str, float]:
         "induction": diagonal_contrast(block_of(mats["L1"], "E", "OV0·E"), 0),
         "copy": diagonal_contrast(block_of(mats["OUT"], "OV1·E"), 0),
     }
+
+
+def demo_layer_differences(roles: Any) -> dict[str, float]:
+    """The demo's head roles (a ``head_roles`` table of the 1-head, 2-layer model) as two contrasts: each role's
+    score in the layer the circuit puts it in minus its score in the other layer (≈ 0, either sign, at init)."""
+    score = {(int(r["layer"]), str(r["score"])): float(r["value"]) for r in roles.to_dict(orient="records")}
+    return {
+        "previous_token_L0_minus_L1": score[(0, "previous_token")] - score[(1, "previous_token")],
+        "induction_L1_minus_L0": score[(1, "induction")] - score[(0, "induction")],
+    }
+
+
+def standard_role_scores(model: HookedTransformer, seed: int) -> dict[str, float]:
+    """The §2 model's previous-token and induction scores per layer (``analyses.heads.head_roles`` on repeated
+    random tokens of ``seed``), each role's layer contrast, and the smaller of the two contrasts (> 0 when both roles
+    sit in their layers)."""
+    roles = head_roles(model, roles=("previous_token", "induction"), seed=seed)
+    score = {(int(r["layer"]), str(r["score"])): float(r["value"]) for r in roles.to_dict(orient="records")}
+    scores = {f"L{layer}_{role}": score[(layer, role)] for layer in (0, 1) for role in ("previous_token", "induction")}
+    diffs = demo_layer_differences(roles)
+    return {**scores, **diffs, "smaller_layer_difference": min(diffs.values())}

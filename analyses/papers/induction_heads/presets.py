@@ -71,7 +71,7 @@ PRESETS: dict[str, InductionPreset] = {
         demo_steps=150,
         ode_ns=(2, 4, 8, 16),
         ode_fit_ns=(4, 8, 16),  # the three largest it has
-        disentangled=DisentangledSizes(dim=8, n_pairs=4, batch_size=64, steps=20, log_every=2),
+        disentangled=DisentangledSizes(dim=8, n_pairs=4, batch_size=256, steps=60, log_every=3),  # past t_ICL
         weights_dim=8,
         weights_batch_size=64,
         weight_figures=(WeightFigure(2, (5, 10, 20), (6, 7, 8)),),

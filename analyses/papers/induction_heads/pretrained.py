@@ -109,6 +109,11 @@ def run_pythia(
         "induction_head_forms": series[top_ind][0] < threshold <= series[top_ind][-1],
         "previous_token_before_induction": t_ind is not None and t_prev is not None and t_prev <= t_ind,
         "final_induction_score": series[top_ind][-1],
+        "control": {  # the first checkpoint (step 0 by default: the untrained model); the order reversed
+            "induction_head_forms": best["induction"][0] >= threshold,  # an induction head there already
+            "previous_token_before_induction": t_ind is not None and t_prev is not None and t_ind <= t_prev,
+            "final_induction_score": best["induction"][0],
+        },
     }
 
 

@@ -38,6 +38,7 @@ from analyses.papers.induction_heads.metrics import (
     check_names,
     circuit_attention,
     closed_form_gaps,
+    demo_layer_differences,
     emergence_times,
     fig2_contrasts,
     fit_power_law,
@@ -47,6 +48,7 @@ from analyses.papers.induction_heads.metrics import (
     project_gradients_to_span,
     pseudo_parameters,
     series_from_rows,
+    standard_role_scores,
     subspace_residual,
     task_a_scores,
     tl_vs_reference,
@@ -232,6 +234,32 @@ def train_standard(
     return train(model, batch_fn, tc, loss_fn=standard_loss, evals=evals, out_dir=out_dir)
 
 
+# ------------------------------------------------------------------------------------------- controls
+
+#: untrained seeds whose values set the bar of a contrast (``above_untrained``): the run's seed and the next four
+INIT_SEEDS = 5
+
+
+def untrained_controls(
+    build: Callable[[int], HookedTransformer],
+    measure: Callable[[HookedTransformer], Mapping[str, float]],
+    seed: int,
+    n_seeds: int = INIT_SEEDS,
+) -> dict[str, Any]:
+    """The claims' controls: ``measure`` on the untrained models ``build(s)`` of seeds ``seed .. seed + n_seeds - 1``.
+    ``control``: the run's own seed (step 0 of the trained model); ``init_values``: each measurement over the seeds,
+    the values a contrast must clear (``mechrecall.claims.above_untrained``)."""
+    seeds = [seed + k for k in range(n_seeds)]
+    with torch.no_grad():
+        values = [dict(measure(build(s))) for s in seeds]
+    return {"seeds": seeds, "control": values[0], "init_values": {k: [v[k] for v in values] for k in values[0]}}
+
+
+def _on(model: HookedTransformer, device: str | torch.device) -> HookedTransformer:
+    """``model`` on ``device``, moved only where it is elsewhere (``HookedTransformer.to`` prints a line)."""
+    return model if model.W_E.device == torch.device(device) else model.to(device)
+
+
 # ------------------------------------------------------------------------------------------- part demo
 
 
@@ -288,7 +316,6 @@ def run_demo(c: DemoConfig, out_dir: Path, root: Path, *, device: str | None = N
     assert checkpoint is not None  # the trainer wrote one (checkpoint_every <= steps)
     reloaded = load_model(checkpoint).to(model.cfg.device)
     roles = head_roles(model, seed=c.seed)
-    score = {(r["layer"], r["head"], r["score"]): r["value"] for r in roles.to_dict(orient="records")}
     results = {
         "config": asdict(c),
         "final": result.history["eval"][-1],
@@ -299,10 +326,12 @@ def run_demo(c: DemoConfig, out_dir: Path, root: Path, *, device: str | None = N
         "resumed_from_step": result.resumed_from,
         "checkpoint": str(checkpoint.relative_to(root)),
         "head_roles": roles.to_dict(orient="records"),
-        "layer_differences": {  # the role's score in its layer minus in the other
-            "previous_token_L0_minus_L1": score[(0, 0, "previous_token")] - score[(1, 0, "previous_token")],
-            "induction_L1_minus_L0": score[(1, 0, "induction")] - score[(0, 0, "induction")],
-        },
+        "layer_differences": demo_layer_differences(roles),  # the role's score in its layer minus in the other
+        "at_init": untrained_controls(
+            lambda s: _on(demo_model(c.d_model, c.d_vocab, c.seq_len, seed=s), model.cfg.device),
+            lambda m: {"accuracy": induction_accuracy(m, test), **demo_layer_differences(head_roles(m, seed=c.seed))},
+            c.seed,
+        ),
         "history": result.history,
     }
     return Trained(results, {"model": model, "roles": roles, "test": test})
@@ -318,6 +347,7 @@ def run_exact(seed: int) -> dict[str, Any]:
     """The exact checks, float64: closed form vs matrix model (D = 16, N = 4), TL embedding vs plain torch in
     forward and gradients (D = 4, N = 3, both masks), Theorem 1's orbit residual (D = 4, N = 2)."""
     gaps = closed_form_gaps(EXACT_POINTS, seed)
+    gaussian = closed_form_gaps(EXACT_POINTS, seed, data="gaussian")
     tl = {"strict" if ex else "standard": tl_vs_reference(seed + 1, ex) for ex in (True, False)}
     orbit = {
         m: orbit_residual(dim=4, n_pairs=2, n_base=4, seed=seed, exclude_self=(m == "strict"))
@@ -332,6 +362,10 @@ def run_exact(seed: int) -> dict[str, Any]:
         "max_tl_gap": max(max(v["forward"], v["grad"]) for v in tl.values()),
         "max_tl_grad_outside_slices": max(v["grad_outside_slices"] for v in tl.values()),
         "max_orbit_residual": max(o["symmetrized"] for o in orbit.values()),
+        "control": {  # the same measurements on inputs that must break them
+            "max_closed_form_gap": max(gaussian),  # Gaussian codes, not orthonormal (Assumption 7 broken)
+            "max_orbit_residual": min(o["plain"] for o in orbit.values()),  # the gradient not symmetrised
+        },
     }
 
 
@@ -365,7 +399,7 @@ def run_ode(ns: Sequence[int], fit_ns: Sequence[int], thresholds: Mapping[str, f
         "ns": list(ns),
         "fit_ns": list(fit_ns),
         "rows": rows,
-        "order_gamma_beta_alpha": all(r["T_gamma3"] < r["T_beta2"] < r["T_alpha3"] for r in rows),
+        "order_gamma_beta_alpha": all(_in_order(r) for r in rows),
         "exponent_t_icl": fits["t_icl"][0],
         "prefactor_t_icl": fits["t_icl"][1],
         "exponent_T_gamma": fits["T_gamma3"][0],
@@ -373,7 +407,24 @@ def run_ode(ns: Sequence[int], fit_ns: Sequence[int], thresholds: Mapping[str, f
         "N_max": n_max,
         "t_icl_over_N2_at_max": by_n[n_max]["t_icl"] / n_max**2,
         "asymptote_over_N2": asymptotic_emergence_times(n_max, dict(thresholds))["alpha3"] / n_max**2,
+        "control": {  # the same measurements where they must fail
+            "order_gamma_beta_alpha": ode_order_with_frozen(ns, thresholds, ("beta2",)),  # no K-composition
+            "exponent_t_icl": fits["T_gamma3"][0],  # the first phase, Θ(N): the fit must tell N from N²
+            "exponent_T_gamma": fits["T_beta2"][0],
+            "exponent_T_beta": fits["T_gamma3"][0],
+            "t_icl_over_N2_at_max": by_n[min(ns)]["t_icl"] / min(ns) ** 2,  # far from the large-N limit
+        },
     }
+
+
+def ode_order_with_frozen(ns: Sequence[int], thresholds: Mapping[str, float], frozen: Sequence[str]) -> bool:
+    """Whether γ₃ < β₂ < α₃ at every N of the ODE with ``frozen`` held at 0 (e.g. β₂: the K-composition removed)."""
+    orders = []
+    for n in ns:
+        traj = integrate_three_param(n, stop_at=max(thresholds.values()), frozen=frozen)
+        times = emergence_times(traj.t, traj.series(), thresholds)
+        orders.append(_in_order({f"T_{k}": v for k, v in times.items()}))
+    return all(orders)
 
 
 # ------------------------------------------------------------------------------------------- part disentangled
@@ -427,7 +478,44 @@ def run_disentangled(
         }
         trained[key] = (full, three)
     results["summary"] = disentangled_summary(*trained["main"], only, thresholds)
+    results["control"] = disentangled_controls(runs["main"], trained["main"], only, run_dir, device, progress)
     return Trained(results, {"trained": trained})
+
+
+def disentangled_controls(
+    run: DisentangledRun,
+    trained: tuple[DisentangledResult, DisentangledResult],
+    only: Sequence[str],
+    run_dir: Callable[[str], Path],
+    device: str | None,
+    progress: bool,
+) -> dict[str, Any]:
+    """The claims' controls: the untrained model (zero init, step 0) and the restricted run without α₃ (no
+    previous-token head: the mechanism the restricted run keeps, removed)."""
+    full = trained[0]
+    at_init = full.history[0]
+    top3 = _top3(at_init)
+    out: dict[str, Any] = {
+        "final_over_first_loss": 1.0,  # the untrained model's loss is the first loss
+        "top3_are_alpha3_beta2_gamma3": top3 is not None and set(top3) == set(INDUCTION_PARAMS),
+    }
+    without = tuple(n for n in only if n != "alpha3")
+    if without and len(without) < len(only):
+        res = train_disentangled(
+            replace(run, trainable=without, snapshot_steps=()),
+            out_dir=run_dir("disentangled_main_only_without_alpha3"),
+            progress=progress,
+            device=device,
+        )
+        out["only_over_all_final_loss"] = res.history[-1]["loss"] / max(full.history[-1]["loss"], 1e-12)
+        out["trainable_without_alpha3"] = list(without)
+    return out
+
+
+def _top3(row: Mapping[str, float]) -> list[str] | None:
+    """The three pseudo-parameters of largest |c| (``None`` where fewer than three are nonzero: no top three)."""
+    top3 = sorted(PSEUDO_PARAMS, key=lambda n: -abs(row[n]))[:3]
+    return top3 if all(row[n] != 0 for n in top3) else None
 
 
 def disentangled_summary(
@@ -435,7 +523,7 @@ def disentangled_summary(
 ) -> dict[str, Any]:
     """The numbers of Figs 3, 4: loss drop, the three largest |pseudo-parameters|, β₃..β₆, the restricted run."""
     last, last3 = full.history[-1], three.history[-1]
-    top3 = sorted(PSEUDO_PARAMS, key=lambda n: -abs(last[n]))[:3]
+    top3 = _top3(last) or []
     loss0 = full.train_loss[0]["loss"]
     emergence = {}
     for label, res in (("full", full), ("only", three)):
@@ -454,7 +542,7 @@ def disentangled_summary(
         "coefficients": last,
         "emergence_steps": emergence,
         "final_over_first_loss": last["loss"] / loss0,
-        "top3_are_alpha3_beta2_gamma3": set(top3) == set(INDUCTION_PARAMS),
+        "top3_are_alpha3_beta2_gamma3": len(top3) == 3 and set(top3) == set(INDUCTION_PARAMS),
         "max_abs_beta3_to_beta6": max(abs(last[n]) for n in ("beta3", "beta4", "beta5", "beta6")),
         "only_run_max_abs_others": max(abs(last3[n]) for n in PSEUDO_PARAMS if n not in only),
         "only_over_all_final_loss": last3["loss"] / max(last["loss"], 1e-12),
@@ -492,12 +580,10 @@ def run_weights(
 
 
 def run_standard(run: StandardRun, out_dir: Path, *, device: str | None = None, progress: bool = False) -> Trained:
-    """Train the §2 model on Task A; held-out scores, head roles and Fig 2's contrasts (at init and trained)."""
+    """Train the §2 model on Task A; held-out scores, head roles and Fig 2's contrasts, and the same measurements on
+    the untrained models of the run's seed and the next four (the claims' controls)."""
     test = make_token_icl_batch(
         512, run.n_pairs, run.vocab, run.block, True, torch.Generator().manual_seed(10_000 + run.seed)
-    )
-    contrasts_init = fig2_contrasts(
-        interpretable_qk_matrices(standard_model(run.d_model, run.block, run.vocab, seed=run.seed))
     )
     started = time.perf_counter()
     scores = task_a_scores(test, device or "cpu")
@@ -505,21 +591,24 @@ def run_standard(run: StandardRun, out_dir: Path, *, device: str | None = None, 
     seconds = time.perf_counter() - started
     model = result.model
     roles = head_roles(model, roles=("previous_token", "induction"), seed=run.seed)
-    score = {(int(r["layer"]), r["score"]): float(r["value"]) for r in roles.to_dict(orient="records")}
     mats = interpretable_qk_matrices(model)
-    layer_scores = {
-        f"L{layer}_{role}": score[(layer, role)] for layer in (0, 1) for role in ("previous_token", "induction")
-    }
+    role_scores = standard_role_scores(model, run.seed)
+
+    def measure(m: HookedTransformer) -> dict[str, float]:
+        return {**scores(m), **standard_role_scores(m, run.seed), **fig2_contrasts(interpretable_qk_matrices(m))}
+
+    at_init = untrained_controls(
+        lambda s: _on(standard_model(run.d_model, run.block, run.vocab, seed=s), device or "cpu"), measure, run.seed
+    )
     return Trained(
         {
             "config": asdict(run),
             "final": {k.removeprefix("eval."): v for k, v in result.history["eval"][-1].items()},
             "head_roles": roles.to_dict(orient="records"),
-            "role_scores": layer_scores,
-            "roles_in_the_right_layers": layer_scores["L0_previous_token"] > layer_scores["L1_previous_token"]
-            and layer_scores["L1_induction"] > layer_scores["L0_induction"],
+            "role_scores": {k: v for k, v in role_scores.items() if k.startswith("L")},
+            "role_differences": {k: v for k, v in role_scores.items() if not k.startswith("L")},
             "fig2_contrasts": fig2_contrasts(mats),
-            "fig2_contrasts_at_init": contrasts_init,
+            "at_init": at_init,
             "history": result.history,
             "train_seconds_this_invocation": seconds,
             "resumed_from_step": result.resumed_from,
@@ -644,14 +733,18 @@ def sgd_scaling_summary(
     the ODE; the numbers the claims read."""
     ns = list(p.sgd_ns)
     exps: dict[str, list[float]] = {v: [] for v in VARIANTS}
+    gamma_exps: dict[str, list[float]] = {v: [] for v in VARIANTS}  # the controls: T_γ is Θ(N), not N²
     orders: list[bool] = []
+    reversed_orders: list[bool] = []
     for variant in VARIANTS:
         for seed in seeds:
             mine = [r for r in rows if r["seed"] == seed and r["variant"] == variant]
-            if mine and all(r["t_icl"] is not None for r in mine):
-                exps[variant].append(fit_power_law([r["N"] for r in mine], [r["t_icl"] for r in mine])[0])
+            for key, out in (("t_icl", exps), ("T_gamma3", gamma_exps)):
+                if mine and all(r[key] is not None for r in mine):
+                    out[variant].append(fit_power_law([r["N"] for r in mine], [r[key] for r in mine])[0])
             if variant == "full" and mine:
                 orders.append(all(_in_order(r) for r in mine))
+                reversed_orders.append(all(_in_order(r, reverse=True) for r in mine))
     span = [r for r in rows if r["variant"] == "appendixF_span"]
     full_rows = [r for r in rows if r["variant"] == "full"]
     full_k = exps["full"]
@@ -676,9 +769,18 @@ def sgd_scaling_summary(
         ),
         "full_max_loss": max(r["max_loss"] for r in full_rows) if full_rows else float("nan"),
         "order_fraction_full": sum(orders) / len(orders) if orders else None,
+        "control": {
+            "mean_exponent_full": statistics.fmean(gamma_exps["full"]) if gamma_exps["full"] else None,
+            "exponent_appendixF": gamma_exps["appendixF_span"][0] if gamma_exps["appendixF_span"] else None,
+            "order_fraction_full": sum(reversed_orders) / len(reversed_orders) if reversed_orders else None,
+        },
     }
 
 
-def _in_order(r: Mapping[str, Any]) -> bool:
+def _in_order(r: Mapping[str, Any], reverse: bool = False) -> bool:
+    """Whether ``T_gamma3 < T_beta2 < T_alpha3`` (``reverse``: ``T_alpha3 < T_beta2 < T_gamma3``), all reached."""
     times = (r["T_gamma3"], r["T_beta2"], r["T_alpha3"])
-    return None not in times and times[0] < times[1] < times[2]
+    if None in times:
+        return False
+    first, second, third = reversed(times) if reverse else times
+    return first < second < third

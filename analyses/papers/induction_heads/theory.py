@@ -16,13 +16,15 @@ proofs of B.6–B.8 give ``T_γ = T₁``, ``T_β = T₁ + T₂``, ``T_α = T₁ 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
+
+PARAMS = ("alpha3", "beta2", "gamma3")  # the order of the ODE's state vector
 
 
 def _check_n(n_pairs: int) -> None:
@@ -77,6 +79,7 @@ def integrate_three_param(
     stop_at: float | None = 0.5,
     rtol: float = 1e-10,
     atol: float = 1e-12,
+    frozen: Sequence[str] = (),
 ) -> Trajectory:
     """Integrate the gradient flow ``dθ/dt = −∇L(θ)`` from ``α = β = γ = 0`` (App. B.5) with
     ``scipy.integrate.solve_ivp`` (DOP853, tolerances ``rtol`` / ``atol``).
@@ -84,7 +87,8 @@ def integrate_three_param(
     The path is read on a grid of step ``dt`` (default ``N / 50``: 50 points per plateau time scale N of γ;
     the α/β phase evolves on the slower scale N²), the resolution at which :func:`~.metrics.emergence_times`
     interpolates. The run ends at ``t_max`` (default ``8 N² + 10``) or, with ``stop_at``, 5 % of the time after
-    α, β and γ are all ``>= stop_at`` (a terminal event of the integrator).
+    α, β and γ are all ``>= stop_at`` (a terminal event of the integrator). ``frozen``: parameters held at 0
+    (``"alpha3"``, ``"beta2"``, ``"gamma3"``; their derivative is set to 0), e.g. β₂ to remove the K-composition.
     """
     _check_n(n_pairs)
     t_max = float(t_max if t_max is not None else 8 * n_pairs**2 + 10)
@@ -92,8 +96,13 @@ def integrate_three_param(
     if not dt > 0:
         raise ValueError(f"dt={dt!r}; expected > 0")
 
+    unknown = sorted(set(frozen) - set(PARAMS))
+    if unknown:
+        raise ValueError(f"frozen={unknown}; expected some of {', '.join(PARAMS)}")
+    moving = np.array([name not in frozen for name in PARAMS], dtype=float)
+
     def flow(_t: float, th: np.ndarray) -> np.ndarray:
-        return -np.asarray(closed_form_grad(th[0], th[1], th[2], n_pairs))
+        return -np.asarray(closed_form_grad(th[0], th[1], th[2], n_pairs)) * moving
 
     def all_past(_t: float, th: np.ndarray) -> float:
         return float(th.min() - (stop_at if stop_at is not None else np.inf))
