@@ -176,12 +176,16 @@ def verdict(rule: Rule, ours: Any, *, control: Any = None, comparable: bool = Tr
     return judged
 
 
-def seed_verdict(rule: Rule, ours: Sequence[Any], controls: Sequence[Any], *, comparable: bool = True) -> str:
-    """The verdict over seeds (``ours[i]`` and ``controls[i]``: seed i's numbers): ``not run`` when no seed has a
-    number, then ``not comparable``, ``vacuous`` when the control passes on any seed; ``reproduced`` when every
+def seed_verdict(
+    rule: Rule | Sequence[Rule], ours: Sequence[Any], controls: Sequence[Any], *, comparable: bool = True
+) -> str:
+    """The verdict over seeds (``ours[i]`` and ``controls[i]``: seed i's numbers; ``rule``: one rule, or seed i's
+    own where it depends on the seed, e.g. a bar set by that seed's untrained models): ``not run`` when no seed has
+    a number, then ``not comparable``, ``vacuous`` when the control passes on any seed; ``reproduced`` when every
     seed is reproduced, ``partial`` when at least half reach the reproduced or partial band, else ``not
     reproduced`` (a seed without a number counts as a miss)."""
-    each = [verdict(rule, o, control=c) for o, c in zip(ours, controls, strict=True)]
+    rules = [rule] * len(ours) if isinstance(rule, Rule) else list(rule)
+    each = [verdict(r, o, control=c) for r, o, c in zip(rules, ours, controls, strict=True)]
     if all(v == NOT_RUN for v in each):
         return NOT_RUN
     if not comparable:
@@ -301,7 +305,8 @@ def judge_row(row: Mapping[str, Any]) -> str:
     rule, comparable = rule_of(row), bool(row.get("comparable", True))
     if row.get("per_seed"):
         each = row["per_seed"]
-        return seed_verdict(rule, [s["ours"] for s in each], [s["control"] for s in each], comparable=comparable)
+        rules = [rule_of(s) if s.get("rule_spec") else rule for s in each]  # a seed's own rule, where it has one
+        return seed_verdict(rules, [s["ours"] for s in each], [s["control"] for s in each], comparable=comparable)
     return verdict(rule, row.get("ours"), control=row.get("control"), comparable=comparable)
 
 
@@ -336,7 +341,8 @@ def summary_by_class(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, i
 
 def over_seeds(rows_by_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """One row per claim from each seed's rows (``{seed: rows}``): ``ours`` and ``control`` are the means over the
-    seeds that measured them, ``spread`` their [min, max], ``per_seed`` each seed's numbers, ``passed`` how many
+    seeds that measured them, ``spread`` their [min, max], ``per_seed`` each seed's numbers and rule (a bar set
+    from that seed's untrained models differs from seed to seed), ``passed`` how many
     seeds reproduced it, and the verdict :func:`seed_verdict`'s. A claim only some seeds have (an exact part, run
     once) keeps the seeds it has."""
     by_id: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
@@ -349,9 +355,9 @@ def over_seeds(rows_by_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[
 def _merged(pairs: Sequence[tuple[int, Mapping[str, Any]]]) -> dict[str, Any]:
     first = pairs[0][1]
     each: list[dict[str, Any]] = [
-        {"seed": seed, "ours": row.get("ours"), "control": row.get("control")} for seed, row in pairs
+        {"seed": seed, "ours": row.get("ours"), "control": row.get("control"), "rule_spec": row["rule_spec"]}
+        for seed, row in pairs
     ]
-    rule = rule_of(first)
     row = dict(first)
     ours = [float(s["ours"]) for s in each if _finite(s["ours"])]
     controls = [float(s["control"]) for s in each if _finite(s["control"])]
@@ -361,7 +367,7 @@ def _merged(pairs: Sequence[tuple[int, Mapping[str, Any]]]) -> dict[str, Any]:
         spread=[min(ours), max(ours)] if len(ours) > 1 else first.get("spread"),
         seeds=[s["seed"] for s in each],
         per_seed=each,
-        passed=sum(verdict(rule, s["ours"], control=s["control"]) == REPRODUCED for s in each),
+        passed=sum(verdict(rule_of(s), s["ours"], control=s["control"]) == REPRODUCED for s in each),
         reason=next((r.get("reason") for _, r in pairs if r.get("reason")), ""),
     )
     row["verdict"] = judge_row(row)
