@@ -156,19 +156,24 @@ def _cascade_claims(tag: str, name: str) -> list[ClaimSpec]:
                 "seen {seen2:.3f}, all held out {all2:.3f}"
             ),
         ),
-        ClaimSpec(
-            f"construction.cascade_{tag}_step2_collapse",
-            f"[{name}] ours, beyond the paper: where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 locks the relation head onto "
-            "the query subject and held-out ICL_rel collapses (β → ∞)",
-            f"{at}/step2_collapse",
-            at_most(0.5),
-            kind="extension",
-            where="Theorem 2 (our condition, package README)",
-            control=f"{at}/step1_heldout",
-            control_is="the same weights before step 2 (after step 1)",
-            notes=note("condition {lhs:.3g} >= {rhs}; the theorem predicts 100%"),
-        ),
+        _collapse_claim(tag, name, note),
     ]
+
+
+def _collapse_claim(tag: str, name: str, note: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
+    """Ours beyond the paper: where the condition fails, step 2 collapses held-out ICL (only where it fails)."""
+    return ClaimSpec(
+        f"construction.cascade_{tag}_step2_collapse",
+        f"[{name}] ours, beyond the paper: where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 locks the relation head onto "
+        "the query subject and held-out ICL_rel collapses (β → ∞)",
+        f"cascade/{tag}/step2_collapse",
+        at_most(0.5),
+        kind="extension",
+        where="Theorem 2 (our condition, package README)",
+        control=f"cascade/{tag}/step1_heldout",
+        control_is="the same weights before step 2 (after step 1)",
+        notes=note("condition {lhs:.3g} >= {rhs}; the theorem predicts 100%"),
+    )
 
 
 def _sensitivity_claims(tag: str, name: str) -> list[ClaimSpec]:
