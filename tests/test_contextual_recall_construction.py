@@ -7,6 +7,7 @@ import torch
 
 from analyses.papers.contextual_recall.data import (
     WorldConfig,
+    all_icl_rel,
     build_world,
     sample_icl_rel,
     sample_pt_rel,
@@ -20,7 +21,17 @@ from analyses.papers.contextual_recall.models import (
     load_construction,
     world_r_ctx,
 )
-from analyses.papers.contextual_recall.theory import gd_cascade, predicted_alpha1
+from analyses.papers.contextual_recall.presets import CASCADE_HOLDS, CASCADE_PAPER
+from analyses.papers.contextual_recall.theory import (
+    Steps,
+    _Cascade,
+    balanced_split,
+    block_rows,
+    cascade_condition,
+    gd_cascade,
+    hard_last_logits,
+    predicted_alpha1,
+)
 
 CFG = WorldConfig(
     n_subjects=32,
@@ -159,48 +170,149 @@ def test_functional_gradient_matches_the_tl_model_gradient(setup):
     torch.testing.assert_close(m.blocks[0].attn.W_K.grad[1] * 4, g_ref, rtol=1e-3, atol=1e-5)
 
 
-def test_two_step_cascade_with_exact_population_gradients():
+def _tiny(M=8, U=2, M_ft=4, N_ft=2, L=2):
     c = WorldConfig(
-        n_subjects=16,
-        n_types=2,
-        n_values=(2, 2),
-        n_grammar=8,
-        grammar_len=10,
-        n_subseq=3,
+        n_subjects=M,
+        n_types=L,
+        n_values=(U,) * L,
+        n_grammar=4,
+        grammar_len=3 * (N_ft + 1),
+        n_subseq=2,
         p_grammar_only=0.0,
         target_div=None,
         relation_tokens=True,
         seed=0,
     )
     w = build_world(c)
-    ft, ho = split_subjects(w, 8, 0)
-    r = gd_cascade(w, ft, ho, n_demos=3, T_max=world_r_ctx(c, 3), alpha2=0.25, alpha3=5.0, n_eval=256)
+    ft, ho = split_subjects(w, M_ft, 0)
+    return balanced_split(w, (ft, ho), 0), ft, ho, world_r_ctx(c, N_ft)
+
+
+def _prop1(w, T, dtype=torch.float64):
+    p1 = construction_weights(w, 1.0, "pt", T_max=T)
+    return [x.to(dtype) for x in (p1["relation"][0], p1["subject"][0], p1["relation"][1], p1["subject"][1])]
+
+
+def _population_loss(w, pop, T, beta, kr, ks, ovr, ovs):
+    logits = functional_last_logits(pop.tokens, [beta * kr, beta * ks], [ovr, ovs], w.V, T)
+    return torch.nn.functional.cross_entropy(logits, pop.extras["target"])
+
+
+def test_population_gradient_matches_finite_differences_of_the_enumerated_population_loss():
+    w, ft, _, T = _tiny()
+    pop = all_icl_rel(w, 2, ft)
+    assert len(pop.tokens) == 2 * 4**3  # L * M_ft^m: every sequence once
+    kr, ks, ovr, ovs = _prop1(w, T)
+    run = _Cascade(w, T, pop, {}, ovs, 6.0, ())
+    _, (_, g_subj, g_ov), _ = run.grads(kr, ks, ovr)
+    gen = torch.Generator().manual_seed(1)
+    for i, g in enumerate((g_subj, g_ov)):
+        direction = torch.randn(g.shape, generator=gen, dtype=g.dtype)
+        args = [kr, ks, ovr]
+        eps = 1e-6
+
+        def at(t, i=i, args=args, direction=direction):
+            moved = list(args)
+            moved[i + 1] = moved[i + 1] + t * direction
+            return _population_loss(w, pop, T, 6.0, *moved, ovs).item()
+
+        fd = (at(eps) - at(-eps)) / (2 * eps)
+        scale = 6.0 if i == 0 else 1.0  # the W̃ gradient is reported as ∇_{W̃}/β
+        assert (g * direction).sum().item() * scale == pytest.approx(fd, rel=1e-5, abs=1e-9)
+
+
+def test_kq_rel_gets_exactly_zero_gradient_without_relation_tokens_and_some_with_one():
+    w, ft, _, T = _tiny()
+    pop = all_icl_rel(w, 2, ft)
+    kr, ks, ovr, ovs = _prop1(w, T)
+    _, (g_rel, _, _), _ = _Cascade(w, T, pop, {}, ovs, 2.0, ()).grads(kr, ks, ovr)
+    assert g_rel.abs().max().item() == 0.0  # Theorem 2, step 1: W_OV^rel reads relation tokens only
+    tokens = pop.tokens.clone()
+    tokens[:, 1] = w.relation(0)  # the control: a relation token where the first [sep] was
+    with_rel = type(pop)(tokens=tokens, targets=pop.targets, extras=pop.extras)
+    _, (g_rel, _, _), _ = _Cascade(w, T, with_rel, {}, ovs, 2.0, ()).grads(kr, ks, ovr)
+    assert g_rel.abs().max().item() > 1e-6
+
+
+@pytest.mark.parametrize("step", [0, 1])
+def test_block_rows_give_the_exact_population_mean_so_the_control_variate_is_exact_on_the_whole_population(step):
+    w, ft, _, T = _tiny(M=16, U=2, M_ft=8, N_ft=2)
+    pop = all_icl_rel(w, 2, ft)
+    kr, ks, ovr, ovs = _prop1(w, T)
+    if step == 1:  # the relation head's attention stays fixed after step 1 (W̃_rel is not updated)
+        ovr = ovr + 0.3 * torch.randn(ovr.shape, generator=torch.Generator().manual_seed(0), dtype=ovr.dtype)
+    rows = [block_rows(w, ft, 2, ell, T, torch.float64) for ell in range(w.cfg.n_types)]
+    assert all(torch.isclose(r[2].sum(), torch.tensor(1.0, dtype=torch.float64)) for r in rows)
+    run = _Cascade(w, T, pop, {}, ovs, 40.0, (), rows)
+    _, est, full = run.grads(kr, ks, ovr)
+    # the sample is the whole population: the control variate's exact and sampled target parts must cancel
+    for e, f in zip(est, full):
+        torch.testing.assert_close(e, f, rtol=1e-9, atol=1e-12)
+
+
+def test_hard_attention_is_the_large_beta_limit_and_shares_exact_ties():
+    w, ft, _, T = _tiny()
+    pop = all_icl_rel(w, 2, ft)
+    gen = torch.Generator().manual_seed(0)
+    d = w.V + T
+    kts = [torch.randn(d, d, generator=gen, dtype=torch.float64) for _ in range(2)]
+    ovs = [torch.randn(d, d, generator=gen, dtype=torch.float64) for _ in range(2)]
+    hard = hard_last_logits(pop.tokens, kts, ovs, w.V, T)
+    big = functional_last_logits(pop.tokens, [1e4 * k for k in kts], ovs, w.V, T)
+    torch.testing.assert_close(hard, big, rtol=1e-6, atol=1e-6)
+    flat = [torch.zeros(d, d, dtype=torch.float64)] * 2  # every score ties: the plain average of the values
+    torch.testing.assert_close(
+        hard_last_logits(pop.tokens, flat, ovs, w.V, T),
+        functional_last_logits(pop.tokens, flat, ovs, w.V, T),
+    )
+
+
+def test_theorem2_condition_and_step_sizes_from_its_constants():
+    assert cascade_condition(build_world(CASCADE_PAPER.world(0)), 128, 5) == 32 * 37 / 128 == 9.25  # >= N_ft = 5
+    assert cascade_condition(build_world(CASCADE_HOLDS.world(0)), 8, 3) == 2 * 5 / 8 < 3
+    w = build_world(CASCADE_PAPER.world(0))
+    eta = Steps.from_alphas(w, 5, 0.0, 0.0, 0.0, 0.25, 1.0, 0.5)
+    m, T, U, L = 6, 17, 32, 8
+    assert eta.kq_subj / m * (1 - 1 / U) == pytest.approx(0.5)  # α_1 := η m⁻¹ (1 - 1/U_L)
+    assert eta.ov_rel / (L * T * U**2) == pytest.approx(0.25)  # α_2 := η (L T U_L²)⁻¹
+    assert eta.kq_rel * (m - 1) ** 2 * 0.25 / T == pytest.approx(1.0)  # α_3 := η (m-1)² α_2 / T
+
+
+def test_balanced_split_deals_every_value_equally_often_inside_each_group():
+    w = build_world(CASCADE_PAPER.world(0))
+    ft, ho = split_subjects(w, 128, 0)
+    b = balanced_split(w, (ft, ho), 0)
+    for group in (ft, ho):
+        for ell in range(8):
+            counts = torch.bincount(b.attributes[group, ell] - b.value_ids(ell)[0], minlength=32)
+            assert counts.tolist() == [4] * 32
+    raw = torch.bincount(w.attributes[ft, 0] - w.value_ids(0)[0], minlength=32)
+    assert raw.min() < 4 < raw.max()  # a random 𝒮' of the balanced world is not
+
+
+def test_two_step_cascade_in_the_theorems_setting_where_the_condition_holds():
+    w, ft, ho, T = _tiny(M=16, U=2, M_ft=8, N_ft=3)
+    r = gd_cascade(
+        w, ft, ho, n_demos=3, T_max=T, beta_grad=40.0, betas_eval=(40.0, float("inf")),
+        alpha1=0.5, alpha2=0.25, alpha3=1.0, n_eval=256, dtype=torch.float64,
+    )  # fmt: skip
     assert r["population"].startswith("exact") and r["condition_holds"]
     assert r["grad_norm_kq_rel_step1"] == 0.0 and r["grad_norm_kq_rel_step2"] > 0.01  # the cascade
-    assert r["acc_step0"]["heldout_query@beta=50"] == 0.0
-    assert r["acc_step2"]["heldout_query@beta=50"] == 1.0 and r["acc_step2"]["all_heldout@beta=50"] == 1.0
+    assert r["acc_step0"]["heldout_query@beta=inf"] == 0.0
+    for step in (1, 2):
+        assert r[f"acc_step{step}"]["heldout_query@beta=inf"] == 1.0 == r[f"acc_step{step}"]["all_heldout@beta=inf"]
     co = r["coef"]
+    assert co["alpha1_kq_subj_prev_token"] == pytest.approx(predicted_alpha1(r["eta"]["kq_subj"], 3, 2), abs=0.03)
     assert co["ov_rel_same_type_attr_mean"] > 0 > co["ov_rel_cross_type_attr_mean"]
     assert co["kq_rel_attr_positions_mean"] > 0 and co["kq_rel_heldout_subject_tokens_mean"] == 0.0
-    assert co["alpha1_predicted"] == pytest.approx(predicted_alpha1(2.0, 3, 2))
 
 
-def test_cascade_collapses_where_the_condition_fails():
-    c = WorldConfig(
-        n_subjects=64,
-        n_types=4,
-        n_values=(8,) * 4,
-        n_grammar=8,
-        grammar_len=10,
-        n_subseq=3,
-        p_grammar_only=0.0,
-        target_div=None,
-        relation_tokens=True,
-        seed=0,
-    )
-    w = build_world(c)
-    ft, ho = split_subjects(w, 16, 0)
-    r = gd_cascade(w, ft, ho, n_demos=3, T_max=world_r_ctx(c, 3), alpha2=0.25, alpha3=5.0, n_mc=2048, n_eval=256)
-    assert not r["condition_holds"]
-    assert r["acc_step2"]["heldout_query@beta=50"] < 0.5
-    assert abs(r["coef"]["alpha1_kq_subj_prev_token"] - r["coef"]["alpha1_predicted"]) < 0.04
+def test_cascade_collapses_after_step_2_where_the_condition_fails():
+    w, ft, ho, T = _tiny(M=64, U=8, M_ft=16, N_ft=3, L=4)
+    r = gd_cascade(
+        w, ft, ho, n_demos=3, T_max=T, beta_grad=40.0, betas_eval=(float("inf"),),
+        alpha1=0.5, alpha2=0.25, alpha3=1.0, n_mc=1024, n_eval=256,
+    )  # fmt: skip
+    assert not r["condition_holds"] and "control variate" in r["population"]
+    assert r["acc_step1"]["heldout_query@beta=inf"] >= 0.99
+    assert r["acc_step2"]["heldout_query@beta=inf"] < 0.5

@@ -16,7 +16,6 @@ from .presets import CASCADE_HOLDS, CASCADE_PAPER
 #: smoke thresholds set from seeds 0-4 (README)
 R_FT_HELDOUT_MIN = 0.3  # World-R, held-out ICL exact after finetuning; seeds 0-4: 0.316, 1.0, 1.0, 1.0, 1.0
 G_FT_HELDOUT_MIN = 0.15  # World-G, ICL held-out after FT on ICL; seeds 0-4: 0.330, 0.223, 0.271, 0.350, 0.170
-BETA = "@beta=50"  # the β the cascade's accuracies are reported at (runs.CASCADE_BETA)
 
 
 def _num(results: Results, path: str, default: float | None = 0.0) -> Any:
@@ -27,6 +26,9 @@ def _num(results: Results, path: str, default: float | None = 0.0) -> Any:
 
 # ------------------------------------------------------------------------------------------------ construction
 
+_SUBJECT_HEAD_OFF = "the same weights with the subject head's facts removed (W_OV^subj = 0)"
+_QUERY_TERM_OFF = "the same weights without Eq. 4's query-position term h(p_-1) in W_KQ^subj (Prop. 1's subject head)"
+
 _PROPS = [
     ClaimSpec(
         "construction.prop1_factual_recall",
@@ -35,6 +37,8 @@ _PROPS = [
         at_least(0.999),
         paper=1.0,
         where="§4, Prop. 1",
+        control="prop1_pt_rel_no_subject_head/exact",
+        control_is=_SUBJECT_HEAD_OFF,
     ),
     ClaimSpec(
         "construction.prop1_no_icl",
@@ -43,6 +47,8 @@ _PROPS = [
         at_most(0.01),
         paper=0.0,
         where="§4, Prop. 1 / Finding 1",
+        control="prop2_icl_rel_all/exact",
+        control_is="Prop. 2's weights (U' = U) on the same ICL_rel sequences",
     ),
     ClaimSpec(
         "construction.prop3_factual_recall",
@@ -51,6 +57,8 @@ _PROPS = [
         at_least(0.999),
         paper=1.0,
         where="App. C, Prop. 3",
+        control="prop3_pt_rel_no_subject_head/exact",
+        control_is=_SUBJECT_HEAD_OFF,
     ),
     ClaimSpec(
         "construction.prop2_icl_heldout",
@@ -59,6 +67,8 @@ _PROPS = [
         at_least(0.999),
         paper=1.0,
         where="§4, Prop. 2 (Eq. 4-5)",
+        control="prop2_icl_rel_heldout_no_query_term/exact",
+        control_is=_QUERY_TERM_OFF,
     ),
     ClaimSpec(
         "construction.prop4_icl_heldout",
@@ -67,6 +77,8 @@ _PROPS = [
         at_least(0.999),
         paper=1.0,
         where="App. C, Prop. 4",
+        control="prop4_icl_rel_heldout_no_query_term/exact",
+        control_is=_QUERY_TERM_OFF,
     ),
     ClaimSpec(
         "construction.prop2_needs_values_seen",
@@ -74,63 +86,135 @@ _PROPS = [
         "prop2_restricted/acc_answer_not_in_U'",
         at_most(0.01),
         where="§4 (Fig. 13 mechanism)",
+        control="prop2_restricted/acc_answer_not_in_U'_with_U'=U",
+        control_is="the same queries with Prop. 2's U' = U (every value seen)",
         notes=lambda r: "answers inside U': {}".format(r["prop2_restricted"]["acc_answer_and_a_demo_in_U'"]),
     ),
 ]
 
+_STEP0 = "the Prop. 1 weights before any step (step 0), same sequences"
+_THEOREM = (
+    "Theorem 2's setting: Prop. 1 weights at β = 40, step sizes from α = (0.5, 0.25, 1), "
+    "every value equally frequent in 𝒮'"
+)
+_SENSITIVITY = (
+    "sensitivity: not the theorem's setting (gradients at β = 8, η_KQ^subj = 2, α_2 = 0.25, α_3 = 5, a random 𝒮')"
+)
 
-def _cascade_claims(tag: str, name: str, step2: str) -> list[ClaimSpec]:
-    """The cascade's claims in one world (``tag``: ``holds`` or ``paper_scale``; ``name``: the world's words)."""
+
+def _cascade_claims(tag: str, name: str) -> list[ClaimSpec]:
+    """Theorem 2 in its own setting in one world (``tag``: ``holds`` or ``paper_scale``; ``name``: its words):
+    step 1 and step 2 apart, α_1, and where the condition fails our collapse (an extension)."""
     at = f"cascade/{tag}"
 
-    def c(r: Results) -> Any:
-        return r["cascade"][tag]
-
-    def with_world(text: str) -> Callable[[Results], str]:
-        """``text``'s note, and where the preset ran another world than the one named, that world."""
-        return lambda r: "; ".join(n for n in (text.format(**_cascade_words(c(r))), _other_world(c(r), name)) if n)
+    def note(text: str) -> Callable[[Results], str]:
+        return lambda r: "; ".join(
+            n
+            for n in (_THEOREM, text.format(**_cascade_words(r["cascade"][tag])), _other_world(r["cascade"][tag], name))
+            if n
+        )
 
     return [
         ClaimSpec(
-            f"construction.cascade_{tag}_kq_rel_zero_grad_step1",
-            f"[{name}] step 1: W_KQ^rel gets exactly zero gradient (no relation tokens in ICL prompts)",
-            f"{at}/grad_norm_kq_rel_step1",
-            at_most(1e-9),
-            paper=0.0,
-            where="§4, Two-step cascade",
-            notes=with_world(""),
-        ),
-        ClaimSpec(
             f"construction.cascade_{tag}_alpha1",
-            f"[{name}] step 1: W_KQ^subj gains a previous-token coefficient α_1 = η m⁻¹(1-1/U_L)(1-1/m)",
+            f"[{name}] step 1: W_KQ^subj gains a previous-token coefficient α_1 (printed: η m⁻¹(1-1/U_L); "
+            "measured against α_1 (1-1/m), the factor the printed constant lacks)",
             f"{at}/coef/alpha1_kq_subj_prev_token",
             lambda r: near(_num(r, f"{at}/coef/alpha1_predicted"), 0.03),
             paper=lambda r: _num(r, f"{at}/coef/alpha1_predicted", None),
             where="Theorem 2 / App. C (with the (1-1/m) factor)",
-            notes=with_world("{population}"),
+            control=f"{at}/coef/kq_subj_demo_subject_offsets_mean",
+            control_is="the same step's coefficient at the demonstration subjects' offsets (-1-3k)",
+            notes=note("printed α_1 = {alpha1:.3g}; {population}"),
         ),
         ClaimSpec(
             f"construction.cascade_{tag}_step1_heldout",
-            f"[{name}] ICL_rel on held-out query subjects after step 1 (W_KQ^subj + projected W_OV^rel)",
-            f"{at}/acc_step1/heldout_query{BETA}",
+            f"[{name}] after step 1 (one GD step on W_KQ^subj, one projected step on W_OV^rel), ICL_rel on "
+            "held-out query subjects is perfect as β → ∞",
+            f"{at}/step1_heldout",
             at_least(0.99, partial=0.5),
             paper=1.0,
-            where="Theorem 1 ('one or two steps of GD')",
-            notes=with_world("seen {seen1:.3f}, all held out {all1:.3f}; {population}"),
+            where="Theorem 1 ('one or two steps of GD') / Theorem 2",
+            control=f"{at}/step0_heldout",
+            control_is=_STEP0,
+            notes=note(
+                "β → ∞ (hard attention); at β = 40 {held1_40:.3f}; seen {seen1:.3f}, all held out {all1:.3f}; "
+                "{population}"
+            ),
         ),
-        _STEP2[step2](tag, name, with_world),
+        ClaimSpec(
+            f"construction.cascade_{tag}_step2_heldout",
+            f"[{name}] after step 2 (one GD step on W_KQ^rel), ICL_rel on held-out query subjects is perfect as β → ∞",
+            f"{at}/step2_heldout",
+            at_least(0.99, partial=0.5),
+            paper=1.0,
+            where="Theorem 2 (assumes M ≫ mL, M > M_ft ≫ U_L, T ≤ S+2)",
+            control=f"{at}/step0_heldout",
+            control_is=_STEP0,
+            notes=note(
+                "U_L(U_L+N_ft)/M_ft = {lhs:.3g} vs N_ft = {rhs}{verdict}; β → ∞; at β = 40 {held2_40:.3f}; "
+                "seen {seen2:.3f}, all held out {all2:.3f}"
+            ),
+        ),
+        _collapse_claim(tag, name, note),
+    ]
+
+
+def _collapse_claim(tag: str, name: str, note: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
+    """Ours beyond the paper: where the condition fails, step 2 collapses held-out ICL (only where it fails)."""
+    return ClaimSpec(
+        f"construction.cascade_{tag}_step2_collapse",
+        f"[{name}] ours, beyond the paper: where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 locks the relation head onto "
+        "the query subject and held-out ICL_rel collapses (β → ∞)",
+        f"cascade/{tag}/step2_collapse",
+        at_most(0.5),
+        kind="extension",
+        where="Theorem 2 (our condition, package README)",
+        control=f"cascade/{tag}/step1_heldout",
+        control_is="the same weights before step 2 (after step 1)",
+        notes=note("condition {lhs:.3g} >= {rhs}; the theorem predicts 100%"),
+    )
+
+
+def _sensitivity_claims(tag: str, name: str) -> list[ClaimSpec]:
+    """Today's earlier cascade setting, kept as ablation rows (β = 8 gradients, α_3 = 5, accuracies at β = 50)."""
+    at = f"cascade/sensitivity_{tag}"
+    return [
+        ClaimSpec(
+            f"construction.cascade_sensitivity_{tag}_step{k}_heldout",
+            f"[{name}] sensitivity: ICL_rel on held-out query subjects after step {k} at β = 50",
+            f"{at}/step{k}_heldout",
+            at_least(0.99, partial=0.5),
+            kind="ablation",
+            where="Theorem 2",
+            control=f"{at}/step0_heldout",
+            control_is=_STEP0,
+            note=_SENSITIVITY,
+            notes=lambda r, k=k: "{population}".format(**_cascade_words(r["cascade"][f"sensitivity_{tag}"])),
+        )
+        for k in (1, 2)
     ]
 
 
 def _cascade_words(r: Results) -> dict[str, Any]:
+    beta = r.get("beta_report", "inf")
+    acc = {s: r[f"acc_step{s}"] for s in (1, 2)}
+
+    def at(step: int, col: str, b: str = beta) -> float:
+        return acc[step].get(f"{col}@beta={b}", float("nan"))
+
     return {
         "population": r["population"],
-        "seen1": r["acc_step1"][f"seen{BETA}"],
-        "all1": r["acc_step1"][f"all_heldout{BETA}"],
-        "held1": r["acc_step1"][f"heldout_query{BETA}"],
-        "seen2": r["acc_step2"][f"seen{BETA}"],
+        "alpha1": r.get("alpha1", float("nan")),
+        "seen1": at(1, "seen"),
+        "all1": at(1, "all_heldout"),
+        "held1_40": at(1, "heldout_query", "40"),
+        "seen2": at(2, "seen"),
+        "all2": at(2, "all_heldout"),
+        "held2_40": at(2, "heldout_query", "40"),
         "lhs": r["condition_lhs"],
         "rhs": r["condition_rhs"],
+        "verdict": " (holds)" if r["condition_holds"] else " (fails: our derivation predicts the collapse, README)",
     }
 
 
@@ -138,36 +222,6 @@ def _other_world(r: Results, name: str) -> str:
     ran = r.get("world", name)
     return r.get("world_note", "") or (f"run on the preset's world {ran}" if ran != name else "")
 
-
-def _step2_heldout(tag: str, name: str, with_world: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
-    return ClaimSpec(
-        f"construction.cascade_{tag}_step2_heldout",
-        f"[{name}] ICL_rel on held-out query subjects after step 2 (W_KQ^rel): perfect where U_L(U_L+N_ft)/M_ft < N_ft",
-        f"cascade/{tag}/step2_heldout",
-        at_least(0.99),
-        paper=1.0,
-        where="Theorem 2",
-        notes=with_world("condition {lhs:.2f} < {rhs}; seen {seen2:.3f}; {population}"),
-    )
-
-
-def _step2_collapse(tag: str, name: str, with_world: Callable[[str], Callable[[Results], str]]) -> ClaimSpec:
-    return ClaimSpec(
-        f"construction.cascade_{tag}_step2_collapse",
-        f"[{name}] where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 "
-        "makes the relation head lock onto the query subject: held-out ICL_rel collapses",
-        f"cascade/{tag}/step2_collapse",
-        at_most(0.5),
-        paper=1.0,
-        where="Theorem 2 (its 'sufficiently large M, M_ft, small N_ft')",
-        notes=with_world(
-            "condition {lhs:.2f} >= {rhs}; the paper's asymptotic claim is 100%; seen {seen2:.3f}, step 1 "
-            "{held1:.3f}; {population}"
-        ),
-    )
-
-
-_STEP2 = {"heldout": _step2_heldout, "collapse": _step2_collapse}
 
 # ------------------------------------------------------------------------------------------------ World-R
 
@@ -357,8 +411,10 @@ _PRETRAINED = [
 
 CLAIMS: tuple[ClaimSpec, ...] = (
     *_PROPS,
-    *_cascade_claims("holds", CASCADE_HOLDS.name, "heldout"),
-    *_cascade_claims("paper_scale", CASCADE_PAPER.name, "collapse"),
+    *_cascade_claims("holds", CASCADE_HOLDS.name),
+    *_cascade_claims("paper_scale", CASCADE_PAPER.name),
+    *_sensitivity_claims("holds", CASCADE_HOLDS.name),
+    *_sensitivity_claims("paper_scale", CASCADE_PAPER.name),
     *_world_r_claims("world_r", *_WORLD_R["world_r"]),
     *_world_r_claims("world_r_absolute", *_WORLD_R["world_r_absolute"]),
     *_WORLD_G,

@@ -149,15 +149,15 @@ def cascade_figure(results: Mapping[str, Any], title: str) -> Figure:
     fig, axes = subplots(1, len(results), figsize=(5 * len(results), 3.3), squeeze=False)
     for ax, r in zip(axes[0], results.values()):
         w = r["world"]
-        beta = r["beta_report"]
+        beta = r["beta_report"]  # "inf" (the hard-attention limit) or a number, as in the accuracy keys
         for i, split in enumerate(("seen", "heldout_query", "all_heldout")):
-            ys = [r[f"acc_step{s}"][f"{split}@beta={beta:g}"] for s in (0, 1, 2)]
+            ys = [r[f"acc_step{s}"][f"{split}@beta={beta}"] for s in (0, 1, 2)]
             ax.bar(np.arange(3) + 0.27 * (i - 1), ys, 0.27, label=split)
         ax.set(
             xticks=range(3),
             xticklabels=["Prop. 1 init", "after step 1", "after step 2"],
             ylim=(0, 1.05),
-            ylabel=f"ICL_rel accuracy (β={beta:g})",
+            ylabel=f"ICL_rel accuracy (β={'∞' if beta == 'inf' else beta})",
             title=f"{w}\nU_L(U_L+N_ft)/M_ft = {r['condition_lhs']:.2f} vs N_ft = {r['condition_rhs']}",
         )
         ax.title.set_fontsize(8)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
+import math
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -36,9 +38,17 @@ from .data import (
     sample_pt_rel,
     split_subjects,
 )
-from .models import build_model_a, build_model_b, construction_model, construction_weights, world_r_ctx
+from .models import (
+    Basis,
+    build_model_a,
+    build_model_b,
+    construction_model,
+    construction_weights,
+    outer,
+    world_r_ctx,
+)
 from .presets import CONSTRUCTION_WORLD, CascadeWorld, ContextualRecallPreset, RunG, RunR, WorldConfigError
-from .theory import gd_cascade
+from .theory import balanced_split, gd_cascade
 
 EVAL_SEED = 10_000
 
@@ -221,13 +231,18 @@ def chance_exact(world: Any) -> float:
 
 # ------------------------------------------------------------------------------------------------ construction
 
+#: today's cascade setting, kept as sensitivity rows: gradients at β = 8, η_KQ^subj = 2, α_2 = 0.25, α_3 = 5
 CASCADE_ALPHA2, CASCADE_ALPHA3, CASCADE_BETA_GRAD, CASCADE_BETA = 0.25, 5.0, 8.0, 50.0
+#: Theorem 2's own setting: the Prop. 1 weights at β = 40, its scale-free constants α = (α_1, α_2, α_3), the
+#: accuracies at β = 40 and in the hard-attention limit β → ∞ (the theorem's statement)
+THEOREM_BETA, THEOREM_ALPHAS = 40.0, (0.5, 0.25, 1.0)
 CONSTRUCTION_BETA, CONSTRUCTION_DEMOS, CONSTRUCTION_FT = 20.0, 5, 32
 
 
 def run_construction(params: ContextualRecallPreset, seed: int) -> dict[str, Any]:
-    """§4's constructions (Prop. 1-4) in a HookedTransformer, scored on PT_rel / ICL_rel, and Theorem 2's cascade
-    in the preset's two worlds (``cascade/holds``, ``cascade/paper_scale``)."""
+    """§4's constructions (Prop. 1-4) in a HookedTransformer, scored on PT_rel / ICL_rel with their controls, and
+    Theorem 2's cascade in the preset's two worlds: in the theorem's setting (``cascade/holds``,
+    ``cascade/paper_scale``) and in the earlier sensitivity setting (``cascade/sensitivity_*``)."""
     torch.manual_seed(seed)
     cfg = replace(CONSTRUCTION_WORLD, seed=seed)
     res: dict[str, Any] = {"world": asdict(cfg), "beta": CONSTRUCTION_BETA, "n_demos": CONSTRUCTION_DEMOS}
@@ -236,19 +251,26 @@ def run_construction(params: ContextualRecallPreset, seed: int) -> dict[str, Any
     res["cascade"] = {
         "holds": _cascade(holds, params, seed, expect_condition=True),
         "paper_scale": _cascade(paper_scale, params, seed, expect_condition=False),
+        "sensitivity_holds": _cascade(holds, params, seed, expect_condition=True, theorem=False),
+        "sensitivity_paper_scale": _cascade(paper_scale, params, seed, expect_condition=False, theorem=False),
     }
     res["cascade_settings"] = {
-        "alpha2": CASCADE_ALPHA2,
-        "alpha3": CASCADE_ALPHA3,
-        "beta_grad": CASCADE_BETA_GRAD,
-        "beta_eval": CASCADE_BETA,
-        "eta_kq_subj": 2.0,
+        "theorem": {"beta_grad": THEOREM_BETA, "alphas": list(THEOREM_ALPHAS), "beta_eval": [THEOREM_BETA, "inf"]},
+        "sensitivity": {
+            "alpha2": CASCADE_ALPHA2,
+            "alpha3": CASCADE_ALPHA3,
+            "beta_grad": CASCADE_BETA_GRAD,
+            "beta_eval": CASCADE_BETA,
+            "eta_kq_subj": 2.0,
+        },
     }
     return res
 
 
 def _propositions(world: World, n: int, seed: int) -> dict[str, Any]:
-    """Prop. 1-4's weights scored on ``n`` PT_rel / ICL_rel sequences, and Prop. 2 restricted to a small U'."""
+    """Prop. 1-4's weights scored on ``n`` PT_rel / ICL_rel sequences, Prop. 2 restricted to a small U', and each
+    claim's control: the subject head removed (factual recall), Prop. 2 (no ICL), the query-position term removed
+    (contextual recall), U' = U (values never seen)."""
     T = world_r_ctx(world.cfg, CONSTRUCTION_DEMOS)
     ft, ho = split_subjects(world, CONSTRUCTION_FT, seed)
     gen = torch.Generator().manual_seed(seed)
@@ -256,63 +278,110 @@ def _propositions(world: World, n: int, seed: int) -> dict[str, Any]:
     icl_all = sample_icl_rel(world, n, CONSTRUCTION_DEMOS, gen, demo_subjects=torch.arange(world.cfg.n_subjects))
     icl_ho = sample_icl_rel(world, n, CONSTRUCTION_DEMOS, gen, demo_subjects=ft, query_subjects=ho)
 
-    def model(mode: str, **kw: Any) -> HookedTransformer:
-        return construction_model(world, construction_weights(world, CONSTRUCTION_BETA, mode, T_max=T, **kw), T, seed)
+    def model(mode: str, drop: str = "", **kw: Any) -> HookedTransformer:
+        weights = construction_weights(world, CONSTRUCTION_BETA, mode, T_max=T, **kw)
+        return construction_model(world, _without(weights, drop, world, T), T, seed)
 
     p1, p2 = model("pt"), model("icl")  # Prop. 2 with U' = U
     return {
         "prop1_pt_rel": M.recall_metrics(p1, pt, world),
+        "prop1_pt_rel_no_subject_head": M.recall_metrics(model("pt", "subject_ov"), pt, world),
         "prop1_icl_rel": M.recall_metrics(p1, icl_all, world),
+        "prop2_icl_rel_all": M.recall_metrics(p2, icl_all, world),
         "prop3_pt_rel": M.recall_metrics(model("pt", grammar_head=True), pt, world),
+        "prop3_pt_rel_no_subject_head": M.recall_metrics(model("pt", "subject_ov", grammar_head=True), pt, world),
         "prop2_icl_rel_heldout": M.recall_metrics(p2, icl_ho, world),
+        "prop2_icl_rel_heldout_no_query_term": M.recall_metrics(model("icl", "query_term"), icl_ho, world),
         "prop2_pt_rel": M.recall_metrics(p2, pt, world),
         "prop4_icl_rel_heldout": M.recall_metrics(model("icl", variant="appendix"), icl_ho, world),
-        "prop2_restricted": _prop2_restricted(world, icl_ho, T, seed, model),
+        "prop4_icl_rel_heldout_no_query_term": M.recall_metrics(
+            model("icl", "query_term", variant="appendix"), icl_ho, world
+        ),
+        "prop2_restricted": _prop2_restricted(world, icl_ho, seed, model, p2),
     }
 
 
+def _without(
+    weights: dict[str, tuple[torch.Tensor, torch.Tensor]], drop: str, world: World, T: int
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The construction with one mechanism removed: ``subject_ov`` (the subject head's facts, ``W_OV^subj = 0``) or
+    ``query_term`` (Eq. 4's ``β h(p_{-1}) h([sep])ᵀ`` in ``W_KQ^subj``: the subject head back to Prop. 1's)."""
+    if not drop:
+        return weights
+    kq, ov = weights["subject"]
+    if drop == "subject_ov":
+        ov = torch.zeros_like(ov)
+    else:
+        B = Basis(world, T)
+        kq = kq - CONSTRUCTION_BETA * outer(B.p(-1), B.sep)
+    return {**weights, "subject": (kq, ov)}
+
+
 def _prop2_restricted(
-    world: World, icl_ho: Batch, T: int, seed: int, model: Callable[..., HookedTransformer]
+    world: World, icl_ho: Batch, seed: int, model: Callable[..., HookedTransformer], full: HookedTransformer
 ) -> dict[str, Any]:
-    """Prop. 2 with U' from 4 finetuning subjects: queries whose answer is outside U' must fail."""
+    """Prop. 2 with U' from 4 finetuning subjects: queries whose answer is outside U' must fail; the control is
+    the same queries with U' = U (every value seen)."""
     small_ft, _ = split_subjects(world, 4, seed + 7)
     held = world.attributes[small_ft]
     target = icl_ho.extras["target"]
     in_u = (held.view(-1)[None, :] == target[:, None]).any(1) & torch.isin(icl_ho.tokens[:, 2::3], held).any(1)
-    pred = model("icl", ft_subjects=small_ft)(icl_ho.tokens)[:, -1].argmax(-1)
     out_u = ~(held.view(-1)[None, :] == target[:, None]).any(1)
-    acc_in = (pred[in_u] == target[in_u]).float().mean().item() if in_u.any() else None
-    acc_out = (pred[out_u] == target[out_u]).float().mean().item() if out_u.any() else None
-    return {"n_ft_subjects": 4, "acc_answer_and_a_demo_in_U'": acc_in, "acc_answer_not_in_U'": acc_out}
+    pred = model("icl", ft_subjects=small_ft)(icl_ho.tokens)[:, -1].argmax(-1)
+    pred_full = full(icl_ho.tokens)[:, -1].argmax(-1)
+
+    def acc(p: torch.Tensor, rows: torch.Tensor) -> float | None:
+        return (p[rows] == target[rows]).float().mean().item() if rows.any() else None
+
+    return {
+        "n_ft_subjects": 4,
+        "acc_answer_and_a_demo_in_U'": acc(pred, in_u),
+        "acc_answer_not_in_U'": acc(pred, out_u),
+        "acc_answer_not_in_U'_with_U'=U": acc(pred_full, out_u),
+    }
 
 
-def _cascade(w: CascadeWorld, params: ContextualRecallPreset, seed: int, *, expect_condition: bool) -> dict[str, Any]:
-    """Theorem 2's cascade in world ``w``; ``step2_heldout`` / ``step2_collapse`` hold the held-out accuracy after
-    step 2 where the theorem's condition holds / fails (the other is ``not_run``)."""
+def _cascade(
+    w: CascadeWorld, params: ContextualRecallPreset, seed: int, *, expect_condition: bool, theorem: bool = True
+) -> dict[str, Any]:
+    """Theorem 2's cascade in world ``w``: in the theorem's setting (``theorem``: the Prop. 1 weights at β = 40,
+    step sizes from α = (0.5, 0.25, 1), every value equally frequent inside 𝒮', accuracies at β = 40 and β → ∞) or
+    in the sensitivity setting (β = 8 gradients, α_3 = 5, a random 𝒮', accuracies at β = 8, 50, 200).
+    ``step2_collapse`` holds the held-out accuracy after step 2 where the condition fails (else ``not_applicable``)."""
     cfg = w.world(seed)
     world = build_world(cfg)
     f, h = split_subjects(world, w.M_ft, seed)
+    if theorem:
+        world = balanced_split(world, (f, h), seed)
+        a1, a2, a3 = THEOREM_ALPHAS
+        setting = dict(beta_grad=THEOREM_BETA, betas_eval=(THEOREM_BETA, math.inf), alpha1=a1, alpha2=a2, alpha3=a3)
+    else:
+        setting = dict(
+            beta_grad=CASCADE_BETA_GRAD,
+            betas_eval=(CASCADE_BETA_GRAD, CASCADE_BETA, 200.0),
+            alpha2=CASCADE_ALPHA2,
+            alpha3=CASCADE_ALPHA3,
+        )
+    started = time.perf_counter()
     r = gd_cascade(
         world,
         f,
         h,
         n_demos=w.N_ft,
         T_max=world_r_ctx(cfg, w.N_ft),
-        beta_grad=CASCADE_BETA_GRAD,
-        betas_eval=(CASCADE_BETA_GRAD, CASCADE_BETA, 200.0),
-        alpha2=CASCADE_ALPHA2,
-        alpha3=CASCADE_ALPHA3,
         n_mc=params.cascade_mc,
         n_eval=params.cascade_eval,
         seed=seed,
+        **setting,  # type: ignore[arg-type]
     )
     r.pop("weights")
-    r.update(world=w.name, beta_report=CASCADE_BETA)
-    step2 = r["acc_step2"][f"heldout_query@beta={CASCADE_BETA:g}"]
-    holds = "U_L(U_L+N_ft)/M_ft < N_ft here: step 2 reaches held-out queries"
-    fails = "U_L(U_L+N_ft)/M_ft >= N_ft here"
-    r["step2_heldout"] = step2 if r["condition_holds"] else {"not_run": fails}
-    r["step2_collapse"] = {"not_run": holds} if r["condition_holds"] else step2
+    report = math.inf if theorem else CASCADE_BETA
+    r.update(world=w.name, beta_report=f"{report:g}", seconds=time.perf_counter() - started)
+    key = f"heldout_query@beta={report:g}"
+    r["step2_heldout"], r["step1_heldout"] = r["acc_step2"][key], r["acc_step1"][key]
+    r["step0_heldout"] = r["acc_step0"][key]
+    fails = "U_L(U_L+N_ft)/M_ft < N_ft here: no collapse is predicted"
+    r["step2_collapse"] = {"not_applicable": fails} if r["condition_holds"] else r["step2_heldout"]
     if r["condition_holds"] != expect_condition:
         r["world_note"] = f"Theorem 2's condition {'holds' if r['condition_holds'] else 'fails'} in {w.name}"
     return r

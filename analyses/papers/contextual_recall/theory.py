@@ -6,8 +6,9 @@ the plain-torch forward of Eq. 1) is in ``models.py``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -37,6 +38,82 @@ def predicted_alpha1(eta_kq_subj: float, n_demos: int, n_values: int) -> float:
     return eta_kq_subj / m * (1 - 1 / n_values) * (1 - 1 / m)
 
 
+# ------------------------------------------------------------------------- exact population gradient, large worlds
+
+
+def soft_last_logits(
+    X: torch.Tensor, kqs: Sequence[torch.Tensor], ovs: Sequence[torch.Tensor], V: int, T_max: int
+) -> torch.Tensor:
+    """Eq. 1 at the last position for *soft* inputs ``X`` (``[B, T, d]``: each row a mixture of one-hot tokens; the
+    last token is ``[sep]`` in every row) — :func:`functional_last_logits` on one-hot rows."""
+    T = X.shape[1]
+    sep = int(X[0, -1, :V].argmax())
+    P = torch.zeros(T, X.shape[2], dtype=X.dtype)
+    P[torch.arange(T), V + T_max - 1 + (torch.arange(T) - (T - 1))] = 1.0
+    heads = []
+    for kq, ov in zip(kqs, ovs):
+        alpha = ((X + P) @ kq[:, sep]).softmax(-1)
+        heads.append(torch.einsum("btd,bt->bd", X, alpha) @ ov[:V].T)
+    return sum(heads[1:], heads[0])
+
+
+SoftRows = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def block_rows(world: World, ft: torch.Tensor, n_demos: int, ell: int, T_max: int, dtype: torch.dtype) -> SoftRows:
+    """The rows whose weighted sum gives the exact population mean, over type ``ell``, of any function of an ICL_rel
+    sequence that is a sum of terms each nonlinear in at most one demonstration block ``(s_i, a_i)`` (the query
+    block ``(s_q, y)`` included) and linear in the others: the blocks are independent, so that mean is ``Σ_i
+    E[f | block i drawn, the others at their means] - (m - 1) f(every block at its mean)``. Returns the soft inputs
+    ``X`` ``[m M_ft + 1, T, d]``, soft targets ``Y`` ``[.., V]`` and the row weights ``w`` (summing to 1)."""
+    V, m, M_ft = world.V, n_demos + 1, len(ft)
+    d, T = V + T_max, 3 * m - 1
+    eye = torch.eye(d, dtype=dtype)
+    subj, attr = eye[ft], eye[world.attributes[ft, ell]]
+    base = torch.zeros(T, d, dtype=dtype)
+    base[1::3] = eye[world.cfg.sep]
+    base[0::3] = subj.mean(0)
+    base[2::3] = attr.mean(0)
+    X = base.repeat(m * M_ft + 1, 1, 1)
+    Y = attr[:, :V].mean(0).repeat(m * M_ft + 1, 1)
+    for i in range(m):
+        rows = slice(i * M_ft, (i + 1) * M_ft)
+        X[rows, 3 * i] = subj
+        if i < m - 1:
+            X[rows, 3 * i + 2] = attr
+        else:
+            Y[rows] = attr[:, :V]
+    w = torch.full((m * M_ft + 1,), 1 / M_ft, dtype=dtype)
+    w[-1] = -(m - 1)
+    return X, Y, w
+
+
+def fixed_attention(kq: torch.Tensor, tokens: torch.Tensor, V: int, T_max: int, tol: float = 1e-9) -> bool:
+    """Whether the head's scores at the last position are the same for every sequence in ``tokens`` (each position's
+    score does not depend on which token sits there): its attention pattern is then fixed over the population."""
+    T = tokens.shape[1]
+    col = kq[:, tokens[0, -1]]
+    scores = col[tokens] + col[V + T_max - 1 + (torch.arange(T) - (T - 1))]
+    return bool((scores - scores[:1]).abs().max() <= tol * (1 + scores.abs().max()))
+
+
+def balanced_split(world: World, groups: Sequence[torch.Tensor], seed: int) -> World:
+    """``world`` with each type's values re-dealt so that every value is held by the same number of subjects inside
+    each group (the finetuning subjects 𝒮' and the held-out ones): Theorem 2's proof takes the population over 𝒮'
+    with ``Pr(a^ℓ = y) = 1/U_L`` ("each value appears on M/U_L subjects"), which a random 𝒮' of a balanced world
+    does not give. Needs ``U_ℓ`` to divide every group's size."""
+    gen = torch.Generator().manual_seed(seed)
+    attributes = world.attributes.clone()
+    for ell in range(world.cfg.n_types):
+        values = world.value_ids(ell)
+        for group in groups:
+            if len(group) % len(values):
+                raise WorldConfigError(f"{len(values)} values of type {ell} do not divide {len(group)} subjects evenly")
+            dealt = values.repeat(len(group) // len(values))
+            attributes[group, ell] = dealt[torch.randperm(len(group), generator=gen)]
+    return replace(world, attributes=attributes)
+
+
 Weights = tuple[Float[torch.Tensor, "d d"], Float[torch.Tensor, "d d"], Float[torch.Tensor, "d d"]]
 
 
@@ -45,9 +122,40 @@ def _ce(kqs: Sequence[torch.Tensor], ovs: Sequence[torch.Tensor], batch: Batch, 
     return F.cross_entropy(logits, batch.extras["target"])
 
 
-def _icl_accuracy(kqs: Sequence[torch.Tensor], ovs: Sequence[torch.Tensor], batch: Batch, V: int, T_max: int) -> float:
+def hard_last_logits(
+    tokens: torch.Tensor,
+    kts: Sequence[torch.Tensor],
+    ovs: Sequence[torch.Tensor],
+    V: int,
+    T_max: int,
+    tol: float = 1e-9,
+) -> torch.Tensor:
+    """Eq. 1 at the last position in the hard-attention limit ``β → ∞`` of ``W_KQ^h = β W̃^h`` (``kts``: the
+    ``W̃``): each head attends uniformly to the keys whose score ``(x_i + p_i)ᵀ W̃ x_T`` is within ``tol`` (relative)
+    of the largest, so exact ties share the attention as they do for every finite β."""
+    _Bn, T = tokens.shape
+    q = tokens[:, -1]
+    pidx = V + T_max - 1 + (torch.arange(T) - (T - 1))
+    heads = []
+    for kt, ov in zip(kts, ovs):
+        col = kt[:, q].T
+        scores = col.gather(1, tokens) + col[:, pidx]
+        top = scores.max(-1, keepdim=True).values
+        alpha = (scores >= top - tol * (1 + top.abs())).to(scores.dtype)
+        alpha = alpha / alpha.sum(-1, keepdim=True)
+        heads.append(torch.einsum("vbi,bi->bv", ov[:V][:, tokens], alpha))
+    return sum(heads[1:], heads[0])
+
+
+def _icl_accuracy(
+    kts: Sequence[torch.Tensor], ovs: Sequence[torch.Tensor], batch: Batch, V: int, T_max: int, beta: float
+) -> float:
+    """Last-token accuracy of ``W_KQ^h = β W̃^h`` (``β = inf``: the hard-attention limit)."""
     with torch.no_grad():
-        logits = functional_last_logits(batch.tokens, kqs, ovs, V, T_max)
+        if math.isinf(beta):
+            logits = hard_last_logits(batch.tokens, kts, ovs, V, T_max)
+        else:
+            logits = functional_last_logits(batch.tokens, [beta * k for k in kts], ovs, V, T_max)
     return (logits.argmax(-1) == batch.extras["target"]).float().mean().item()
 
 
@@ -64,7 +172,7 @@ def population_batches(
 
 @dataclass(frozen=True)
 class Steps:
-    """The cascade's step sizes: ``η_KQ^subj``, ``η_OV^rel``, ``η_KQ^rel``."""
+    """The cascade's step sizes: ``η_KQ^subj``, ``η_OV^rel``, ``η_KQ^rel`` (applied to ``∇_{W̃}/β``)."""
 
     kq_subj: float = 2.0
     ov_rel: float = 40.0
@@ -79,11 +187,15 @@ class Steps:
         kq_rel: float,
         alpha2: float | None,
         alpha3: float | None,
+        alpha1: float | None = None,
     ) -> "Steps":
-        """Step sizes through the theorem's scale-free constants where given: ``η_OV^rel = α_2 L T U_L²`` and
-        ``η_KQ^rel = α_3 T / ((m-1)² α_2)``."""
+        """Step sizes through Theorem 2's scale-free constants where given: ``η_KQ^subj = α_1 m / (1 - 1/U_L)``
+        (its definition ``α_1 := η m⁻¹ (1 - U_L⁻¹)``), ``η_OV^rel = α_2 L T U_L²`` and ``η_KQ^rel = α_3 T / ((m-1)²
+        α_2)`` (``α_3 := η (m-1)² α_2`` with the ``1/T`` the printed definition lacks)."""
         c = world.cfg
         T, U_L, m = 3 * (n_demos + 1) - 1, max(c.n_values), n_demos + 1
+        if alpha1 is not None:
+            kq_subj = alpha1 * m / (1 - 1 / U_L)
         if alpha2 is not None:
             ov_rel = alpha2 * c.n_types * T * U_L**2
         if alpha3 is not None:
@@ -102,24 +214,49 @@ class _Cascade:
     ov_subj: torch.Tensor
     beta_grad: float
     betas_eval: Sequence[float]
+    rows: list[SoftRows] | None = None  # block_rows per type where the population is sampled, not enumerated
 
     def accuracies(self, kr: torch.Tensor, ks: torch.Tensor, ovr: torch.Tensor) -> dict[str, float]:
         V = self.world.V
         return {
-            f"{name}@beta={b:g}": _icl_accuracy([b * kr, b * ks], [ovr, self.ov_subj], batch, V, self.T_max)
+            f"{name}@beta={b:g}": _icl_accuracy([kr, ks], [ovr, self.ov_subj], batch, V, self.T_max, b)
             for b in self.betas_eval
             for name, batch in self.evals.items()
         }
 
-    def grads(
-        self, kr: torch.Tensor, ks: torch.Tensor, ovr: torch.Tensor
-    ) -> tuple[float, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Loss and ``(∇_{W̃_rel}/β, ∇_{W̃_subj}/β, ∇ W_OV^rel)`` of the population loss at ``β_grad``."""
+    def grads(self, kr: torch.Tensor, ks: torch.Tensor, ovr: torch.Tensor) -> tuple[float, Weights, Weights]:
+        """Loss and ``(∇_{W̃_rel}/β, ∇_{W̃_subj}/β, ∇ W_OV^rel)`` of the population loss at ``β_grad``: over the
+        population when it is enumerated, else :meth:`control_variate`."""
         kr, ks, ovr = (x.clone().requires_grad_(True) for x in (kr, ks, ovr))
-        b = self.beta_grad
-        loss = _ce([b * kr, b * ks], [ovr, self.ov_subj], self.pop, self.world.V, self.T_max)
-        g = torch.autograd.grad(loss, (kr, ks, ovr))
-        return loss.item(), g[0] / b, g[1] / b, g[2]
+        b, V = self.beta_grad, self.world.V
+        logits = functional_last_logits(self.pop.tokens, [b * kr, b * ks], [ovr, self.ov_subj], V, self.T_max)
+        loss = F.cross_entropy(logits, self.pop.extras["target"])
+        g = torch.autograd.grad(loss, (kr, ks, ovr), retain_graph=self.rows is not None)
+        full = (g[0] / b, g[1] / b, g[2])
+        if self.rows is None:
+            return loss.item(), full, full
+        return loss.item(), self.control_variate((kr, ks, ovr), logits, full), full
+
+    def control_variate(self, w: Weights, logits: torch.Tensor, full: Weights) -> Weights:
+        """The population gradient as ``E[∇ ℓ_c]`` (exact, :func:`block_rows`) ``+`` the sample mean of ``∇ ℓ - ∇ ℓ_c``,
+        where ``ℓ_c = (c - h(y))ᵀ logits`` is the cross-entropy with its softmax frozen at the sample mean ``c``:
+        ``∇ ℓ_c`` carries the target's part of the gradient, whose sampling noise would otherwise dominate; only the
+        softmax's small fluctuation around ``c`` is sampled. Exact for a head's ``W̃`` only where its attention is
+        the same over the population (:func:`fixed_attention`); elsewhere that head keeps the sample gradient."""
+        b, V, kr, ks, ovr = self.beta_grad, self.world.V, *w
+        c = logits.detach().softmax(-1).mean(0)
+        onehot = F.one_hot(self.pop.extras["target"], V).to(logits.dtype)
+        g_mc = torch.autograd.grad(((c - onehot) * logits).sum(-1).mean(), (kr, ks, ovr))
+        exact = [torch.zeros_like(x) for x in w]
+        for X, Y, wt in self.rows:
+            soft = soft_last_logits(X, [b * kr, b * ks], [ovr, self.ov_subj], V, self.T_max)
+            lin = (wt[:, None] * (c - Y) * soft).sum() / len(self.rows)
+            exact = [e + g for e, g in zip(exact, torch.autograd.grad(lin, (kr, ks, ovr)))]
+        out = [f + e / s - m / s for f, e, m, s in zip(full, exact, g_mc, (b, b, 1.0))]
+        for i, kq in enumerate((kr, ks)):
+            if not fixed_attention(kq.detach(), self.pop.tokens, V, self.T_max):
+                out[i] = full[i]
+        return out[0], out[1], out[2]
 
 
 def gd_cascade(
@@ -136,34 +273,43 @@ def gd_cascade(
     eta_kq_rel: float = 40.0,
     alpha2: float | None = None,
     alpha3: float | None = None,
+    alpha1: float | None = None,
     max_exact: int = 20000,
     n_mc: int = 4096,
     n_eval: int = 1024,
     seed: int = 0,
+    dtype: torch.dtype = torch.float32,
 ) -> dict[str, Any]:
     """Theorem 2's two-step cascade from the Prop. 1 weights (2 heads), ``W_KQ^h = β W̃^h``.
 
     Step 1: one GD step on ``W̃_subj`` (``η_KQ^subj``, applied to ``∇_{W̃}/β``) and one *projected* step on
     ``W_OV^rel`` (``∇ (I - h([sep])h([sep])ᵀ)``, ``η_OV^rel``); ``W̃_rel`` gets no gradient (no relation tokens
     in ICL prompts). Step 2: one GD step on ``W̃_rel`` (``η_KQ^rel``) at the updated weights. ``W_OV^subj`` is
-    frozen. ``alpha2`` / ``alpha3`` (optional) set the step sizes through the theorem's scale-free constants
-    (:meth:`Steps.from_alphas`). Returns the gradient norms, the learned coefficients, and ICL accuracy after each
-    step for query subjects seen in finetuning, held-out queries (demos from 𝒮'), and all-held-out prompts, at
-    each β.
+    frozen. ``alpha1`` / ``alpha2`` / ``alpha3`` (optional) set the step sizes through the theorem's scale-free
+    constants (:meth:`Steps.from_alphas`); ``β = inf`` in ``betas_eval`` is the hard-attention limit. Where the
+    population is too large to enumerate, its gradient is :meth:`_Cascade.control_variate`'s. Returns the gradient
+    norms, the learned coefficients, and ICL accuracy after each step for query subjects seen in finetuning,
+    held-out queries (demos from 𝒮'), and all-held-out prompts, at each β.
     """
     T_icl = 3 * (n_demos + 1) - 1
     if T_icl > T_max:
         raise WorldConfigError(f"ICL_rel length {T_icl} is longer than T_max={T_max}")
-    eta = Steps.from_alphas(world, n_demos, eta_kq_subj, eta_ov_rel, eta_kq_rel, alpha2, alpha3)
+    eta = Steps.from_alphas(world, n_demos, eta_kq_subj, eta_ov_rel, eta_kq_rel, alpha2, alpha3, alpha1)
     gen = torch.Generator().manual_seed(seed)
-    w0 = construction_weights(world, 1.0, "pt", T_max=T_max)
+    w0 = {
+        k: (kq.to(dtype), ov.to(dtype)) for k, (kq, ov) in construction_weights(world, 1.0, "pt", T_max=T_max).items()
+    }
     pop, how = population_batches(world, ft, n_demos, max_exact, n_mc, gen)
     evals = {
         "seen": sample_icl_rel(world, n_eval, n_demos, gen, demo_subjects=ft),
         "heldout_query": sample_icl_rel(world, n_eval, n_demos, gen, demo_subjects=ft, query_subjects=heldout),
         "all_heldout": sample_icl_rel(world, n_eval, n_demos, gen, demo_subjects=heldout),
     }
-    run = _Cascade(world, T_max, pop, evals, w0["subject"][1], beta_grad, betas_eval)
+    rows = None
+    if not how.startswith("exact"):
+        rows = [block_rows(world, ft, n_demos, ell, T_max, dtype) for ell in range(world.cfg.n_types)]
+        how += ", the target's part of the gradient exact (control variate)"
+    run = _Cascade(world, T_max, pop, evals, w0["subject"][1], beta_grad, betas_eval, rows)
     out = _cascade_header(world, ft, n_demos, eta, how)
     weights, steps = _cascade_steps(run, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), eta)
     out.update(steps)
@@ -189,6 +335,7 @@ def _cascade_header(world: World, ft: torch.Tensor, n_demos: int, eta: Steps, ho
         "condition_rhs": n_demos,
         "T_icl": T,
         "S_plus_2": c.grammar_len + 2,
+        "alpha1": eta.kq_subj / m * (1 - 1 / U_L),
         "alpha3": eta.kq_rel * (m - 1) ** 2 * alpha2 / T,
         "condition_holds": lhs < n_demos,
     }
@@ -199,16 +346,16 @@ def _cascade_steps(run: _Cascade, w0: Weights, eta: Steps) -> tuple[Weights, dic
     and accuracies after each step."""
     kt_rel, kt_subj, ov_rel = w0
     out: dict[str, Any] = {"acc_step0": run.accuracies(kt_rel, kt_subj, ov_rel)}
-    loss0, g_rel, g_subj, g_ov = run.grads(kt_rel, kt_subj, ov_rel)
+    loss0, (g_rel, g_subj, g_ov), _ = run.grads(kt_rel, kt_subj, ov_rel)
     sep = Basis(run.world, run.T_max).sep
-    proj = torch.eye(len(sep)) - outer(sep, sep)
+    proj = (torch.eye(len(sep)) - outer(sep, sep)).to(g_ov.dtype)
     kt_subj1 = kt_subj - eta.kq_subj * g_subj
     ov_rel1 = ov_rel - eta.ov_rel * g_ov @ proj
     out.update(
         loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(), grad_norm_kq_subj_step1=g_subj.norm().item()
     )
     out["acc_step1"] = run.accuracies(kt_rel, kt_subj1, ov_rel1)
-    loss1, g_rel2, _, _ = run.grads(kt_rel, kt_subj1, ov_rel1)
+    loss1, (g_rel2, _, _), _ = run.grads(kt_rel, kt_subj1, ov_rel1)
     kt_rel2 = kt_rel - eta.kq_rel * g_rel2
     out.update(loss_step1=loss1, grad_norm_kq_rel_step2=g_rel2.norm().item())
     out["acc_step2"] = run.accuracies(kt_rel2, kt_subj1, ov_rel1)
@@ -234,6 +381,7 @@ def _coefficients(
     return {
         "alpha1_kq_subj_prev_token": dsubj[pos(-1)].item(),
         "kq_subj_other_positions_mean": dsubj[pos(other_offsets[other_offsets != -1])].mean().item(),
+        "kq_subj_demo_subject_offsets_mean": dsubj[pos(attr_offsets - 2)].mean().item(),
         "ov_rel_same_type_attr_mean": dov[same].mean().item(),
         "ov_rel_cross_type_attr_mean": dov[~same].mean().item() if (~same).any() else 0.0,
         "kq_rel_attr_positions_mean": drel[pos(attr_offsets)].mean().item(),
