@@ -67,6 +67,7 @@ from analyses.papers.induction_heads.theory import asymptotic_emergence_times, i
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 from mechrecall.checkpoint import load_model
+from mechrecall.controls import untrained_controls
 from mechrecall.sequences import induction_batch
 from mechrecall.trainer import TrainConfig, TrainResult, latest_checkpoint, train
 
@@ -232,27 +233,6 @@ def train_standard(
         checkpoint_every=max(run.steps // 4, 1) if out_dir else 0,
     )
     return train(model, batch_fn, tc, loss_fn=standard_loss, evals=evals, out_dir=out_dir)
-
-
-# ------------------------------------------------------------------------------------------- controls
-
-#: untrained seeds whose values set the bar of a contrast (``above_untrained``): the run's seed and the next four
-INIT_SEEDS = 5
-
-
-def untrained_controls(
-    build: Callable[[int], HookedTransformer],
-    measure: Callable[[HookedTransformer], Mapping[str, float]],
-    seed: int,
-    n_seeds: int = INIT_SEEDS,
-) -> dict[str, Any]:
-    """The claims' controls: ``measure`` on the untrained models ``build(s)`` of seeds ``seed .. seed + n_seeds - 1``.
-    ``control``: the run's own seed (step 0 of the trained model); ``init_values``: each measurement over the seeds,
-    the values a contrast must clear (``mechrecall.claims.above_untrained``)."""
-    seeds = [seed + k for k in range(n_seeds)]
-    with torch.no_grad():
-        values = [dict(measure(build(s))) for s in seeds]
-    return {"seeds": seeds, "control": values[0], "init_values": {k: [v[k] for v in values] for k in values[0]}}
 
 
 def _on(model: HookedTransformer, device: str | torch.device) -> HookedTransformer:
