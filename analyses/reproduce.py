@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 from mechrecall.seeds import parse_seeds
 
+#: The seeds each report preset runs unless --seed or --seeds says otherwise: the smoke report shows the spread.
+DEFAULT_SEEDS = {"quick": (0,), "smoke": (0, 1, 2), "paper": (0,)}
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -38,7 +41,8 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="SEEDS",
         help="run every experiment for each seed (0-2 or 0,3,7): each row shows the mean, the min-max and how many "
-        "seeds passed; a claim is reproduced when every seed passes, partial when at least half do",
+        "seeds passed; a claim is reproduced when every seed passes, partial when at least half do (default: 0 for "
+        "quick and paper, 0-2 for smoke)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
     p.add_argument(
@@ -101,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.seeds is not None and args.seed is not None:
         print(f"{parser().prog}: error: --seed {args.seed} with --seeds; expected one of them", file=sys.stderr)
         return 2
-    seeds = args.seeds or (args.seed or 0,)
+    seeds = args.seeds or ((args.seed,) if args.seed is not None else DEFAULT_SEEDS[args.preset])
     if min(seeds) < 0:
         print(f"{parser().prog}: error: --seed {args.seed}; expected an integer >= 0", file=sys.stderr)
         return 2

@@ -142,6 +142,30 @@ def test_cli_seed_and_seeds_together_are_refused_in_one_line(capsys):
     assert capsys.readouterr().err.strip().endswith("--seed 1 with --seeds; expected one of them")
 
 
+@pytest.mark.parametrize(
+    ("argv", "seeds"),
+    [
+        ([], (0,)),
+        (["--preset", "smoke"], (0, 1, 2)),
+        (["--preset", "smoke", "--seed", "4"], (4,)),
+        (["--seeds", "1,3"], (1, 3)),
+    ],
+)
+def test_cli_seeds_default_to_three_for_the_smoke_report_and_one_otherwise(monkeypatch, tmp_path, argv, seeds):
+    import analyses.report
+    from analyses.reproduce import main
+
+    asked = {}
+
+    def fake(out, **kw):
+        asked.update(kw)
+        raise KeyboardInterrupt  # stop before any work
+
+    monkeypatch.setattr(analyses.report, "reproduce", fake)
+    assert main(["--out", str(tmp_path), *argv]) == 130
+    assert tuple(asked["seeds"]) == seeds
+
+
 def test_cli_help_imports_no_torch():
     """``--help`` answers without the heavy imports (its time is benchmarks/bench_help.py's)."""
     code = "import sys; from analyses.reproduce import parser; parser().format_help(); print('torch' in sys.modules)"
