@@ -97,10 +97,23 @@ def test_micro_run_end_to_end(tmp_path):
     assert rows["construction.cascade_paper_scale_step2_collapse"]["ours"] <= 0.5  # the micro world fails the condition
     assert rows["construction.cascade_paper_scale_step2_collapse"]["class"] == "extension"
     assert rows["construction.cascade_sensitivity_holds_step1_heldout"]["class"] == "ablation"
+    # world_r / world_g: every claim has its control and no rule passes it. Excepted: "ICL ≈ 0 after pretraining",
+    # whose control is the model finetuned on ICL; micro's 4 finetuning steps teach it nothing (smoke: 0.17-0.35)
+    trained = [r for r in run["claims"] if r["id"].split(".")[1] in ("world_r", "world_g")]
+    assert len(trained) == 15 and all(r.get("control_is") for r in trained)
+    assert control_problems(trained) == [
+        "contextual_recall.world_g.pt_icl_near_zero: control 0 passes the rule '≤ 0.05'"
+    ]
+    assert rows["world_r.pt_icl_at_chance"]["control"] == 1.0  # Prop. 2 on the same held-out sequences
     assert all(isinstance(r["ours"], (int, float)) for r in run["claims"])
     res = json.loads((tmp_path / "contextual_recall" / "results.json").read_text())
     g = res["parts"]["world_g"]["results"]
     assert [r["step"] for r in g["history_pt"]] == [0, 3, 6]
+    for part in (g, res["parts"]["world_r"]["results"]):  # the untrained control is the run's model at step 0
+        assert part["at_init"]["seeds"] == [0, 1, 2, 3, 4]
+        assert part["at_init"]["control"]["PT.exact"] == part["history_pt"][0]["PT.exact"]
+    step0 = g["history_pt"][0]
+    assert g["at_init"]["control"]["stagewise_gap"] == step0["PT.attr_type"] - step0["PT.exact"]
     assert len(g["clustering_ft_icl"]["t"]) == 4 and len(g["steering_ft_icl"]["beta"]) == 11
     for f in (
         "fig02_pretraining.png",
@@ -133,6 +146,9 @@ def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(t
     assert res["relations"] == list(RELATIONS) and res["t"] == [0, 1, 2]
     assert all(-1 <= s <= 1 for s in res["silhouette"]) and len(res["steering"]["rank_orig"]) == 5
     assert all(isinstance(r["ours"], float) for r in run["claims"])
+    assert control_problems(run["claims"]) == [] and all(r["class"] == "extension" for r in run["claims"])
+    init = res["at_init"]["init_values"]
+    assert len(set(init["silhouette_rise"])) == 5  # five different random models
     missing = EXPERIMENT.run(tmp_path / "b", preset="micro", parts=["pretrained"], options={"model": "pythia-14m"})
     for row in missing["claims"]:
         assert row["verdict"] == "not run" and row["reason"].startswith("no weights")

@@ -65,7 +65,7 @@ def _world_r(ctx: Context, positions: str) -> PartResult:
     run = _params(ctx).run_r(ctx.seed)
     started = time.perf_counter()
     tr = train_r(run, ctx.seed, ctx.run_dir(ctx.part), positions=positions, device=ctx.device, progress=ctx.progress)
-    res = measure_world_r(tr, run, positions, time.perf_counter() - started)
+    res = measure_world_r(tr, run, positions, time.perf_counter() - started, ctx.seed)
     pt, ft = res["after_pt"], res["after_ft"]
     ctx.say(
         f"{ctx.part}: PT_rel {pt['PT.exact']:.3f}; ICL held-out after PT {pt['ICL_heldout.exact']:.3f}, after FT "

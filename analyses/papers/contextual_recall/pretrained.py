@@ -9,6 +9,8 @@ that vector by ``(1-β) v_r + β v_r'`` and ranks the original and the target an
 
 from __future__ import annotations
 
+import copy
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,6 +18,7 @@ import torch
 from jaxtyping import Float, Int
 
 from mechrecall._tl import HookedTransformer
+from mechrecall.controls import untrained_controls
 
 from .data import RELATIONS, prompt_text
 
@@ -145,10 +148,33 @@ def run_pretrained(
         return {"model": name, "not_run": why}
     model.eval()
     geo = task_geometry(model, K=K, max_t=max_t, seed=seed)
+
+    def measure(m: HookedTransformer) -> dict[str, float]:
+        return contrasts(task_geometry(m, K=K, max_t=max_t, seed=seed))
+
     return {
         "model": name,
         "K": K,
         **geo,
-        "silhouette_rise": geo["silhouette"][-1] - geo["silhouette"][0],
+        **contrasts(geo),
         "steering_target_over_orig": geo["steering"]["rank_target"][-1] / geo["steering"]["rank_orig"][-1],
+        "at_init": untrained_controls(lambda s: untrained_like(model, s), measure, seed),
     }
+
+
+def contrasts(geo: dict[str, Any]) -> dict[str, float]:
+    """The two contrasts the claims read (≈ 0 on an untrained model, either sign): the silhouette rise from t = 0
+    to t = max, and ln(mean rank original / mean rank target) at β = 1 (> 0: the target outranks the original)."""
+    steer = geo["steering"]
+    return {
+        "silhouette_rise": geo["silhouette"][-1] - geo["silhouette"][0],
+        "steering_log_orig_over_target": math.log(steer["rank_orig"][-1] / steer["rank_target"][-1]),
+    }
+
+
+def untrained_like(model: HookedTransformer, seed: int) -> HookedTransformer:
+    """A randomly initialised model of ``model``'s config and tokenizer (TransformerLens' init for that config,
+    seeded by ``seed``): the claims' control, the same measurement without pretraining."""
+    cfg = copy.copy(model.cfg)
+    cfg.seed, cfg.init_weights = seed, True
+    return HookedTransformer(cfg, tokenizer=model.tokenizer).eval()

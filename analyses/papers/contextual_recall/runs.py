@@ -24,6 +24,7 @@ import torch
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
 from mechrecall.builder import build_from_spec, model_spec
+from mechrecall.controls import untrained_controls
 from mechrecall.trainer import TrainConfig, train
 
 from . import metrics as M
@@ -390,8 +391,9 @@ def _cascade(
 # ------------------------------------------------------------------------------------------------ World-R
 
 
-def measure_world_r(tr: Trained, run: RunR, positions: str, seconds: float) -> dict[str, Any]:
-    """What the World-R part reads off its trained models: final metrics, head-role cosines (Figs. 10, 12)."""
+def measure_world_r(tr: Trained, run: RunR, positions: str, seconds: float, seed: int = 0) -> dict[str, Any]:
+    """What the World-R part reads off its trained models: final metrics, head-role cosines (Figs. 10, 12), and
+    the claims' controls (:func:`world_r_controls`)."""
     T = world_r_ctx(run.world, run.n_demos)
     cos_pt = M.head_role_cosines(tr.model_pt, tr.world, tr.evals["PT"], "pt", T)
     cos_ft = M.head_role_cosines(tr.models_ft["ICL"], tr.world, tr.evals["ICL_heldout"], "icl", T, tr.ft)
@@ -408,7 +410,30 @@ def measure_world_r(tr: Trained, run: RunR, positions: str, seconds: float) -> d
         "max_relation_cosine_after_pt": max(cos_pt["minus_U_all"]["relation"]),
         "history_pt": tr.history_pt["eval"],
         "history_ft": tr.history_ft["ICL"]["eval"],
+        **world_r_controls(tr, run, positions, seed),
     }
+
+
+def world_r_controls(tr: Trained, run: RunR, positions: str, seed: int) -> dict[str, Any]:
+    """The World-R claims' controls: ``at_init`` (PT_rel exact match and the max head cosines of the untrained
+    Model B / B′ of ``seed`` and the next four, :func:`mechrecall.controls.untrained_controls`) and ``control``:
+    Prop. 2's weights (U' = U, a model that does contextual recall) on the same held-out ICL_rel sequences, the
+    number the 'at most chance after pretraining' claim must not reach."""
+    T = world_r_ctx(run.world, run.n_demos)
+    dev = tr.model_pt.cfg.device
+
+    def build(s: int) -> HookedTransformer:
+        m = build_model_b(tr.world.V, T, d_head=run.d_head, n_heads=run.n_heads, positions=positions, seed=s)
+        return m.to(dev) if dev else m
+
+    def measure(model: HookedTransformer) -> dict[str, float]:
+        cos = M.head_role_cosines(model, tr.world, tr.evals["PT"], "pt", T)["minus_U_all"]
+        pt = M.recall_metrics(model, tr.evals["PT"], tr.world)["exact"]
+        return {"PT.exact": pt, "max_subject_cosine": max(cos["subject"]), "max_relation_cosine": max(cos["relation"])}
+
+    prop2 = construction_model(tr.world, construction_weights(tr.world, CONSTRUCTION_BETA, "icl", T_max=T), T, seed)
+    icl = M.recall_metrics(prop2.to(dev) if dev else prop2, tr.evals["ICL_heldout"], tr.world)["exact"]
+    return {"at_init": untrained_controls(build, measure, seed), "control": {"prop2_icl_heldout": icl}}
 
 
 # ------------------------------------------------------------------------------------------------ World-G
@@ -430,7 +455,6 @@ def measure_world_g(tr: Trained, run: RunG, seed: int, seconds: float) -> dict[s
     clu = M.clustering_vs_demos(model, tr.world, subj, ell, ts)
     steer = M.steering_ranks(model, tr.world, subj, ell, STEERING_BETAS)
     clu_grm = M.clustering_vs_demos(tr.models_ft["ICLGrm"].eval(), tr.world, subj, ell, ts)
-    sil = clu["silhouette"]
     return {
         "config": asdict(run),
         "train_seconds": seconds,
@@ -442,15 +466,48 @@ def measure_world_g(tr: Trained, run: RunG, seed: int, seconds: float) -> dict[s
         "stagewise_max_gap": {"step": max_gap_step, "type_minus_exact": max_gap},
         "clustering_ft_icl": clu,
         "clustering_ft_iclgrm": clu_grm,
-        "silhouette_rise": sil["L2_attn_out"][-1] - sil["L2_attn_out"][0],
-        "silhouette_l2_minus_l1": sil["L2_attn_out"][-1] - sil["L1_attn_out"][-1],
+        **_g_contrasts(clu, steer),
         "steering_ft_icl": steer,
         "steering_target_over_orig": steer["rank_target"][-1] / steer["rank_orig"][-1],
         "steering_crossing_beta": M.crossing_beta(steer),
         "history_pt": pt_h["eval"],
         "history_ft_icl": tr.history_ft["ICL"]["eval"],
         "history_ft_iclgrm": tr.history_ft["ICLGrm"]["eval"],
+        "at_init": world_g_controls(tr, run, seed, subj, ell, ts),
     }
+
+
+def _g_contrasts(clu: Mapping[str, Any], steer: Mapping[str, Any]) -> dict[str, float]:
+    """The World-G contrasts (≈ 0 at init, either sign): the silhouette rise of layer-2 attention from t = 0 to
+    t = max, layer-2 minus layer-1 attention at t = max, and ln(mean rank original / mean rank target) at β = 1
+    (> 0: the target outranks the original)."""
+    sil = clu["silhouette"]
+    return {
+        "silhouette_rise": sil["L2_attn_out"][-1] - sil["L2_attn_out"][0],
+        "silhouette_l2_minus_l1": sil["L2_attn_out"][-1] - sil["L1_attn_out"][-1],
+        "steering_log_orig_over_target": math.log(steer["rank_orig"][-1] / steer["rank_target"][-1]),
+    }
+
+
+def world_g_controls(
+    tr: Trained, run: RunG, seed: int, subj: torch.Tensor, ell: torch.Tensor, ts: Sequence[int]
+) -> dict[str, Any]:
+    """The World-G claims' controls: each measurement on the untrained Model A of ``seed`` and the next four
+    (:func:`mechrecall.controls.untrained_controls`): PT exact match, the stage-wise gap (attribute type minus
+    exact on PT), and the contrasts of :func:`_g_contrasts` on the same held-out prompts ``subj``, ``ell``."""
+    dev = tr.model_pt.cfg.device
+
+    def build(s: int) -> HookedTransformer:
+        m = build_model_a(tr.world.V, g_ctx(run), run.d_model, seed=s).eval()
+        return m.to(dev) if dev else m
+
+    def measure(model: HookedTransformer) -> dict[str, float]:
+        pt = M.recall_metrics(model, tr.evals["PT"], tr.world)
+        clu = M.clustering_vs_demos(model, tr.world, subj, ell, ts)
+        steer = M.steering_ranks(model, tr.world, subj, ell, [1.0])
+        return {"PT.exact": pt["exact"], "stagewise_gap": pt["attr_type"] - pt["exact"], **_g_contrasts(clu, steer)}
+
+    return untrained_controls(build, measure, seed)
 
 
 # ------------------------------------------------------------------------------------------------ seeds
