@@ -177,6 +177,15 @@ def _collapse_claim(tag: str, name: str, note: Callable[[str], Callable[[Results
     )
 
 
+def _population_note(tag: str) -> Callable[[Results], str]:
+    """The note of a sensitivity row: the population its gradients were taken over."""
+
+    def note(r: Results) -> str:
+        return "{population}".format(**_cascade_words(r["cascade"][f"sensitivity_{tag}"]))
+
+    return note
+
+
 def _sensitivity_claims(tag: str, name: str) -> list[ClaimSpec]:
     """Today's earlier cascade setting, kept as ablation rows (β = 8 gradients, α_3 = 5, accuracies at β = 50)."""
     at = f"cascade/sensitivity_{tag}"
@@ -191,7 +200,7 @@ def _sensitivity_claims(tag: str, name: str) -> list[ClaimSpec]:
             control=f"{at}/step0_heldout",
             control_is=_STEP0,
             note=_SENSITIVITY,
-            notes=lambda r, k=k: "{population}".format(**_cascade_words(r["cascade"][f"sensitivity_{tag}"])),
+            notes=_population_note(tag),
         )
         for k in (1, 2)
     ]

@@ -244,6 +244,7 @@ class _Cascade:
         softmax's small fluctuation around ``c`` is sampled. Exact for a head's ``W̃`` only where its attention is
         the same over the population (:func:`fixed_attention`); elsewhere that head keeps the sample gradient."""
         b, V, kr, ks, ovr = self.beta_grad, self.world.V, *w
+        assert self.rows is not None  # only called with the enumerated rows (``block_rows``)
         c = logits.detach().softmax(-1).mean(0)
         onehot = F.one_hot(self.pop.extras["target"], V).to(logits.dtype)
         g_mc = torch.autograd.grad(((c - onehot) * logits).sum(-1).mean(), (kr, ks, ovr))
