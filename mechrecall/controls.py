@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
+
 from mechrecall._tl import HookedTransformer
 
 #: untrained seeds whose values set the bar of a contrast (``above_untrained``): the run's seed and the next four

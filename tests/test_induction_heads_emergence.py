@@ -109,8 +109,8 @@ def test_closed_form_holds_on_orthonormal_codes_and_breaks_on_gaussian_ones():
 
 def test_untrained_controls_measure_the_run_seed_and_the_next_four():
     from analyses.papers.induction_heads.models import demo_model
-    from mechrecall.controls import untrained_controls
     from mechrecall.claims import above_untrained
+    from mechrecall.controls import untrained_controls
 
     c = untrained_controls(lambda s: demo_model(16, 16, 8, seed=s), lambda m: {"w": float(m.W_E[0, 0])}, seed=3)
     assert c["seeds"] == [3, 4, 5, 6, 7] and len(set(c["init_values"]["w"])) == 5
