@@ -21,7 +21,6 @@ from mechrecall.claims import (
     at_least,
     at_most,
     between,
-    is_true,
     near,
 )
 

@@ -125,45 +125,38 @@ def shifted_relations(task: ICRecallTask) -> ICRecallTask:
 
 def closed_form_check(spec: ICRecallSpec, seed: int, g: torch.Generator) -> dict[str, Any]:
     """One task (float64): the TL construction with a random W^KQ against eq. (16) / App. D (max |difference|),
-    partial mode's EoS attention against softmax(θ), the memory's recall (Lemma 3.1) and the Bayes ceilings.
-    Draws W^KQ, θ and ω from ``g`` in that order."""
+    partial mode's EoS attention against softmax(θ), the memory's recall (Lemma 3.1) and the Bayes ceilings;
+    ``control``: the same numbers where each identity must break (the memory perturbed, the same θ in the full
+    model, the memory of shifted relations). Draws W^KQ, θ and ω from ``g`` in that order."""
     task = ICRecallTask(spec)
-    k, rp, ap = spec.k, task.relation_pos, task.answer_pos
+    k = spec.k
     data = task.population(4000, torch.Generator().manual_seed(1))
     model = build_model(spec, "full", dtype="float64", seed=seed)
     Din = model.cfg.d_head
     with torch.no_grad():  # any W^KQ: token-dependent attention
         model.blocks[0].attn.W_K[0, :Din, :Din] = 0.5 * torch.randn(Din, Din, generator=g, dtype=torch.float64)
-    logits, cache = model.run_with_cache(data.tokens)
-    pat = cache[PATTERN][:, 0]
-    rel = logits[:, rp, 2 * task.n : 2 * task.n + task.m]
-    d_rel = (rel - closed_form_relation_logits(pat[:, rp, : 2 * k + 2], task, data)).abs().max()
-    ans = logits[:, ap, task.n : 2 * task.n]
-    d_ans = (ans - closed_form_answer_logits(pat[:, ap, : 2 * k + 3], task, data)).abs().max()
+    d_rel, d_ans = _closed_form_gaps(model, task, data)
     c_rel, c_ans = _closed_form_gaps(perturb_memory(model, seed), task, data)
     # partial mode: the EoS row of the pattern is softmax(θ) for every sequence
     partial = build_model(spec, "partial", dtype="float64", seed=seed)
     theta = torch.randn(2 * k + 2, generator=g, dtype=torch.float64)
     omega = torch.randn(2 * k + 3, generator=g, dtype=torch.float64)
     set_scores(partial, theta, omega)
-    _, c2 = partial.run_with_cache(data.tokens[:64])
-    p2 = c2[PATTERN][:, 0]
     set_scores(model, theta, omega)  # control: the same θ in the full-mode model (token-dependent W^KQ)
-    _, c3 = model.run_with_cache(data.tokens[:64])
+    v = torch.softmax(theta, -1)
     phi = orthonormal_embeddings(spec.d_vocab, "random", spec.seed)
     W, V = associative_memory(task, phi)
     W_other, V_other = associative_memory(shifted_relations(task), phi)
-    softmax_theta = torch.softmax(theta, -1)
     return {
         "spec": dataclasses.asdict(spec),
-        "max_abs_diff_relation_logits": float(d_rel.detach()),
-        "max_abs_diff_answer_logits": float(d_ans.detach()),
-        "max_abs_diff_partial_pattern": float((p2[:, rp, : 2 * k + 2] - softmax_theta).abs().max()),
+        "max_abs_diff_relation_logits": d_rel,
+        "max_abs_diff_answer_logits": d_ans,
+        "max_abs_diff_partial_pattern": _eos_attention_gap(partial, task, data, v),
         "memory_recall": memory_recall(task, W, V, phi),
         "control": {
             "max_abs_diff_relation_logits": c_rel,
             "max_abs_diff_answer_logits": c_ans,
-            "max_abs_diff_partial_pattern": float((c3[PATTERN][:, 0, rp, : 2 * k + 2] - softmax_theta).abs().max()),
+            "max_abs_diff_partial_pattern": _eos_attention_gap(model, task, data, v),
             "memory_recall": memory_recall(task, W_other, V_other, phi),
         },
         "bayes_ceiling_exact": task.bayes_ceiling(),
@@ -174,13 +167,20 @@ def closed_form_check(spec: ICRecallSpec, seed: int, g: torch.Generator) -> dict
     }
 
 
-def _closed_form_gaps(
-    model: torch.nn.Module, task: ICRecallTask, data: ICRecallData
-) -> tuple[float, float]:
+@torch.no_grad()
+def _eos_attention_gap(
+    model: torch.nn.Module, task: ICRecallTask, data: ICRecallData, v: Float[torch.Tensor, " pos"]
+) -> float:
+    """Max |attention from EoS − ``v``| over positions 0..2k+1 of the first 64 sequences of ``data``."""
+    _, cache = model.run_with_cache(data.tokens[:64])
+    return float((cache[PATTERN][:, 0, task.relation_pos, : 2 * task.k + 2] - v).abs().max())
+
+
+@torch.no_grad()
+def _closed_form_gaps(model: torch.nn.Module, task: ICRecallTask, data: ICRecallData) -> tuple[float, float]:
     """Max |difference| of ``model``'s relation / answer logits from eq. (16) / App. D at its own attention."""
     k = task.k
-    with torch.no_grad():
-        logits, cache = model.run_with_cache(data.tokens)
+    logits, cache = model.run_with_cache(data.tokens)
     pat = cache[PATTERN][:, 0]
     rel = logits[:, task.relation_pos, 2 * task.n : 2 * task.n + task.m]
     ans = logits[:, task.answer_pos, task.n : 2 * task.n]

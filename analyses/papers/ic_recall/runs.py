@@ -521,7 +521,7 @@ def _readout(cell: Cell, row: dict[str, Any]) -> dict[str, Any]:
 
 ABSENT_CONFIG = {
     "A": "config A is not in this preset",
-    "B": "config B runs at --preset smoke and paper (or with --n/--m/--k/--family/--temperature/--samples)",
+    "B": "config B is not in this preset",
     "C": "config C (3-ICL) runs at --preset paper only, without --n/--m/--k/--family/--temperature/--samples",
 }
 
