@@ -68,6 +68,14 @@ def test_affine_satisfies_assumption_2_2_and_random_paper_sizes_do_not():
     assert all(sorted(r) == list(range(8)) for r in paper.rel.tolist())
 
 
+def test_the_bayes_ceiling_of_random_families_varies_a_little_between_seeds():
+    """A property of the data (once a row of the claims table): the exact ceiling of Fig 2's sizes (n = 8, m = 64,
+    random bijections) differs between relation sets, by about ±0.01 over five seeds, never reaching 1."""
+    ceilings = [ICRecallTask(ICRecallSpec(8, 64, 2, "random", seed=s)).bayes_ceiling() for s in range(5)]
+    half_range = (max(ceilings) - min(ceilings)) / 2
+    assert 0.002 < half_range < 0.03 and all(0.55 < c < 0.65 for c in ceilings)
+
+
 def test_pretraining_population_is_every_ordered_pair_of_every_fact():
     task = ICRecallTask(ICRecallSpec(4, 5, 2, "random"))
     tokens, targets = task.pretraining_population()

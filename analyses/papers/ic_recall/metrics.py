@@ -15,6 +15,7 @@ attention patterns (pair scores of :mod:`analyses.pair_attention`, the TL model 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -101,40 +102,63 @@ def no_cot_answer_accuracy(model: torch.nn.Module, task: ICRecallTask, test: ICR
 # ------------------------------------------------------------------ the construction's exact checks
 
 PATTERN = get_act_name("pattern", 0)  # the one layer's attention pattern
+PERTURB_STD = 1e-3  # the controls' perturbation of the memory (std of the Gaussian noise added to each entry)
+
+
+def perturb_memory(model: torch.nn.Module, seed: int, std: float = PERTURB_STD) -> torch.nn.Module:
+    """The controls of the construction's identities: ``model`` with N(0, std²) added to every entry of the MLP's
+    W_out (the memory's V), in place; any exact identity of the construction must break on it."""
+    g = torch.Generator().manual_seed(31_337 + seed)
+    with torch.no_grad():
+        W = model.blocks[0].mlp.W_out
+        W += std * torch.randn(W.shape, generator=g, dtype=torch.float64).to(W.dtype)
+    return model
+
+
+def shifted_relations(task: ICRecallTask) -> ICRecallTask:
+    """A copy of ``task`` whose relation r is the original r − 1 (rows of ``rel`` rolled): a memory built on it
+    stores other facts (the control of Lemma 3.1's recall)."""
+    other = copy.copy(task)
+    other.rel = task.rel.roll(1, dims=0)
+    return other
 
 
 def closed_form_check(spec: ICRecallSpec, seed: int, g: torch.Generator) -> dict[str, Any]:
     """One task (float64): the TL construction with a random W^KQ against eq. (16) / App. D (max |difference|),
-    partial mode's EoS attention against softmax(θ), the memory's recall (Lemma 3.1) and the Bayes ceilings.
-    Draws W^KQ, θ and ω from ``g`` in that order."""
+    partial mode's EoS attention against softmax(θ), the memory's recall (Lemma 3.1) and the Bayes ceilings;
+    ``control``: the same numbers where each identity must break (the memory perturbed, the same θ in the full
+    model, the memory of shifted relations). Draws W^KQ, θ and ω from ``g`` in that order."""
     task = ICRecallTask(spec)
-    k, rp, ap = spec.k, task.relation_pos, task.answer_pos
+    k = spec.k
     data = task.population(4000, torch.Generator().manual_seed(1))
     model = build_model(spec, "full", dtype="float64", seed=seed)
     Din = model.cfg.d_head
     with torch.no_grad():  # any W^KQ: token-dependent attention
         model.blocks[0].attn.W_K[0, :Din, :Din] = 0.5 * torch.randn(Din, Din, generator=g, dtype=torch.float64)
-    logits, cache = model.run_with_cache(data.tokens)
-    pat = cache[PATTERN][:, 0]
-    rel = logits[:, rp, 2 * task.n : 2 * task.n + task.m]
-    d_rel = (rel - closed_form_relation_logits(pat[:, rp, : 2 * k + 2], task, data)).abs().max()
-    ans = logits[:, ap, task.n : 2 * task.n]
-    d_ans = (ans - closed_form_answer_logits(pat[:, ap, : 2 * k + 3], task, data)).abs().max()
+    d_rel, d_ans = _closed_form_gaps(model, task, data)
+    c_rel, c_ans = _closed_form_gaps(perturb_memory(model, seed), task, data)
     # partial mode: the EoS row of the pattern is softmax(θ) for every sequence
     partial = build_model(spec, "partial", dtype="float64", seed=seed)
     theta = torch.randn(2 * k + 2, generator=g, dtype=torch.float64)
     omega = torch.randn(2 * k + 3, generator=g, dtype=torch.float64)
     set_scores(partial, theta, omega)
-    _, c2 = partial.run_with_cache(data.tokens[:64])
-    p2 = c2[PATTERN][:, 0]
+    set_scores(model, theta, omega)  # control: the same θ in the full-mode model (token-dependent W^KQ)
+    v = torch.softmax(theta, -1)
     phi = orthonormal_embeddings(spec.d_vocab, "random", spec.seed)
     W, V = associative_memory(task, phi)
+    W_other, V_other = associative_memory(shifted_relations(task), phi)
     return {
         "spec": dataclasses.asdict(spec),
-        "max_abs_diff_relation_logits": float(d_rel.detach()),
-        "max_abs_diff_answer_logits": float(d_ans.detach()),
-        "max_abs_diff_partial_pattern": float((p2[:, rp, : 2 * k + 2] - torch.softmax(theta, -1)).abs().max()),
+        "max_abs_diff_relation_logits": d_rel,
+        "max_abs_diff_answer_logits": d_ans,
+        "max_abs_diff_partial_pattern": _eos_attention_gap(partial, task, data, v),
         "memory_recall": memory_recall(task, W, V, phi),
+        "control": {
+            "max_abs_diff_relation_logits": c_rel,
+            "max_abs_diff_answer_logits": c_ans,
+            "max_abs_diff_partial_pattern": _eos_attention_gap(model, task, data, v),
+            "memory_recall": memory_recall(task, W_other, V_other, phi),
+        },
         "bayes_ceiling_exact": task.bayes_ceiling(),
         "bayes_ceiling_population": task.bayes_ceiling(task.population(None))
         if spec.population_size <= 50_000
@@ -143,41 +167,86 @@ def closed_form_check(spec: ICRecallSpec, seed: int, g: torch.Generator) -> dict
     }
 
 
-def readout_check(spec: ICRecallSpec) -> tuple[list[float], bool]:
-    """The memory's read-out of φ(s) + φ(r) (s = 2, r = 5) and whether it is 4 on r(s), 2 on the other answers,
-    1 on subjects and relations, 0 on EoS (to 1e-10)."""
+@torch.no_grad()
+def _eos_attention_gap(
+    model: torch.nn.Module, task: ICRecallTask, data: ICRecallData, v: Float[torch.Tensor, " pos"]
+) -> float:
+    """Max |attention from EoS − ``v``| over positions 0..2k+1 of the first 64 sequences of ``data``."""
+    _, cache = model.run_with_cache(data.tokens[:64])
+    return float((cache[PATTERN][:, 0, task.relation_pos, : 2 * task.k + 2] - v).abs().max())
+
+
+@torch.no_grad()
+def _closed_form_gaps(model: torch.nn.Module, task: ICRecallTask, data: ICRecallData) -> tuple[float, float]:
+    """Max |difference| of ``model``'s relation / answer logits from eq. (16) / App. D at its own attention."""
+    k = task.k
+    logits, cache = model.run_with_cache(data.tokens)
+    pat = cache[PATTERN][:, 0]
+    rel = logits[:, task.relation_pos, 2 * task.n : 2 * task.n + task.m]
+    ans = logits[:, task.answer_pos, task.n : 2 * task.n]
+    d_rel = (rel - closed_form_relation_logits(pat[:, task.relation_pos, : 2 * k + 2], task, data)).abs().max()
+    d_ans = (ans - closed_form_answer_logits(pat[:, task.answer_pos, : 2 * k + 3], task, data)).abs().max()
+    return float(d_rel), float(d_ans)
+
+
+def readout_check(spec: ICRecallSpec, seed: int = 0) -> dict[str, Any]:
+    """The memory's read-out of φ(s) + φ(r) (s = 2, r = 5) against App. A's values: 4 on r(s), 2 on the other
+    answers, 1 on subjects and relations, 0 on EoS. ``error``: max |read-out − those values|; ``control_error``:
+    the same for the memory with N(0, 1e-6) added to each entry of V (the values must move)."""
     task = ICRecallTask(spec)
     phi = orthonormal_embeddings(spec.d_vocab, "random", spec.seed)
     W, V = associative_memory(task, phi)
     s, r = 2, 5
-    out = memory_readout(W, V, phi, phi[:, s] + phi[:, task.relation_id(r)])
+    x = phi[:, s] + phi[:, task.relation_id(r)]
+    out = memory_readout(W, V, phi, x)
     a = task.answer_id(int(task.rel[r, s]))
     expect = torch.ones_like(out)
     expect[task.n : 2 * task.n] = 2.0
     expect[a] = 4.0
     expect[task.eos_id] = 0.0
-    return out.tolist(), bool((out - expect).abs().max() < 1e-10)
+    g = torch.Generator().manual_seed(31_337 + seed)
+    V_perturbed = V + PERTURB_STD * torch.randn(V.shape, generator=g, dtype=V.dtype)
+    return {
+        "values": out.tolist(),
+        "error": float((out - expect).abs().max()),
+        "control_error": float((memory_readout(W, V_perturbed, phi, x) - expect).abs().max()),
+    }
 
 
-def eos_tie_check(spec: ICRecallSpec, seed: int, g: torch.Generator) -> dict[str, float]:
-    """Lemma B.1 (all answers tie at EoS: the max spread), the no-CoT accuracy that tie gives, and §4.1's
-    confusing gap l(r*) − l(r_conf) = 2(v1 − v3)(v2 − v4) (max |error|); θ drawn from ``g``."""
-    task = ICRecallTask(spec)
-    model = build_model(spec, "partial", dtype="float64", seed=seed)
-    theta = torch.randn(6, generator=g, dtype=torch.float64)
-    set_scores(model, theta, torch.zeros(7, dtype=torch.float64))
-    pop = task.population()
-    eos_logits = model(pop.tokens[:, : task.relation_pos + 1])[:, -1, task.n : 2 * task.n]
-    v = torch.softmax(theta, -1)
-    rel = closed_form_relation_logits(v, task, pop)
+def _spread(logits: Float[torch.Tensor, "batch n"]) -> float:
+    """Max over the batch of (largest − smallest) logit."""
+    return float((logits.max(-1).values - logits.min(-1).values).max().detach())
+
+
+def _gap_error(rel: Float[torch.Tensor, "batch m"], v: Float[torch.Tensor, " pos"], task: ICRecallTask,
+               pop: ICRecallData) -> float:  # fmt: skip
+    """Max |(l(r*) − l(r_conf)) − 2(v1 − v3)(v2 − v4)| of the relation logits ``rel`` at EoS."""
     conf_r = (pop.answers[:, 1:2] == task.rel[:, pop.subjects[:, 0]].T) & (
         pop.answers[:, 0:1] == task.rel[:, pop.subjects[:, 1]].T
     )
     gap = rel.gather(1, pop.relation[:, None])[:, 0] - (rel * conf_r).sum(-1)
+    return float((gap - confusing_logit_gap(v)).abs().max().detach())
+
+
+@torch.no_grad()
+def eos_tie_check(spec: ICRecallSpec, seed: int, g: torch.Generator) -> dict[str, float]:
+    """Lemma B.1 (all answers tie at EoS: the max spread), the no-CoT accuracy that tie gives, and §4.1's
+    confusing gap l(r*) − l(r_conf) = 2(v1 − v3)(v2 − v4) on the TL model's relation logits (max |error|); θ
+    drawn from ``g``. Controls: both on the model with its memory perturbed (:func:`perturb_memory`)."""
+    task = ICRecallTask(spec)
+    model = build_model(spec, "partial", dtype="float64", seed=seed)
+    theta = torch.randn(6, generator=g, dtype=torch.float64)
+    set_scores(model, theta, torch.zeros(7, dtype=torch.float64))
+    pop, v, rp, n = task.population(), torch.softmax(theta, -1), task.relation_pos, task.n
+    eos = model(pop.tokens[:, : rp + 1])[:, -1]
+    no_cot = no_cot_answer_accuracy(model, task, pop)
+    perturbed = perturb_memory(model, seed)(pop.tokens[:, : rp + 1])[:, -1]
     return {
-        "tie_spread": float((eos_logits.max(-1).values - eos_logits.min(-1).values).max().detach()),
-        "no_cot_accuracy": no_cot_answer_accuracy(model, task, pop),
-        "gap_error": float((gap - confusing_logit_gap(v)).abs().max()),
+        "tie_spread": _spread(eos[:, n : 2 * n]),
+        "no_cot_accuracy": no_cot,
+        "gap_error": _gap_error(eos[:, 2 * n : 2 * n + task.m], v, task, pop),
+        "control_tie_spread": _spread(perturbed[:, n : 2 * n]),
+        "control_gap_error": _gap_error(perturbed[:, 2 * n : 2 * n + task.m], v, task, pop),
     }
 
 
@@ -219,17 +288,21 @@ def tl_readout(
     fast_model = AnalyticICRecall(task, theta, omega)
     with torch.no_grad():
         tl_logits, fast_logits = step_logits(model, task, check), step_logits(fast_model, task, check)
+    acc_tl = accuracy(model, task, check, T)
+    with torch.no_grad():  # the control: the same comparison with the TL model's memory perturbed
+        perturbed = step_logits(perturb_memory(model, task.spec.seed), task, check)
     return {
         "v_tl": pat[:, task.relation_pos, : 2 * k + 2].mean(0).tolist(),
         "acc_fast": accuracy(fast_model, task, check, T),
         "max_logit_diff_tl_vs_fast": max(float((a - b).abs().max()) for a, b in zip(tl_logits, fast_logits)),
+        "max_logit_diff_perturbed_vs_fast": max(float((a - b).abs().max()) for a, b in zip(perturbed, fast_logits)),
         "q_tl": pat[:, task.answer_pos, : 2 * k + 3].mean(0).tolist(),
         "within": float(stats.within.mean()),
         "across": float(stats.across.mean()),
         "rest": float(stats.rest.mean()),
         "score": float(stats.score.mean()),
         "pairwise": bool(is_pairwise(stats).all()),
-        "acc_tl": accuracy(model, task, check, T),
+        "acc_tl": acc_tl,
     }
 
 

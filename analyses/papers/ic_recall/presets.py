@@ -124,7 +124,7 @@ SMOKE = ICRecallPreset()
 PRESETS: dict[str, ICRecallPreset] = {
     "micro": ICRecallPreset(
         comparable=False,
-        pattern=(("A", replace(CONFIG_A, steps=300)),),
+        pattern=(("A", replace(CONFIG_A, steps=300)), ("B", replace(CONFIG_B, steps=100, test_size=4096))),
         pattern_seeds=(0, 1),
         exact_affine=False,
         fast_path_steps=20,

@@ -371,19 +371,23 @@ def spread(values: Iterable[float]) -> list[float]:
 # ----------------------------------------------------------------------------------------- exact
 
 
-def fast_path_check(seed: int, steps: int) -> float:
+def fast_path_check(seed: int, steps: int) -> tuple[float, float]:
     """Train the fast path and the TL model (float64, n = 8, m = 64, N = 8) ``steps`` Adam steps from the same
-    start: the max |difference| of their final θ, ω."""
+    start: the max |difference| of their final θ, ω; and the same against the fast path stopped one step early
+    (the control: other parameters, which the comparison must tell apart)."""
     task = ICRecallTask(ICRecallSpec(8, 64, 2, "random", seed))
     data = task.sample(8, torch.Generator().manual_seed(1))
     ft = FinetuneConfig(T=0.05, lr=1e-2, steps=steps)
     init = initial_scores(2, 1e-3, seed)
-    fast = AnalyticICRecall(task)
-    finetune(fast, task, data, ft, init=init)
     tl = build_model(task.spec, "partial", dtype="float64", seed=seed)
     finetune(tl, task, data, ft, init=init)
     theta, omega = scores(tl, 2)
-    return float(max((theta - fast.theta.detach()).abs().max(), (omega - fast.omega.detach()).abs().max()))
+    diffs = []
+    for n_steps in (steps, steps - 1):
+        fast = AnalyticICRecall(task)
+        finetune(fast, task, data, replace(ft, steps=n_steps), init=init)
+        diffs.append(float(max((theta - fast.theta.detach()).abs().max(), (omega - fast.omega.detach()).abs().max())))
+    return diffs[0], diffs[1]
 
 
 def exact_checks(seed: int, with_affine: bool, fast_path_steps: int) -> dict[str, Any]:
@@ -394,26 +398,44 @@ def exact_checks(seed: int, with_affine: bool, fast_path_steps: int) -> dict[str
         specs.append(ICRecallSpec(7, 30, 3, "affine", seed))
     g = torch.Generator().manual_seed(seed)
     rows = [closed_form_check(spec, seed, g) for spec in specs]
-    readout, readout_ok = readout_check(specs[1])
+    readout = readout_check(specs[1], seed)
     ties = eos_tie_check(specs[0], seed, g)
+    fast, fast_control = fast_path_check(seed, fast_path_steps)
     measured = {
-        "closed_form_relation_logits": max(r["max_abs_diff_relation_logits"] for r in rows),
-        "closed_form_answer_logits": max(r["max_abs_diff_answer_logits"] for r in rows),
-        "partial_pattern_is_softmax_theta": max(r["max_abs_diff_partial_pattern"] for r in rows),
-        "memory_recall": min(min(r["memory_recall"].values()) for r in rows),
-        "readout_values_ok": readout_ok,
+        **_construction_measures(rows),
+        "readout_error": readout["error"],
         "no_cot_answers_tie": ties["tie_spread"],
         "no_cot_accuracy": ties["no_cot_accuracy"],
         "confusing_gap": ties["gap_error"],
+        "fast_path_steps": fast_path_steps,
+        "fast_path_same_parameters": fast,
+    }
+    control = {
+        **_construction_measures([r["control"] for r in rows]),
+        "readout_error": readout["control_error"],
+        "no_cot_answers_tie": ties["control_tie_spread"],
+        "confusing_gap": ties["control_gap_error"],
+        "fast_path_same_parameters": fast_control,
+    }
+    ceiling = {  # exact = enumerated population (a unit test checks it; kept here as a record)
         "bayes_ceiling_exact": max(
             abs(r["bayes_ceiling_exact"] - r["bayes_ceiling_population"])
             for r in rows
             if r["bayes_ceiling_population"] is not None
-        ),
-        "fast_path_steps": fast_path_steps,
-        "fast_path_same_parameters": fast_path_check(seed, fast_path_steps),
+        )
     }
-    return {"tasks": rows, "readout_values": readout, "no_cot_accuracy_n3": ties["no_cot_accuracy"], **measured}
+    return {"tasks": rows, "readout_values": readout["values"], **ceiling, **measured, "control": control}
+
+
+def _construction_measures(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The construction's identities over the tasks (``rows``: :func:`.metrics.closed_form_check`'s, or their
+    ``control`` entries): the largest closed-form differences, the smallest memory recall."""
+    return {
+        "closed_form_relation_logits": max(r["max_abs_diff_relation_logits"] for r in rows),
+        "closed_form_answer_logits": max(r["max_abs_diff_answer_logits"] for r in rows),
+        "partial_pattern_is_softmax_theta": max(r["max_abs_diff_partial_pattern"] for r in rows),
+        "memory_recall": min(min(r["memory_recall"].values()) for r in rows),
+    }
 
 
 # --------------------------------------------------------------------------------------- pattern
@@ -433,9 +455,11 @@ def _pattern_summary(k: int, rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {**summary, **stats}
 
 
-def _n3_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
-    """Config A (n = 3, Theorem 4.2): the pair weight a against a*(T), within-pair and rest maxima, first step."""
+def _n3_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, Any], readout: dict) -> dict[str, Any]:
+    """Config A (n = 3, Theorem 4.2): the pair weight a against a*(T), within-pair (alone and over the across-pair
+    difference) and rest maxima, first step; the TL model against the fast path (``readout``)."""
     a = [min(r["v"][0] + r["v"][1], r["v"][2] + r["v"][3]) / 2 for r in rs]
+    ratio = [w / max(x, 1e-300) for w, x in zip(summary["within"], summary["across"])]
     return {
         "config": dataclasses.asdict(cfg),
         "a_star": n3_pairwise_optimum(cfg.T),
@@ -443,10 +467,13 @@ def _n3_measures(cfg: Cell, rs: Sequence[dict[str, Any]], summary: dict[str, Any
         "pair_weight_spread": spread(a),
         "within_max": max(summary["within"]),
         "within_spread": spread(summary["within"]),
+        "within_over_across_max": max(ratio),
+        "within_over_across_spread": spread(ratio),
         "rest_max": max(summary["rest"]),
         "rest_spread": spread(summary["rest"]),
         "first_step_min": min(summary["acc_relation_exact"]),
         "first_step_spread": spread(summary["acc_relation_exact"]),
+        "tl_logit_diff": readout["max_logit_diff_tl_vs_fast"],
     }
 
 
@@ -494,15 +521,17 @@ def _readout(cell: Cell, row: dict[str, Any]) -> dict[str, Any]:
 
 ABSENT_CONFIG = {
     "A": "config A is not in this preset",
-    "B": "config B runs at --preset smoke and paper (or with --n/--m/--k/--family/--temperature/--samples)",
+    "B": "config B is not in this preset",
     "C": "config C (3-ICL) runs at --preset paper only, without --n/--m/--k/--family/--temperature/--samples",
 }
 
 
 def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep) -> dict[str, Any]:
     """Fig 2: partial fine-tuning (Adam) with the constructed MLP, every config × seed; per config the summary,
-    the TL read-out of the first seed and the numbers its claims read (``configs/<name>``)."""
-    rows, info = sweep.run([replace(cfg, seed=s) for cfg in configs.values() for s in seeds])
+    the TL read-out of the first seed and the numbers its claims read (``configs/<name>``), with the same numbers
+    at step 0 of the same seeds (``configs/<name>/control``: θ0, ω0 ~ N(0, perturb_std²), attention ≈ uniform)."""
+    trained = [replace(cfg, seed=s) for cfg in configs.values() for s in seeds]
+    rows, info = sweep.run(trained + [replace(c, steps=0) for c in trained])
     results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds), "configs": {}, "panels": []}
     for name in ("A", "B", "C"):
         if name not in configs:
@@ -510,15 +539,18 @@ def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep)
             continue
         cfg = configs[name]
         rs = _rows_of(rows, [replace(cfg, seed=s) for s in seeds])
+        at_init = _rows_of(rows, [replace(cfg, seed=s, steps=0) for s in seeds])
         label = f"{name}: n={cfg.n}, m={cfg.m}, {cfg.k}-ICL, T={cfg.T:g} (seed {seeds[0]})"
         results["panels"].append({"label": label, "k": cfg.k, "v": rs[0]["v"], "q": rs[0]["q"]})
         summary = results[f"summary_{name}"] = _pattern_summary(cfg.k, rs)
-        if name == "A":
-            results["configs"][name] = _n3_measures(cfg, rs, summary)
-            results["a_star"] = results["configs"][name]["a_star"]
         readout = results[f"tl_readout_{name}"] = _readout(replace(cfg, seed=seeds[0]), rs[0])
-        if name != "A":
-            results["configs"][name] = _fig2_measures(cfg, rs, summary, readout)
+        measures = _n3_measures if name == "A" else _fig2_measures
+        results["configs"][name] = measures(cfg, rs, summary, readout)
+        control = measures(cfg, at_init, _pattern_summary(cfg.k, at_init), readout)
+        # the TL-vs-fast-path comparison's control: the TL model's memory perturbed (.metrics.perturb_memory)
+        control["tl_logit_diff"] = readout["max_logit_diff_perturbed_vs_fast"]
+        results["configs"][name]["control"] = control
+    results["a_star"] = results["configs"]["A"].get("a_star")
     return results
 
 
