@@ -562,11 +562,13 @@ def sample_complexity_cells(cfg: SampleComplexity, seed: int) -> dict[str, list[
 
 
 def _untrained_cells(affine: list[Cell], full: list[Cell], fig3: list[Cell]) -> dict[str, list[Cell]]:
-    """The claims' controls: each group's cells at step 0 (the untrained θ, ω of the same seeds), one cell per
-    (n, seed); ``fig3`` at N = 8 only, the N its claim reads."""
+    """The claims' controls: each group's cells at step 0 from the symmetric start θ = ω = 0 (the 1e-3 noise that
+    breaks the symmetry for Adam would alone decide the step-0 ties: the three answers r*(s1), r*(s2), r*(s3) tie
+    at uniform attention, p2(a*) = 1/3), one cell per (n, seed); ``fig3`` at N = 8 only, the N its claim reads."""
 
     def at_init(cells: list[Cell]) -> list[Cell]:
-        return list({(c.n, c.seed): replace(c, steps=0, N=min(x.N for x in cells)) for c in cells}.values())
+        N = min((x.N for x in cells), default=0)
+        return list({(c.n, c.seed): replace(c, steps=0, N=N, perturb_std=0.0) for c in cells}.values())
 
     return {
         "untrained_affine": at_init(affine),
@@ -690,8 +692,8 @@ def _stage1_order(s: Mapping[str, float]) -> bool:
 
 
 def _q_peaks_on_query(s: Mapping[str, float], k: int) -> bool:
-    """Whether ω (as q) is largest on the query subject s_{k+1} (Lemma 4.5)."""
-    return max(range(2 * k + 3), key=lambda i: s[f"q{i + 1}"]) == 2 * k
+    """Whether ω (as q) is strictly largest on the query subject s_{k+1} (Lemma 4.5)."""
+    return s[f"q{2 * k + 1}"] > max(s[f"q{i + 1}"] for i in range(2 * k + 3) if i != 2 * k)
 
 
 def _as_trace(row: Mapping[str, Any]) -> dict[str, float]:
