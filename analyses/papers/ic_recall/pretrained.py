@@ -18,13 +18,17 @@ from analyses.papers.ic_recall.data import fact_prompts
 def untrained_like(model: Any, seed: int) -> Any:
     """A randomly initialised model of ``model``'s config (TransformerLens' initialisation, seeded): the claims'
     control, the same scores without training."""
+    import copy
+
     import torch
 
     from mechrecall._tl import HookedTransformer
 
+    cfg = copy.deepcopy(model.cfg)
+    cfg.init_weights = True  # a loaded model's config skips the initialisation
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        fresh = HookedTransformer(model.cfg, tokenizer=model.tokenizer, move_to_device=False)
+        fresh = HookedTransformer(cfg, tokenizer=model.tokenizer, move_to_device=False)
     fresh.to(model.cfg.device).eval()
     return fresh
 
