@@ -379,7 +379,7 @@ def _algorithm1(n: int) -> tuple[ClaimSpec, ...]:
 
         return words
 
-    specs = [
+    specs: list[tuple[str, str, Rule | Callable[[Results], Rule], str]] = [
         ("stage1_equal_pairs", "after Stage 1, v1 ≈ v3 and v2 ≈ v4 (max over seeds of max |v1 − v3|, |v2 − v4|)",
          lambda r: _half_of_control(r, f"n{n}", "stage1_equal_pairs"), "Lemma C.1"),
         ("stage1_order", "after Stage 1, v1 > v2 > v5 and v3 > v4 > v5 (share of seeds)", at_least(1.0),
