@@ -500,5 +500,7 @@ def test_micro_controls_of_sample_complexity_algorithm1_and_the_pretrained_parts
     assert equal["rule_spec"]["hi"] == pytest.approx(equal["control"] / 2)
     assert rows["algorithm1.n7_stage1_order"]["control"] == 0.0 and rows["algorithm1.n7_first_step"]["control"] < 0.5
     assert rows["pretrained_mlp.pretrain_recall"]["control"] < 0.5
+    within = rows["pretrained_mlp.within_pair"]
+    assert within["rule_spec"]["hi"] == pytest.approx(within["control"] / 2)
     assert rows["pretrained.best_head_score"]["class"] == "extension"
     assert results["pretrained"]["control"]["best_head_score"] != results["pretrained"]["best_head"]["score"]
