@@ -271,7 +271,10 @@ def test_sample_complexity_and_algorithm1_claims_read_their_results():
     assert at8["claim"].endswith("for every n in [5, 7] (min over n of the seed mean)")
     assert at8["note"] == 'a; partial mode, Adam lr 0.01, 200 steps, T = 0.05; "only 8 samples" (§5); z'
     assert at8["seeds"] == [0, 1] and at8["spread"] == [0.98, 1.0]
-    assert rows["affine_triplet_growth"]["rule"] == "≥ 1" and rows["affine_triplet_growth"]["spread"] is None
+    assert "affine_triplet_growth" not in rows  # the preset's sizes, not a measurement: a control, tested apart
+    assert (
+        rows["affine_Nstar_ratio"]["control"] == 2.94 and "while n·m grows 2.94×" in rows["affine_Nstar_ratio"]["claim"]
+    )
     assert rows["affine_Nstar_ratio"]["reason"].startswith("accuracy 0.99 not reached")
     growth = rows["full_mode_Nstar_growth"]
     assert (
@@ -311,6 +314,8 @@ class _FakeSweep:
             rows.append(
                 {
                     **dataclasses.asdict(c),
+                    "v": [1 / (2 * c.k + 2)] * (2 * c.k + 2),
+                    "q": [1 / (2 * c.k + 3)] * (2 * c.k + 3),
                     "acc_relation_exact": 1.0 - wobble,
                     "acc_answer_teacher_forced": 1.0 - 2 * wobble,
                     "bayes_ceiling_exact": 1.0,
@@ -420,7 +425,8 @@ def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
     assert code == 0
     res = json.loads((out / "ic_recall" / "results.json").read_text())
     claims = {c["id"]: c for c in res["claims"]}
-    assert claims["ic_recall.algorithm1.n7_stage1_second_step"]["verdict"] == "reproduced"
+    second = claims["ic_recall.algorithm1.n7_stage1_second_step"]
+    assert second["ours"] == 1.0 and second["control"] == 0.0 and second["verdict"] == "not comparable"  # micro
     best = claims["ic_recall.pretrained.best_head_score"]
     assert isinstance(best["ours"], float) and best["verdict"] != "not run" and best["class"] == "extension"
     assert best["claim"] == f"extension: the highest mean pairwise score over heads of {tiny}"
@@ -459,3 +465,51 @@ def test_no_weights_gives_not_run_claims(tmp_path):
     assert [c.verdict for c in claims] == ["not run", "not run"]
     assert all(c.reason.startswith("no weights") for c in claims)
     assert claims[1].claim == "extension: the highest mean pairwise score over heads of pythia-14m"
+
+
+def test_nstar_ratio_control_is_rejected_at_every_preset():
+    """The N* ratio's control, n·m's own growth across the affine n (a learner whose N* grows with the stored
+    triplets), is a function of the preset: its rule (≤ 2) must reject it at every preset, and smoke/paper span the
+    growth their preset names."""
+    from analyses.papers.ic_recall.claims import CLAIMS
+    from analyses.papers.ic_recall.presets import PRESETS
+
+    (ratio,) = [s for s in CLAIMS if s.id == "sample_complexity.affine_Nstar_ratio"]
+    for name, preset in PRESETS.items():
+        n = preset.sample_complexity.affine_n
+        growth = max(n) * max(n) * (max(n) - 1) / 2 / (min(n) * min(n) * (min(n) - 1) / 2)
+        assert ratio.rule.judge(growth) == "not reproduced", name
+        assert growth >= preset.sample_complexity.triplet_growth_target, name
+
+
+@pytest.mark.slow
+def test_micro_controls_of_sample_complexity_algorithm1_and_the_pretrained_parts(tmp_path):
+    """sample_complexity, algorithm1, pretrained_mlp and pretrained (a tiny local GPT-NeoX) at micro: every claim
+    has a control value its rule rejects; the untrained controls sit at the symmetric start's ties."""
+    from analyses.papers.ic_recall.data import prompt_vocab
+    from mechrecall.claims import control_problems
+    from pretrained.testing import tiny_checkpoint
+
+    tiny = tiny_checkpoint(tmp_path / "tiny", "gpt_neox", vocab=prompt_vocab(), seed=0, n_layers=2)
+    parts = ["sample_complexity", "algorithm1", "pretrained_mlp", "pretrained"]
+    run = entry.EXPERIMENT.run(tmp_path, preset="micro", parts=parts, options={"workers": 1, "model": str(tiny)})
+    measured = [r for r in run["claims"] if r["ours"] is not None]
+    assert {r["id"].split(".")[1] for r in measured} == set(parts)
+    assert control_problems(run["claims"]) == []
+    rows = {r["id"].removeprefix("ic_recall."): r for r in run["claims"]}
+    assert all(r["control_is"] for r in rows.values())
+    results = {p: run["parts"][p]["results"] for p in parts}
+    untrained = results["sample_complexity"]["cells"]
+    at_init = [c for c in untrained if c["steps"] == 0]
+    assert at_init and all(c["soft_answer"] == pytest.approx(1 / 3, abs=1e-2) for c in at_init)  # the 3-way tie
+    assert rows["sample_complexity.affine_N8_accuracy"]["control"] < 0.5
+    assert rows["sample_complexity.full_mode_second_step"]["class"] == "ablation"
+    assert rows["sample_complexity.full_mode_Nstar_growth"]["control"] > 3  # n·m ∝ n³ for m = n(n−1)/2
+    equal = rows["algorithm1.n7_stage1_equal_pairs"]
+    assert equal["rule_spec"]["hi"] == pytest.approx(equal["control"] / 2)
+    assert rows["algorithm1.n7_stage1_order"]["control"] == 0.0 and rows["algorithm1.n7_first_step"]["control"] < 0.5
+    assert rows["pretrained_mlp.pretrain_recall"]["control"] < 0.5
+    within = rows["pretrained_mlp.within_pair"]
+    assert within["rule_spec"]["hi"] == pytest.approx(within["control"] / 2)
+    assert rows["pretrained.best_head_score"]["class"] == "extension"
+    assert results["pretrained"]["control"]["best_head_score"] != results["pretrained"]["best_head"]["score"]

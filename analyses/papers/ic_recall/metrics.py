@@ -308,13 +308,17 @@ def tl_readout(
 
 def pretrained_mlp_pattern(model: torch.nn.Module, task: ICRecallTask, test: ICRecallData) -> dict[str, Any]:
     """Fig 4's readings on the first 2048 test prompts: mean attention from EoS (v) and from r* (q), the
-    pair scores (means) and the share of prompts whose pattern is pairwise."""
+    pair scores (means), the within-pair score of the crossed pairs (s1 with a2, s2 with a1; ``within_crossed``)
+    and the share of prompts whose pattern is pairwise."""
     pat = attention_patterns(model, test.subset(slice(0, 2048)).tokens)[0, :, 0]
-    stats = pair_attention_stats(pat[:, task.relation_pos, :6].double(), pair_roles(2))
+    v = pat[:, task.relation_pos, :6].double()
+    stats = pair_attention_stats(v, pair_roles(2))
+    crossed = pair_attention_stats(v, torch.tensor([0, 3, 2, 1, QUERY, END]))
     return {
-        "v_mean": pat[:, task.relation_pos, :6].double().mean(0).tolist(),
+        "v_mean": v.mean(0).tolist(),
         "q_mean": pat[:, task.answer_pos, :7].double().mean(0).tolist(),
         "within": float(stats.within.mean()),
+        "within_crossed": float(crossed.within.mean()),
         "across": float(stats.across.mean()),
         "rest": float(stats.rest.mean()),
         "pairwise_share": float(is_pairwise(stats).double().mean()),

@@ -15,9 +15,28 @@ from typing import Any
 from analyses.papers.ic_recall.data import fact_prompts
 
 
+def untrained_like(model: Any, seed: int) -> Any:
+    """A randomly initialised model of ``model``'s config (TransformerLens' initialisation, seeded): the claims'
+    control, the same scores without training."""
+    import copy
+
+    import torch
+
+    from mechrecall._tl import HookedTransformer
+
+    cfg = copy.deepcopy(model.cfg)
+    cfg.init_weights = True  # a loaded model's config skips the initialisation
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        fresh = HookedTransformer(cfg, tokenizer=model.tokenizer, move_to_device=False)
+    fresh.to(model.cfg.device).eval()
+    return fresh
+
+
 def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
     """The pairwise score of every head of ``name`` on ``n_prompts`` fact prompts: the ranking, the whole table,
-    the best head; ``{"model": name, "not_run": why}`` when its weights cannot be loaded here."""
+    the best head, and the same scores on a randomly initialised model of its config (``control``);
+    ``{"model": name, "not_run": why}`` when its weights cannot be loaded here."""
     import pretrained
     from analyses.pair_attention import head_pair_scores
 
@@ -27,12 +46,16 @@ def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
     model.eval()
     prompts = fact_prompts(model.tokenizer, k=2, n_prompts=n_prompts, seed=seed)
     device = model.cfg.device
-    table = head_pair_scores(
-        model, prompts["tokens"].to(device), prompts["roles"].to(device), prompts["query_pos"].to(device)
-    )
+    inputs = [prompts[key].to(device) for key in ("tokens", "roles", "query_pos")]
+    table = head_pair_scores(model, *inputs)
     ranked = table.sort_values("score", ascending=False).reset_index(drop=True)
     best = ranked.iloc[0]
+    control = head_pair_scores(untrained_like(model, seed), *inputs)
     return {
+        "control": {
+            "best_head_score": float(control["score"].max()),
+            "best_pairwise_share": float(control["pairwise_fraction"].max()),
+        },
         "model": name,
         "n_prompts": len(prompts["texts"]),
         "example_prompt": prompts["texts"][0],

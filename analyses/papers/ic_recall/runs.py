@@ -590,7 +590,23 @@ def sample_complexity_cells(cfg: SampleComplexity, seed: int) -> dict[str, list[
         if f is not None
         else []
     )
-    return {"affine": affine, "full": full, "fig3": fig3}
+    return {"affine": affine, "full": full, "fig3": fig3, **_untrained_cells(affine, full, fig3)}
+
+
+def _untrained_cells(affine: list[Cell], full: list[Cell], fig3: list[Cell]) -> dict[str, list[Cell]]:
+    """The claims' controls: each group's cells at step 0 from the symmetric start θ = ω = 0 (the 1e-3 noise that
+    breaks the symmetry for Adam would alone decide the step-0 ties: the three answers r*(s1), r*(s2), r*(s3) tie
+    at uniform attention, p2(a*) = 1/3), one cell per (n, seed); ``fig3`` at N = 8 only, the N its claim reads."""
+
+    def at_init(cells: list[Cell]) -> list[Cell]:
+        N = min((x.N for x in cells), default=0)
+        return list({(c.n, c.seed): replace(c, steps=0, N=N, perturb_std=0.0) for c in cells}.values())
+
+    return {
+        "untrained_affine": at_init(affine),
+        "untrained_full": at_init(full),
+        "untrained_fig3": at_init([c for c in fig3 if c.N == 8]),
+    }
 
 
 def _affine_measures(cfg: SampleComplexity, ra: list[dict], r3: list[dict]) -> dict[str, Any]:
@@ -614,6 +630,26 @@ def _affine_measures(cfg: SampleComplexity, ra: list[dict], r3: list[dict]) -> d
         "second_step_all_cells": min(r["acc_answer_teacher_forced"] for r in ra + r3),
         "second_step_all_cells_spread": spread(r["acc_answer_teacher_forced"] for r in ra + r3),
     }
+
+
+def _untrained_measures(cfg: SampleComplexity, split: Mapping[str, list[dict]]) -> dict[str, Any]:
+    """The claims' controls (``control/<claim>``): the same statistics on the untrained cells (step 0, same seeds);
+    for the N* growth claims, n·m's own growth (a learner whose N* grows with the stored triplets)."""
+    ua, uf, u3 = split["untrained_affine"], split["untrained_full"], split["untrained_fig3"]
+    nm = {n: n * (n * (n - 1) // 2) for n in cfg.full_n}
+    out: dict[str, Any] = {
+        "affine_N8_accuracy": min(d[min(cfg.N)] for d in mean_by(ua).values()),
+        "second_step_all_cells": min(r["acc_answer_teacher_forced"] for r in ua + u3),
+        "full_mode_Nstar_growth": polylog_fit(list(nm), list(nm.values()))["slope_loglog_n"] if len(nm) >= 2 else None,
+    }
+    if uf:
+        out["full_mode_second_step"] = min(
+            d[min(cfg.full_N)] for d in mean_by(uf, "acc_answer_teacher_forced").values()
+        )
+    if u3 and cfg.fig3 is not None:
+        ceiling = {n: statistics.mean(r["bayes_ceiling_exact"] for r in u3 if r["n"] == n) for n in cfg.fig3.n}
+        out["fig3_N8_at_ceiling"] = max(ceiling[n] - d[8] for n, d in mean_by(u3).items())
+    return out
 
 
 def _full_measures(cfg: SampleComplexity, rf: list[dict]) -> dict[str, Any]:
@@ -669,6 +705,7 @@ def sample_complexity_run(cfg: SampleComplexity, seed: int, sweep: Sweep) -> tup
     results.update(affine_seeds=list(trial_seeds(cfg.seeds, seed)), full_seeds=list(trial_seeds(cfg.full_seeds, seed)))
     results.update(_affine_measures(cfg, split["affine"], split["fig3"]))
     results.update(_full_measures(cfg, split["full"]))
+    results["control"] = _untrained_measures(cfg, split)
     if cfg.fig3 is not None and split["fig3"]:
         results.update(_fig3_measures(cfg.fig3, split["fig3"], seed))
     else:
@@ -681,12 +718,42 @@ def sample_complexity_run(cfg: SampleComplexity, seed: int, sweep: Sweep) -> tup
 # ------------------------------------------------------------------------------------ algorithm 1
 
 
-def _algorithm1_measures(base: Cell, rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def _stage1_order(s: Mapping[str, float]) -> bool:
+    """Lemma C.1's order of the Stage-1 pattern: v1 > v2 > v5 and v3 > v4 > v5."""
+    return s["v1"] > s["v2"] > s["v5"] and s["v3"] > s["v4"] > s["v5"]
+
+
+def _q_peaks_on_query(s: Mapping[str, float], k: int) -> bool:
+    """Whether ω (as q) is strictly largest on the query subject s_{k+1} (Lemma 4.5)."""
+    return s[f"q{2 * k + 1}"] > max(s[f"q{i + 1}"] for i in range(2 * k + 3) if i != 2 * k)
+
+
+def _as_trace(row: Mapping[str, Any]) -> dict[str, float]:
+    """A finished cell's final v, q as a score trace (``v1``..., ``q1``...)."""
+    return {**{f"v{i + 1}": x for i, x in enumerate(row["v"])}, **{f"q{i + 1}": x for i, x in enumerate(row["q"])}}
+
+
+def _algorithm1_controls(base: Cell, st: Sequence[Mapping[str, float]], untrained: Sequence[dict]) -> dict:
+    """The claims' controls: the Stage-1 pairs matched across roles (v1 vs v4, v2 vs v3: subject against answer,
+    which Lemma C.1 orders, so Stage 1 must have moved v for "equal pairs" to say anything); the untrained model
+    (θ = ω = 0, Algorithm 1's start) for the order, ω's peak and both accuracies (min / share over the seeds)."""
+    init = [_as_trace(r) for r in untrained]
+    return {
+        "stage1_equal_pairs": max(max(abs(s["v1"] - s["v4"]), abs(s["v2"] - s["v3"])) for s in st),
+        "stage1_order": sum(map(_stage1_order, init)) / len(init),
+        "stage1_second_step": sum(_q_peaks_on_query(s, base.k) for s in init) / len(init),
+        "first_step": min(r["acc_relation_exact"] for r in untrained),
+        "second_step": min(r["acc_answer_teacher_forced"] for r in untrained),
+    }
+
+
+def _algorithm1_measures(base: Cell, rs: Sequence[dict[str, Any]], untrained: Sequence[dict]) -> dict[str, Any]:
     st = [r["after_stage1"] for r in rs]
     eq = [max(abs(s["v1"] - s["v3"]), abs(s["v2"] - s["v4"])) for s in st]
-    order = [s["v1"] > s["v2"] > s["v5"] and s["v3"] > s["v4"] > s["v5"] for s in st]
-    q_s3 = [max(range(2 * base.k + 3), key=lambda i: s[f"q{i + 1}"]) == 2 * base.k for s in st]
+    order = [_stage1_order(s) for s in st]
+    q_s3 = [_q_peaks_on_query(s, base.k) for s in st]
     return {
+        "control": _algorithm1_controls(base, st, untrained),
         "config": dataclasses.asdict(base),
         "stage1_equal_pairs": max(eq),
         "stage1_equal_pairs_spread": spread(eq),
@@ -699,15 +766,23 @@ def _algorithm1_measures(base: Cell, rs: Sequence[dict[str, Any]]) -> dict[str, 
     }
 
 
+def untrained_algorithm1(base: Cell, seed: int) -> Cell:
+    """Algorithm 1's start as a cell: θ = ω = 0 (no perturbation), no step; its accuracies are the untrained
+    model's."""
+    return replace(base, seed=seed, optimizer="adam", steps=0, perturb_std=0.0)
+
+
 def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, sizes: Sequence[int]) -> dict:
     """Algorithm 1 (temperature-scaled perturbed GD) on identifiable relations: Stage-1 shape and accuracies,
     per base cell (``n<n>``); each n of ``sizes`` this preset does not run is marked absent."""
-    rows, info = sweep.run([replace(base, seed=s) for base in bases for s in seeds])
-    results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds)}
+    untrained = [untrained_algorithm1(base, s) for base in bases for s in seeds]
+    rows, info = sweep.run([replace(base, seed=s) for base in bases for s in seeds] + untrained)
+    rows, init = rows[: len(rows) - len(untrained)], rows[len(rows) - len(untrained) :]
+    results: dict[str, Any] = {"cells": rows, "untrained_cells": init, "sweep": info, "seeds": list(seeds)}
     for n in sizes:
         base = next((b for b in bases if b.n == n), None)
         results[f"n{n}"] = (
-            _algorithm1_measures(base, [r for r in rows if r["n"] == n])
+            _algorithm1_measures(base, [r for r in rows if r["n"] == n], [r for r in init if r["n"] == n])
             if base is not None
             else not_applicable(f"Algorithm 1 with n = {n} runs at --preset paper only")
         )
@@ -728,16 +803,51 @@ def pretrained_mlp_seed(cfg: PretrainedMLP, seed: int, progress: bool = False) -
         model.get_parameter(name).requires_grad_(False)
     masks = model.mechrecall_entry_masks
     model.mechrecall_entry_masks = {k: v for k, v in masks.items() if "mlp" not in k}
+    test = task.population(20_000, torch.Generator().manual_seed(99_991 + seed))
+    before = pretrained_mlp_pattern(model, task, test)  # the controls: attention as fine-tuning starts
     data = task.sample(cfg.N, torch.Generator().manual_seed(1_000 * seed + 7))
     finetune(model, task, data, FinetuneConfig(T=0.05, lr=1e-3, steps=cfg.steps, seed=seed), progress=progress)
-    test = task.population(20_000, torch.Generator().manual_seed(99_991 + seed))
     return {
         "seed": seed,
         "pretrain_recall": ph["eval"][-1]["recall"],
         "pretrain_final_loss": ph["train"][-1]["loss"],
         **accuracy(model, task, test, 0.05),
         **pretrained_mlp_pattern(model, task, test),
+        "control": {
+            "untrained_recall": ph["eval"][0]["recall"],
+            "before_finetuning": before,
+            "untrained_memory": accuracy(_with_untrained_memory(model, task, seed), task, test, 0.05),
+        },
         "seconds": time.perf_counter() - started,
+    }
+
+
+def _with_untrained_memory(model: HookedTransformer, task: ICRecallTask, seed: int) -> HookedTransformer:
+    """The fine-tuned model with its pretrained MLP replaced by the untrained one (same seed): the memory removed,
+    the fine-tuned attention kept."""
+    swapped = build_model(task.spec, "pretrain", memory="random", dtype="float32", seed=seed)
+    state = {k: v for k, v in model.state_dict().items() if ".mlp." not in k}
+    swapped.load_state_dict(state, strict=False)
+    return swapped
+
+
+def _eos_extra(q: Sequence[float]) -> float:
+    """Step-2 attention on EoS minus its mean on the context answers a1, a2 (q over s1, a1, s2, a2, s3, EoS, r*)."""
+    return q[5] - (q[1] + q[3]) / 2
+
+
+def _pretrained_mlp_controls(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The claims' controls (means over seeds): recall of the untrained model (step 0 of pretraining); the pattern
+    as fine-tuning starts (pretrained W^KQ and MLP, step 0 of fine-tuning); the within-pair score of the crossed
+    pairs after fine-tuning; the fine-tuned attention with the untrained MLP (the memory removed)."""
+    mean = lambda f: statistics.mean(f(r["control"], r) for r in runs)  # noqa: E731
+    return {
+        "pretrain_recall": mean(lambda c, r: c["untrained_recall"]),
+        "within_pair": mean(lambda c, r: r["within_crossed"]),
+        "across_pairs": mean(lambda c, r: c["before_finetuning"]["across"]),
+        "eos_in_second_step": mean(lambda c, r: _eos_extra(c["before_finetuning"]["q_mean"])),
+        "first_step_vs_ceiling": mean(lambda c, r: c["untrained_memory"]["acc_relation_exact"])
+        / mean(lambda c, r: r["bayes_ceiling"]),
     }
 
 
@@ -747,12 +857,13 @@ def pretrained_mlp_run(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, prog
     runs = []
     for seed in seeds:
         done = out / f"seed{seed}.json"
-        if not done.is_file():
+        if not done.is_file() or "control" not in json.loads(done.read_text()):  # a run from before the controls
             atomic_write_json(done, pretrained_mlp_seed(cfg, seed, progress))
         runs.append(json.loads(done.read_text()))
     mean = lambda key: statistics.mean(r[key] for r in runs)  # noqa: E731
-    eos_extra = [r["q_mean"][5] - (r["q_mean"][1] + r["q_mean"][3]) / 2 for r in runs]
+    eos_extra = [_eos_extra(r["q_mean"]) for r in runs]
     return {
+        "control": _pretrained_mlp_controls(runs),
         "runs": runs,
         "seeds": list(seeds),
         "settings": dataclasses.asdict(cfg),
