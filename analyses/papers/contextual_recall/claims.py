@@ -273,8 +273,6 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
     def chance(r: Results) -> float:
         return float(_num(r, "chance_exact"))
 
-    cos_control = "the untrained model's max cosine over its heads (step 0, same seed, U_all projected out)"
-
     return [
         ClaimSpec(
             f"{part}.pt_factual_recall",
@@ -319,28 +317,27 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             control_is=_BEFORE_FT,
             notes=lambda r: f"chance {r['chance_exact']:.3f}; threshold from seeds 0-4 (README)",
         ),
+        *_head_cosine_claims(part, model, where_cos),
+    ]
+
+
+def _head_cosine_claims(part: str, model: str, where: str) -> list[ClaimSpec]:
+    """§4's head-output cosines after pretraining (subject and relation heads of Prop. 1), against the untrained
+    model's."""
+    control_is = "the untrained model's max cosine over its heads (step 0, same seed, U_all projected out)"
+    return [
         ClaimSpec(
-            f"{part}.pt_subject_head_cosine",
+            f"{part}.pt_{head}_head_cosine",
             f"{model}: after pretraining one head's output matches the Prop. 1 "
-            "subject-head output (max cosine over heads, U_all projected out)",
-            "max_subject_cosine_after_pt",
+            f"{head}-head output (max cosine over heads, U_all projected out)",
+            f"max_{head}_cosine_after_pt",
             at_least(0.5, partial=0.3),
-            where=where_cos,
-            control="at_init/control/max_subject_cosine",
-            control_is=cos_control,
-            notes=_init_range("max_subject_cosine"),
-        ),
-        ClaimSpec(
-            f"{part}.pt_relation_head_cosine",
-            f"{model}: after pretraining one head's output matches the Prop. 1 "
-            "relation-head output (max cosine, U_all projected out)",
-            "max_relation_cosine_after_pt",
-            at_least(0.5, partial=0.3),
-            where=where_cos,
-            control="at_init/control/max_relation_cosine",
-            control_is=cos_control,
-            notes=_init_range("max_relation_cosine"),
-        ),
+            where=where,
+            control=f"at_init/control/max_{head}_cosine",
+            control_is=control_is,
+            notes=_init_range(f"max_{head}_cosine"),
+        )
+        for head in ("subject", "relation")
     ]
 
 
