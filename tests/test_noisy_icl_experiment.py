@@ -388,6 +388,69 @@ def test_micro_other_parts_measure_what_they_claim(micro_all):
     } <= set(data["figures"])
 
 
+MY_PARTS = ("main", "ff_variants", "finetune", "multi_trigger")
+
+
+@pytest.mark.slow
+def test_micro_controls_are_measured_and_rejected_by_their_rules(micro_all):
+    """Every claim of main, ff_variants, finetune and multi_trigger has a control value that its rule rejects, and
+    each control is the measurement it says it is (F₁ dropped instead of F₂, the untrained model, the
+    clean-pretrained model before fine-tuning)."""
+    from mechrecall.claims import control_problems
+
+    rows = [c for c in micro_all["claims"] if c["id"].split(".")[1] in MY_PARTS]
+    assert len(rows) == 18 and all(c["control_is"] for c in rows)
+    assert control_problems(rows) == []
+    part = {name: micro_all["parts"][name]["results"] for name in MY_PARTS}
+    claims = {c["id"].removeprefix("noisy_icl."): c for c in rows}
+    main, last = part["main"], part["main"]["final"]
+    assert claims["main.p_correct_drop_F2"]["control"] == pytest.approx(last["drop_F1.p_correct"])
+    assert claims["main.p_noise_drop_F2"]["control"] == pytest.approx(last["drop_F1.p_noise"])
+    assert claims["main.p_noise_drop_F1"]["control"] == pytest.approx(last["drop_F2.p_noise"])
+    assert claims["main.p_correct_gain_drop_F2"]["control"] == pytest.approx(
+        last["drop_F1.p_correct"] - last["full.p_correct"]
+    )
+    # the untrained model (the run's step 0): p(τ) ≈ 1/vocab, attention ≈ as many [q, ȳ] as [q, τ] keys
+    assert claims["main.p_noise_full"]["control"] < 3 / 65 and claims["main.early_p_noise_noisy"]["control"] < 3 / 65
+    assert 0.5 < claims["main.attention_correct_over_noise"]["control"] < 1.5
+    assert claims["main.ff_margin_first_step"]["control"] == main["config"]["sizes"]["steps"] + 1  # never at init
+    assert claims["main.ff_margin_first_step"]["rule_spec"]["partial"] == [None, 25]  # capped at the run's length
+    # FF variants: contrasts judged against 5 untrained seeds, the run's own seed the control
+    for claim, variant, entry in [
+        ("mlp_linear_drop_F2_helps", "mlp_linear", "drop_F2_loss_gain"),
+        ("no_ff_rho0.01_hurts", "none", "p_correct_full_minus_rho0.01"),
+    ]:
+        at_init, row = part["ff_variants"][variant]["at_init"], claims[f"ff_variants.{claim}"]
+        assert at_init["seeds"] == [0, 1, 2, 3, 4] and row["control"] == at_init["init_values"][entry][0]
+        assert row["rule_spec"]["lo"] == pytest.approx(2 * max(abs(v) for v in at_init["init_values"][entry]))
+    none = part["ff_variants"]["none"]
+    assert (
+        claims["ff_variants.no_ff_best_rho"]["control"]
+        == max(none["ov2_rho_sweep"], key=lambda r: r["p_correct"])["rho"]
+    )
+    # fine-tuning: the clean-pretrained model predicts no τ and attends to [q, ȳ] and [q, τ] alike
+    ft = part["finetune"]
+    assert claims["finetune.p_noise_full"]["control"] == pytest.approx(ft["phase1_final"]["full.p_noise"], abs=1e-6)
+    assert claims["finetune.attention_correct_over_noise"]["control"] < 1.5
+    assert claims["multi_trigger.qk_diagonal_triggers"]["control"] == 0  # untrained: no trigger's row peaks on q
+
+
+def test_the_untrained_control_model_is_the_runs_step_0(tmp_path, monkeypatch):
+    """``runs.untrained_model`` rebuilds exactly the model ``train_run`` starts from (its step-0 evaluation)."""
+    from analyses.papers.distributional import runs
+    from analyses.papers.distributional.presets import NOISY_ICL_PRESETS
+
+    monkeypatch.setattr(runs, "eval_steps", lambda steps, sparse=False: ())
+    rc = runs.RunConfig(sizes=dataclasses.replace(NOISY_ICL_PRESETS["micro"], steps=1, n_test=8), seed=3)
+    run = runs.train_run(tmp_path, rc, progress=False)
+    step0 = runs.at_step(run["history"], 0)
+    untrained = runs.untrained_model(rc, run["data"])
+    assert recall_metrics(untrained, run["clean"], run["data"].tau)["p_noise"] == pytest.approx(step0["full.p_noise"])
+    assert ff_noise_margin(untrained, run["data"].tau, run["data"].triggers) == pytest.approx(step0["ff_margin"])
+    other = runs.untrained_model(rc, run["data"], seed=4)
+    assert not torch.equal(other.blocks[0].attn.W_K, untrained.blocks[0].attn.W_K)
+
+
 @pytest.mark.slow
 def test_theory_part_claims_match_the_paper(micro_all):
     theory = micro_all["parts"]["theory"]["results"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from analyses.papers.distributional.presets import PAPER_MODELS
-from mechrecall.claims import ClaimSpec, Results, Rule, at_least, at_most, between, near
+from mechrecall.claims import ClaimSpec, Results, Rule, above_untrained, at_least, at_most, between, near
 
 
 def _alpha_band(results: Results) -> Rule:
@@ -26,6 +26,29 @@ def _alpha(results: Results) -> float:
 
 # ----------------------------------------------------------------------------------- noisy_icl
 
+UNTRAINED = "the untrained model (step 0, same seed)"
+DROP_F1 = "F₁ dropped instead of F₂ (same trained model)"
+
+
+def _first_step_rule(results: Results) -> Rule:
+    """≤ 10 (partial: ≤ 50, or the run's length if shorter): "never" is written as the run's steps + 1, which the
+    partial band must not accept (at 25 steps ≤ 50 did)."""
+    return at_most(10, partial=min(50, results["config"]["sizes"]["steps"]))
+
+
+def _above_untrained(variant: str, entry: str, what: str) -> Callable[[Results], Rule]:
+    """A contrast (≈ 0 at init, either sign) judged against the untrained ``variant`` models of ≥ 5 seeds."""
+    return lambda r: above_untrained(r[variant]["at_init"]["init_values"][entry], what=what)
+
+
+def _init_range(variant: str, entry: str) -> Callable[[Results], str]:
+    def note(r: Results) -> str:
+        values, seeds = r[variant]["at_init"]["init_values"][entry], r[variant]["at_init"]["seeds"]
+        return f"untrained seeds {seeds[0]}–{seeds[-1]}: {min(values):.2g} … {max(values):.2g}"
+
+    return note
+
+
 MAIN = [
     ClaimSpec(
         "main.p_noise_full",
@@ -35,6 +58,8 @@ MAIN = [
         paper=_alpha,
         where="Fig 3",
         note="the paper states ≈ α",
+        control="control/p_noise_full",
+        control_is=UNTRAINED,
     ),
     ClaimSpec(
         "main.p_correct_drop_F2",
@@ -43,6 +68,8 @@ MAIN = [
         at_least(0.9, partial=0.6),
         paper=0.98,
         where="Fig 3, §3",
+        control="control/p_correct_drop_F2",
+        control_is=DROP_F1,
     ),
     ClaimSpec(
         "main.p_noise_drop_F2",
@@ -51,6 +78,8 @@ MAIN = [
         at_most(0.05, partial=0.1),
         paper=0.0,
         where="Fig 3",
+        control="control/p_noise_drop_F2",
+        control_is=DROP_F1 + " (the untrained model's p(τ) ≈ 1/vocab would pass: it cannot be the control)",
     ),
     ClaimSpec(
         "main.p_correct_gain_drop_F2",
@@ -58,6 +87,8 @@ MAIN = [
         "p_correct_gain_drop_F2",
         at_least(0.3, partial=0.1),
         where="Fig 3",
+        control="control/p_correct_gain_drop_F2",
+        control_is="the gain from dropping F₁ instead (p(ȳ | drop F₁) − p(ȳ | full))",
     ),
     ClaimSpec(
         "main.p_noise_drop_F1",
@@ -65,13 +96,18 @@ MAIN = [
         "final/drop_F1.p_noise",
         lambda r: at_least(r["alpha"] / 2),
         where="Fig 10",
+        control="control/p_noise_drop_F1",
+        control_is="F₂ dropped instead of F₁: p(τ | drop F₂)",
     ),
     ClaimSpec(
         "main.ff_margin_first_step",
         "F₂ learns the trigger → τ association within the first steps (first step with a positive FF-2 margin)",
         "first_step_ff_margin_positive",
-        at_most(10, partial=50),
+        _first_step_rule,
         where="Fig 3 right, Theorem 1",
+        note="partial band capped at the run's length (never = steps + 1)",
+        control="control/first_step_ff_margin_positive",
+        control_is=UNTRAINED + ": 0 if its FF-2 margin is already positive, else never (the run's steps + 1)",
     ),
     ClaimSpec(
         "main.attention_correct_over_noise",
@@ -79,6 +115,8 @@ MAIN = [
         "attention_ratio",
         at_least(3.0, partial=1.5),
         where="Fig 4",
+        control="control/attention_ratio",
+        control_is=UNTRAINED + " (≈ (1 − α)/α: as many [q, ȳ] as [q, τ] keys at α = 0.5)",
     ),
     ClaimSpec(
         "main.early_p_noise_noisy",
@@ -87,6 +125,8 @@ MAIN = [
         at_least(0.8, partial=0.6),
         paper=1.0,
         where="Fig 8 left",
+        control="control/max_p_noise_first_10_steps",
+        control_is=UNTRAINED + ": p(τ) on the same noisy data",
     ),
     ClaimSpec(
         "main.previous_token_L1",
@@ -94,6 +134,8 @@ MAIN = [
         "readouts/previous_token_score_L1",
         at_least(0.5, partial=0.3),
         where="Fig 7 left",
+        control="control/previous_token_score_L1",
+        control_is=UNTRAINED,
     ),
 ]
 
@@ -102,29 +144,41 @@ FF_VARIANTS = [
         "ff_variants.mlp_linear_drop_F2_helps",
         "MLP/linear: dropping F₂ lowers the clean loss (full minus dropped)",
         "mlp_linear/drop_F2_loss_gain",
-        at_least(0.0),
+        _above_untrained("mlp_linear", "drop_F2_loss_gain", "full − dropped"),
         where="Fig 11",
+        notes=_init_range("mlp_linear", "drop_F2_loss_gain"),
+        control="mlp_linear/at_init/control/drop_F2_loss_gain",
+        control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.mlp_linear_drop_F1_better",
         "MLP/linear: dropping F₁ gives a lower clean loss than dropping F₂ (loss drop F₂ minus loss drop F₁)",
         "mlp_linear/loss_drop_F2_minus_drop_F1",
-        at_least(0.0),
+        _above_untrained("mlp_linear", "loss_drop_F2_minus_drop_F1", "drop F₂ − drop F₁"),
         where="Fig 11",
+        notes=_init_range("mlp_linear", "loss_drop_F2_minus_drop_F1"),
+        control="mlp_linear/at_init/control/loss_drop_F2_minus_drop_F1",
+        control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.linear_mlp_drop_F2_helps",
         "linear/MLP: dropping F₂ lowers the clean loss (full minus dropped)",
         "linear_mlp/drop_F2_loss_gain",
-        at_least(0.0),
+        _above_untrained("linear_mlp", "drop_F2_loss_gain", "full − dropped"),
         where="Fig 12",
+        notes=_init_range("linear_mlp", "drop_F2_loss_gain"),
+        control="linear_mlp/at_init/control/drop_F2_loss_gain",
+        control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.linear_mlp_drop_F1_more_noise",
         "linear/MLP: dropping F₁ gives more noise (p(τ | drop F₁) minus p(τ | full))",
         "linear_mlp/p_noise_drop_F1_minus_full",
-        at_least(0.0),
+        _above_untrained("linear_mlp", "p_noise_drop_F1_minus_full", "drop F₁ − full"),
         where="Fig 12",
+        notes=_init_range("linear_mlp", "p_noise_drop_F1_minus_full"),
+        control="linear_mlp/at_init/control/p_noise_drop_F1_minus_full",
+        control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.no_ff_best_rho",
@@ -133,15 +187,22 @@ FF_VARIANTS = [
         between(0.02, 0.1),
         paper=0.05,
         where="Fig 13",
+        control="none/control/best_rho",
+        control_is="the same sweep on layer 2's W²_V W²_O (the in-context copy, not the noise store; Fig 7 right)",
     ),
     ClaimSpec(
         "ff_variants.no_ff_rho0.01_hurts",
-        "no-FF model: ρ = 0.01 destroys performance (p(ȳ) at ρ = 0.01 minus the full model's)",
-        "none/p_correct_rho0.01_minus_full",
-        at_most(0.0),
+        "no-FF model: ρ = 0.01 destroys performance (p(ȳ) of the full model minus at ρ = 0.01)",
+        "none/p_correct_full_minus_rho0.01",
+        _above_untrained("none", "p_correct_full_minus_rho0.01", "full − ρ = 0.01"),
         where="Fig 13",
+        notes=_init_range("none", "p_correct_full_minus_rho0.01"),
+        control="none/at_init/control/p_correct_full_minus_rho0.01",
+        control_is=UNTRAINED,
     ),
 ]
+
+PHASE1 = "the clean-pretrained model before fine-tuning (phase 2, step 0)"
 
 FINETUNE = [
     ClaimSpec(
@@ -151,6 +212,8 @@ FINETUNE = [
         _alpha_band,
         paper=_alpha,
         where="Fig 8 right",
+        control="control/p_noise_full",
+        control_is=PHASE1,
     ),
     ClaimSpec(
         "finetune.attention_correct_over_noise",
@@ -158,6 +221,8 @@ FINETUNE = [
         "attention_ratio",
         at_least(3.0, partial=1.5),
         where="Fig 4 right",
+        control="control/attention_ratio",
+        control_is=PHASE1 + ", on the same noisy data",
     ),
 ]
 
@@ -169,6 +234,8 @@ MULTI_TRIGGER = [
         at_least(5, partial=3),
         paper=5,
         where="Fig 9 right",
+        control="control/qk_diagonal_count",
+        control_is=UNTRAINED,
     )
 ]
 

@@ -214,14 +214,16 @@ def rho_sweep(
     noise_token: int,
     kind: str,
     rhos: Sequence[float] = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+    layer: int = 0,
 ) -> list[dict[str, float]]:
-    """``recall_metrics`` with layer 1's ``kind`` truncated to each ρ (``analyses.lowrank.laser_sweep``: one SVD)."""
+    """``recall_metrics`` with ``layer``'s ``kind`` (0-indexed; default the paper's layer 1) truncated to each ρ
+    (``analyses.lowrank.laser_sweep``: one SVD)."""
     from analyses.lowrank import laser_sweep
 
     sweep = laser_sweep(
         model,
         lambda m: recall_metrics(m, clean, noise_token),
-        layers=[0],
+        layers=[layer],
         matrices=[kind],
         rhos=rhos,
         heads=[0] if kind == "attn_ov" else None,

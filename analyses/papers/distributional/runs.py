@@ -43,6 +43,7 @@ from analyses.papers.distributional.models import FF_VARIANTS, two_layer_model
 from analyses.papers.distributional.presets import NOISY_ICL_PRESETS, NoisyICLPreset
 from mechrecall._tl import HookedTransformer
 from mechrecall.batch import Batch
+from mechrecall.controls import untrained_controls
 from mechrecall.trainer import TrainConfig, train
 
 Sampler = Callable[..., Batch]
@@ -242,9 +243,53 @@ def measure_main(run: Mapping[str, Any], rc: RunConfig) -> dict[str, Any]:
         "max_p_noise_first_10_steps": max(early) if early else None,
         "p_correct_gain_drop_F2": last["drop_F2.p_correct"] - last["full.p_correct"],
         "attention_ratio": attention_ratio(last),
+        "control": main_controls(run, rc),
         "seconds": run["seconds"],
         "resumed_from": run["resumed_from"],
         "config": {**dataclasses.asdict(rc), "sizes": dataclasses.asdict(rc.sizes)},
+    }
+
+
+def untrained_model(
+    rc: RunConfig, data: NoisyICLConfig, ff: Sequence[str] = ("mlp", "mlp"), seed: int | None = None
+) -> HookedTransformer:
+    """The model ``train_run`` starts from (step 0) for ``seed`` (default the run's): the claims' controls."""
+    s = rc.sizes
+    model = two_layer_model(
+        d_vocab=data.d_vocab,
+        n_ctx=s.seq_len,
+        d_model=s.d_model,
+        d_mlp=s.d_mlp,
+        ff=ff,
+        embed_init="torch_default" if rc.optimizer == "sgd" else "unit",
+        seed=rc.seed if seed is None else seed,
+    )
+    return model.to(rc.device) if rc.device else model
+
+
+def at_step(history: History, step: int) -> dict[str, float]:
+    """The test metrics of the evaluation at ``step`` (``test.`` dropped); step 0 is the untrained model."""
+    row = next(r for r in history["eval"] if r["step"] == step)
+    return {k.removeprefix("test."): v for k, v in row.items() if k != "step"}
+
+
+def main_controls(run: Mapping[str, Any], rc: RunConfig) -> dict[str, float]:
+    """The main claims' controls, one per claim (keyed by the entry it controls): F₁ dropped instead of F₂ for
+    the drop claims (and F₂ for "dropping F₁ keeps τ"); the untrained model (the run's step-0 evaluation) for p(τ),
+    the attention ratio, early p(τ) and the FF-2 margin (its first positive step: 0 if positive at init, else
+    never, written as the run's steps + 1); the previous-token score of the same seed's untrained model."""
+    last, init = final(run["history"]), at_step(run["history"], 0)
+    untrained = untrained_model(rc, run["data"])
+    return {
+        "p_noise_full": init["full.p_noise"],
+        "p_correct_drop_F2": last["drop_F1.p_correct"],
+        "p_noise_drop_F2": last["drop_F1.p_noise"],
+        "p_correct_gain_drop_F2": last["drop_F1.p_correct"] - last["full.p_correct"],
+        "p_noise_drop_F1": last["drop_F2.p_noise"],
+        "first_step_ff_margin_positive": 0 if init["ff_margin"] > 0 else rc.sizes.steps + 1,
+        "attention_ratio": attention_ratio(init),
+        "max_p_noise_first_10_steps": init["noisy.p_noise"],
+        "previous_token_score_L1": previous_token_score(untrained, run["noisy"].tokens),
     }
 
 
@@ -253,27 +298,44 @@ FF_VARIANT_FIGURES = {"mlp_linear": "Fig 11", "linear_mlp": "Fig 12", "none": "F
 
 
 def train_ff_variant(run_dir: Path, rc: RunConfig, variant: str, progress: bool) -> tuple[dict[str, Any], Any]:
-    """Figs 11-13: one FF variant trained; its results (the drops' effects) and the run."""
-    run = train_run(
-        run_dir,
-        rc,
-        ff=FF_VARIANTS[variant],
-        progress=progress,
-        rhos=(0.01, 0.05) if variant == "none" else (0.1, 0.2),
-    )
+    """Figs 11-13: one FF variant trained; its results (the drops' effects, their values on the untrained models
+    of the run's seed and the next four: ``at_init``) and the run."""
+    rhos = (0.01, 0.05) if variant == "none" else (0.1, 0.2)
+    run = train_run(run_dir, rc, ff=FF_VARIANTS[variant], progress=progress, rhos=rhos)
     last = final(run["history"])
-    out: dict[str, Any] = {"final": last, "seconds": run["seconds"]}
+    out: dict[str, Any] = {"final": last, "seconds": run["seconds"], **variant_contrasts(last)}
+    out["at_init"] = variant_at_init(run, rc, variant, rhos)
     if variant == "none":
         sweep = rho_sweep(run["model"], run["clean"], run["data"].tau, "attn_ov")
-        by_rho = {r["rho"]: r for r in sweep}
         out["ov1_rho_sweep"] = sweep
         out["best_rho"] = max(sweep, key=lambda r: r["p_correct"])["rho"]
-        out["p_correct_rho0.01_minus_full"] = by_rho[0.01]["p_correct"] - by_rho[1.0]["p_correct"]
-        return out, run
-    out["drop_F2_loss_gain"] = last["full.loss"] - last["drop_F2.loss"]
-    out["loss_drop_F2_minus_drop_F1"] = last["drop_F2.loss"] - last["drop_F1.loss"]
-    out["p_noise_drop_F1_minus_full"] = last["drop_F1.p_noise"] - last["full.p_noise"]
+        # the control: the same sweep on layer 2's W_V W_O, the in-context copy (Fig 7 right), not the noise store
+        control = rho_sweep(run["model"], run["clean"], run["data"].tau, "attn_ov", layer=1)
+        out["ov2_rho_sweep"] = control
+        out["control"] = {"best_rho": max(control, key=lambda r: r["p_correct"])["rho"]}
     return out, run
+
+
+def variant_contrasts(last: Mapping[str, float]) -> dict[str, float]:
+    """Figs 11-13's contrasts from one evaluation's metrics (≈ 0 at init, either sign): the no-FF model's p(ȳ)
+    lost at ρ = 0.01, else the drops' effects on the clean loss and on p(τ)."""
+    if "OV1_rho0.01.p_correct" in last:
+        return {"p_correct_full_minus_rho0.01": last["full.p_correct"] - last["OV1_rho0.01.p_correct"]}
+    return {
+        "drop_F2_loss_gain": last["full.loss"] - last["drop_F2.loss"],
+        "loss_drop_F2_minus_drop_F1": last["drop_F2.loss"] - last["drop_F1.loss"],
+        "p_noise_drop_F1_minus_full": last["drop_F1.p_noise"] - last["full.p_noise"],
+    }
+
+
+def variant_at_init(run: Mapping[str, Any], rc: RunConfig, variant: str, rhos: Sequence[float]) -> dict[str, Any]:
+    """:func:`variant_contrasts` on the untrained models of the run's seed and the next four (the controls)."""
+    data, clean = run["data"], run["clean"]
+
+    def measure(m: HookedTransformer) -> dict[str, float]:
+        return variant_contrasts(metrics_under_interventions(m, clean, data.tau, interventions(m, rhos)))
+
+    return untrained_controls(lambda s: untrained_model(rc, data, FF_VARIANTS[variant], s), measure, rc.seed)
 
 
 def train_finetune(runs: Callable[[str], Path], rc: RunConfig, progress: bool) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -285,13 +347,15 @@ def train_finetune(runs: Callable[[str], Path], rc: RunConfig, progress: bool) -
     )
     history = fine["history"]
     step1 = next(r for r in history["eval"] if r["step"] == 1)
-    last = final(history)
+    last, before = final(history), at_step(history, 0)
     results = {
         "alpha": rc.alpha,
         "phase1_final": final(pre["history"]),
         "phase2_final": last,
         "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")},
         "attention_ratio": attention_ratio(last),
+        # the controls: the clean-pretrained model before any fine-tuning step (phase 2's step-0 evaluation)
+        "control": {"p_noise_full": before["full.p_noise"], "attention_ratio": attention_ratio(before)},
     }
     return results, fine
 
@@ -308,8 +372,16 @@ def train_multi_trigger(
         "qk_diag_triggers": diag.tolist(),
         "qk_max_offdiag_trigger_rows": off.tolist(),
         "qk_diagonal_count": int((diag > off).sum()),
+        "control": {"qk_diagonal_count": untrained_diagonal_count(rc, run["data"])},
     }
     return results, qk
+
+
+def untrained_diagonal_count(rc: RunConfig, data: NoisyICLConfig) -> int:
+    """The control of Fig 9 (right): the number of triggers whose QK row peaks on the diagonal, untrained model."""
+    with torch.no_grad():
+        diag, off = qk_diagonal_wins(qk_trigger_matching(untrained_model(rc, data)), MULTI_TRIGGERS)
+    return int((diag > off).sum())
 
 
 def ioi_run_id(optimizer: str, n_layers: int) -> str:
