@@ -230,7 +230,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             at_most(0.5, partial=0.8),
             where=f"{fig}, §3",
             control=f"{entry}/control/noise_removed",
-            control_is="the same edit on the first MLP (F₁) instead of the last (Fig 10: F₁ does not hold τ)",
+            control_is="the same edit on the untrained model (step 0 of the same run: no τ association yet)",
             notes=lambda r: f"p(τ) full {f(r)['full.p_noise']:.3f}, edited {f(r)[f'{key}.p_noise']:.3f}",
         ),
         ClaimSpec(

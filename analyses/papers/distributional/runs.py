@@ -334,14 +334,15 @@ def ioi_measures(last: Mapping[str, float], optimizer: str, n_layers: int) -> di
 def ioi_controls(run: Mapping[str, Any], optimizer: str, n_layers: int) -> dict[str, float]:
     """The controls of one IOI run's claims, measured on its clean test set without training anything:
 
-    ``io_over_s``: the untrained model's (step 0 of the same run; 0.5 is no counting); ``accuracy_gain`` and
-    ``noise_removed``: the run's edit applied to the first MLP (F₁) instead of the last; ``io_s_margin_change``:
-    the IO/S margin with every attention layer's output zeroed (no in-context information reaches the last
-    position) minus the full model's."""
+    ``io_over_s``: the untrained model's (step 0 of the same run; 0.5 is no counting); ``accuracy_gain``: the run's
+    edit applied to the first MLP (F₁) instead of the last; ``noise_removed``: the run's edit on the untrained
+    model (step 0: no τ association to remove); ``io_s_margin_change``: the IO/S margin with every attention
+    layer's output zeroed (no in-context information reaches the last position) minus the full model's. Also,
+    not a claim's control: ``noise_removed_first_mlp``, p(τ) with F₁ edited over the full model's."""
     from hooks import ablate, low_rank
 
     model, clean, tau = run["model"], run["clean"], run["data"].tau
-    start, last = run["history"]["eval"][0], final(run["history"])
+    start, last, key = run["history"]["eval"][0], final(run["history"]), ioi_edit(optimizer, n_layers)
     if start["step"] != 0:
         raise ValueError(f"the IOI run's first evaluation is at step {start['step']}; its control needs step 0")
     rho = 0.0 if optimizer == "sgd" else 0.01
@@ -352,7 +353,8 @@ def ioi_controls(run: Mapping[str, Any], optimizer: str, n_layers: int) -> dict[
     return {
         "io_over_s": start["test.full.io_over_s"],
         "accuracy_gain": first["acc"] - last["full.acc"],
-        "noise_removed": first["p_noise"] / max(last["full.p_noise"], 1e-12),
+        "noise_removed": start[f"test.{key}.p_noise"] / max(start["test.full.p_noise"], 1e-12),
+        "noise_removed_first_mlp": first["p_noise"] / max(last["full.p_noise"], 1e-12),
         "io_s_margin_change": no_attention["io_s_margin"] - last["full.io_s_margin"],
     }
 
