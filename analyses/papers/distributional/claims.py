@@ -177,12 +177,14 @@ MULTI_TRIGGER = [
 ACCURACY_GAIN_PARTIAL = 0.025
 
 
-def _margin_kept(removed: float) -> Rule:
+def _margin_kept(removed: float | None) -> Rule:
     """The IO/S margin kept: the edit's change within a quarter (partial: half) of ``removed``, the change that
-    zeroing every attention layer makes (the margin the in-context reasoning carries). It was ±0.25 logits
-    (partial ±0.5), which cannot fail where the model's whole margin is below it (the laptop runs' 0.2-0.7)."""
-    tol = abs(removed)
-    words = f"within ±{0.25 * tol:.4g} (a quarter of the margin that zeroing attention removes; partial: half)"
+    zeroing every attention layer makes (the margin the in-context reasoning carries; ``None``: not measured). It
+    was ±0.25 logits (partial ±0.5), which the attention-zeroed control passes where the in-context margin is
+    below it (laptop, seed 0: 0.016 of a 0.205 margin)."""
+    tol = abs(removed) if removed is not None else 0.0
+    shown = f"±{0.25 * tol:.4g}" if removed is not None else "a quarter of the change"
+    words = f"within {shown}: a quarter of what zeroing every attention layer changes (partial: half)"
     return near(0.0, 0.25 * tol, partial_tol=0.5 * tol, words=words)
 
 
@@ -238,7 +240,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{run}: {edit} the last MLP leaves the IO/S logit margin (the in-context counting) where it was "
             "(edited minus full, in logits)",
             f"{entry}/measures/io_s_margin_change",
-            lambda r: _margin_kept(f(r)["control"]["io_s_margin_change"]),
+            lambda r: _margin_kept(f(r).get("control", {}).get("io_s_margin_change")),
             where=f"{fig}, §3",
             kind="extension",
             control=f"{entry}/control/io_s_margin_change",
