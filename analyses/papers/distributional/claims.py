@@ -188,6 +188,20 @@ def _margin_kept(removed: float | None) -> Rule:
     return near(0.0, 0.25 * tol, partial_tol=0.5 * tol, words=words)
 
 
+#: What each IOI claim's control is (``runs.ioi_controls`` measures them; none needs training).
+IOI_CONTROLS = {
+    "io_over_s": "the untrained model (step 0 of the same run)",
+    "accuracy_gain": "the same edit on the first MLP (F₁) instead of the last",
+    "noise_removed": "the same edit on the untrained model (step 0 of the same run: no τ association yet)",
+    "io_s_margin_change": "every attention layer's output zeroed instead of the MLP edited (no in-context "
+    "information reaches the last position: the margin the in-context reasoning carries, removed)",
+}
+
+
+def _ioi_control(entry: str, name: str) -> dict[str, str]:
+    return {"control": f"{entry}/control/{name}", "control_is": IOI_CONTROLS[name]}
+
+
 def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
     """Figs 19-20's claims for one IOI run (results entry ``<optimizer>_L<n>``)."""
     key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
@@ -206,8 +220,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{entry}/full.io_over_s",
             at_least(0.9, partial=0.6),
             where='App. J ("this task also requires counting")',
-            control=f"{entry}/control/io_over_s",
-            control_is="the untrained model (step 0 of the same run)",
+            **_ioi_control(entry, "io_over_s"),
             notes=lambda r: (
                 "0.5: no counting (the model copies the trigger's successors without telling IO from S)"
                 if "full.io_over_s" in f(r)
@@ -220,8 +233,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{entry}/measures/accuracy_gain",
             at_least(0.05, partial=ACCURACY_GAIN_PARTIAL),
             where=fig,
-            control=f"{entry}/control/accuracy_gain",
-            control_is=f"the same edit on the first MLP (F₁) instead of the last ({fig}: the last MLP's)",
+            **_ioi_control(entry, "accuracy_gain"),
             note=f"partial from {ACCURACY_GAIN_PARTIAL} (it was from 0, which an edit that changes nothing passes)",
             notes=lambda r: f"full {f(r)['full.acc']:.3f}, edited {f(r)[f'{key}.acc']:.3f}",
         ),
@@ -231,8 +243,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{entry}/measures/noise_removed",
             at_most(0.5, partial=0.8),
             where=f"{fig}, §3",
-            control=f"{entry}/control/noise_removed",
-            control_is="the same edit on the untrained model (step 0 of the same run: no τ association yet)",
+            **_ioi_control(entry, "noise_removed"),
             notes=lambda r: f"p(τ) full {f(r)['full.p_noise']:.3f}, edited {f(r)[f'{key}.p_noise']:.3f}",
         ),
         ClaimSpec(
@@ -243,9 +254,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             lambda r: _margin_kept(f(r).get("control", {}).get("io_s_margin_change")),
             where=f"{fig}, §3",
             kind="extension",
-            control=f"{entry}/control/io_s_margin_change",
-            control_is="every attention layer's output zeroed instead (no in-context information: the margin "
-            "the in-context reasoning carries, removed)",
+            **_ioi_control(entry, "io_s_margin_change"),
             notes=lambda r: (
                 f"margin full {f(r)['full.io_s_margin']:.3f}, edited {f(r)[f'{key}.io_s_margin']:.3f}; IO preferred "
                 f"to S on {f(r)['full.io_over_s']:.2f} of the sequences (full), {f(r)[f'{key}.io_over_s']:.2f} "
