@@ -198,7 +198,7 @@ IOI_CONTROLS = {
 }
 
 
-def _ioi_control(entry: str, name: str) -> dict[str, str]:
+def _ioi_control(entry: str, name: str) -> dict[str, Any]:
     return {"control": f"{entry}/control/{name}", "control_is": IOI_CONTROLS[name]}
 
 
