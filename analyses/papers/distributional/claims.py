@@ -240,6 +240,35 @@ MULTI_TRIGGER = [
 ]
 
 
+#: The partial band of the IOI accuracy gains: half-way from no change to the reproduced bar 0.05 (it was ≥ 0).
+ACCURACY_GAIN_PARTIAL = 0.025
+
+
+def _margin_kept(removed: float | None) -> Rule:
+    """The IO/S margin kept: the edit's change within a quarter (partial: half) of ``removed``, the change that
+    zeroing every attention layer makes (the margin the in-context reasoning carries; ``None``: not measured). It
+    was ±0.25 logits (partial ±0.5), which the attention-zeroed control passes where the in-context margin is
+    below it (laptop, seed 0: 0.016 of a 0.205 margin)."""
+    tol = abs(removed) if removed is not None else 0.0
+    shown = f"±{0.25 * tol:.4g}" if removed is not None else "a quarter of the change"
+    words = f"within {shown}: a quarter of what zeroing every attention layer changes (partial: half)"
+    return near(0.0, 0.25 * tol, partial_tol=0.5 * tol, words=words)
+
+
+#: What each IOI claim's control is (``runs.ioi_controls`` measures them; none needs training).
+IOI_CONTROLS = {
+    "io_over_s": "the untrained model (step 0 of the same run)",
+    "accuracy_gain": "the same edit on the first MLP (F₁) instead of the last",
+    "noise_removed": "the same edit on the untrained model (step 0 of the same run: no τ association yet)",
+    "io_s_margin_change": "every attention layer's output zeroed instead of the MLP edited (no in-context "
+    "information reaches the last position: the margin the in-context reasoning carries, removed)",
+}
+
+
+def _ioi_control(entry: str, name: str) -> dict[str, Any]:
+    return {"control": f"{entry}/control/{name}", "control_is": IOI_CONTROLS[name]}
+
+
 def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
     """Figs 19-20's claims for one IOI run (results entry ``<optimizer>_L<n>``)."""
     key = f"drop_F{n_layers}" if optimizer == "sgd" else f"F{n_layers}_rho0.01"
@@ -258,6 +287,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{entry}/full.io_over_s",
             at_least(0.9, partial=0.6),
             where='App. J ("this task also requires counting")',
+            **_ioi_control(entry, "io_over_s"),
             notes=lambda r: (
                 "0.5: no counting (the model copies the trigger's successors without telling IO from S)"
                 if "full.io_over_s" in f(r)
@@ -268,8 +298,10 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"ioi.{entry}_accuracy_gain",
             f"{run}: {edit} the last MLP raises accuracy (edited minus full)",
             f"{entry}/measures/accuracy_gain",
-            at_least(0.05, partial=0.0),
+            at_least(0.05, partial=ACCURACY_GAIN_PARTIAL),
             where=fig,
+            **_ioi_control(entry, "accuracy_gain"),
+            note=f"partial from {ACCURACY_GAIN_PARTIAL} (it was from 0, which an edit that changes nothing passes)",
             notes=lambda r: f"full {f(r)['full.acc']:.3f}, edited {f(r)[f'{key}.acc']:.3f}",
         ),
         ClaimSpec(
@@ -278,6 +310,7 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{entry}/measures/noise_removed",
             at_most(0.5, partial=0.8),
             where=f"{fig}, §3",
+            **_ioi_control(entry, "noise_removed"),
             notes=lambda r: f"p(τ) full {f(r)['full.p_noise']:.3f}, edited {f(r)[f'{key}.p_noise']:.3f}",
         ),
         ClaimSpec(
@@ -285,9 +318,10 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"{run}: {edit} the last MLP leaves the IO/S logit margin (the in-context counting) where it was "
             "(edited minus full, in logits)",
             f"{entry}/measures/io_s_margin_change",
-            near(0.0, 0.25, partial_tol=0.5),
+            lambda r: _margin_kept(f(r).get("control", {}).get("io_s_margin_change")),
             where=f"{fig}, §3",
             kind="extension",
+            **_ioi_control(entry, "io_s_margin_change"),
             notes=lambda r: (
                 f"margin full {f(r)['full.io_s_margin']:.3f}, edited {f(r)[f'{key}.io_s_margin']:.3f}; IO preferred "
                 f"to S on {f(r)['full.io_over_s']:.2f} of the sequences (full), {f(r)[f'{key}.io_over_s']:.2f} "
@@ -313,6 +347,9 @@ def _rank1_claim(a: str) -> Callable[[Results], str]:
     return words
 
 
+#: Fig 18's full-model partial band: half of −log(1 − α), so that a loss of 0 (no noise) is not partial.
+FIG18_FULL_PARTIAL = 0.015
+
 THEORY = [
     ClaimSpec(
         "theory.thm1_ff_margin",
@@ -321,6 +358,8 @@ THEORY = [
         near(0.5, 0.05, partial_tol=0.1),
         paper=0.5,
         where="Theorem 1",
+        control="control/thm1_ff_margin",
+        control_is="the same step on data with α = 0.25 (the margin must follow α: η_f α = 0.25)",
     ),
     ClaimSpec(
         "theory.thm1_attn_margin",
@@ -329,6 +368,8 @@ THEORY = [
         "theorem1/8192/attn_margin_rel",
         near(1.0, 0.1, partial_tol=0.25),
         where="Theorem 1",
+        control="control/thm1_attn_margin",
+        control_is="the same margin relative to the proof's closed form without W̃_E (half of Eq. 2's)",
         notes=lambda r: f"closed form {r['theorem1']['8192']['attn_pred_eq2']:.4g}",
     ),
     ClaimSpec(
@@ -337,6 +378,8 @@ THEORY = [
         "theorem1_no_prev_token_m8192/attn_margin_rel",
         near(1.0, 0.1, partial_tol=0.25),
         where="Theorem 1",
+        control="control/thm1_attn_margin_no_prev",
+        control_is="the same margin relative to Eq. 2's closed form with W̃_E (twice the proof's), same test set",
     ),
     ClaimSpec(
         "theory.thm1_ratio",
@@ -344,6 +387,8 @@ THEORY = [
         "theorem1/8192/ratio_rel",
         near(1.0, 0.15, partial_tol=0.5),
         where="Theorem 1",
+        control="control/thm1_ratio",
+        control_is="the same ratio without W̃_E (≈ N: the attention margin halves)",
     ),
     ClaimSpec(
         "theory.b3_fixed_point",
@@ -352,6 +397,8 @@ THEORY = [
         "b3_recursion/final_minus_fixed_point",
         near(0.0, 0.05, partial_tol=0.2),
         where="App. B.3",
+        control="control/b3_fixed_point",
+        control_is="the recursion run at α = 0.2, minus α = 0.3's fixed point",
         notes=lambda r: "no overshoot" if not r["b3_recursion"]["overshoot"] else "overshoots the fixed point",
     ),
     *[
@@ -365,6 +412,8 @@ THEORY = [
                 near(float(a), 0.02, partial_tol=0.05),
                 paper=float(a),
                 where="Theorem 3",
+                control=f"control/thm3_full_p_noise_alpha{a}",
+                control_is="the rank-1 truncation's P(noise) at the same step (the noise removed)",
             ),
             ClaimSpec(
                 f"theory.thm3_rank1_rate_alpha{a}",
@@ -374,6 +423,8 @@ THEORY = [
                 near(1.0, 0.1, partial_tol=0.3),
                 where="Theorem 3",
                 words=_rank1_claim(a),
+                control=f"control/thm3_rank1_rate_alpha{a}",
+                control_is="the full model's √t · P(noise) relative to the same constant (P → α: grows as √t)",
             ),
         )
     ],
@@ -385,9 +436,12 @@ THEORY = [
                 f"theory.fig18_full_d{d}",
                 f"Fig 18 (d = {d}): the full linear associative memory's pure-label loss is ≈ −log(1 − α) (α = 0.03)",
                 f"fig18_median_pure_loss_final/d{d}.full",
-                near(-math.log(0.97), 0.01, partial_tol=0.03),
+                near(-math.log(0.97), 0.01, partial_tol=FIG18_FULL_PARTIAL),
                 paper=-math.log(0.97),
                 where="Fig 18",
+                control=f"control/fig18_full_d{d}",
+                control_is="the rank-2 truncation's pure-label loss (the noise direction cut)",
+                note=f"partial within ±{FIG18_FULL_PARTIAL} (it was ±0.03, which takes in a loss of 0: no noise)",
             ),
             ClaimSpec(
                 f"theory.fig18_rank2_below_full_d{d}",
@@ -396,6 +450,8 @@ THEORY = [
                 f"fig18_rank2_over_full/d{d}",
                 at_most(0.5, partial=0.9),
                 where="Fig 18",
+                control=f"control/fig18_rank2_below_full_d{d}",
+                control_is="the rank-3 truncation over the full model (a truncation that keeps the noise direction)",
             ),
         )
     ],

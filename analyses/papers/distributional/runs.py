@@ -403,10 +403,39 @@ def ioi_measures(last: Mapping[str, float], optimizer: str, n_layers: int) -> di
     }
 
 
+def ioi_controls(run: Mapping[str, Any], optimizer: str, n_layers: int) -> dict[str, float]:
+    """The controls of one IOI run's claims, measured on its clean test set without training anything:
+
+    ``io_over_s``: the untrained model's (step 0 of the same run; 0.5 is no counting); ``accuracy_gain``: the run's
+    edit applied to the first MLP (F₁) instead of the last; ``noise_removed``: the run's edit on the untrained
+    model (step 0: no τ association to remove); ``io_s_margin_change``: the IO/S margin with every attention
+    layer's output zeroed (no in-context information reaches the last position) minus the full model's. Also,
+    not a claim's control: ``noise_removed_first_mlp``, p(τ) with F₁ edited over the full model's."""
+    from hooks import ablate, low_rank
+
+    model, clean, tau = run["model"], run["clean"], run["data"].tau
+    start, last, key = run["history"]["eval"][0], final(run["history"]), ioi_edit(optimizer, n_layers)
+    if start["step"] != 0:
+        raise ValueError(f"the IOI run's first evaluation is at step {start['step']}; its control needs step 0")
+    rho = 0.0 if optimizer == "sgd" else 0.01
+    with low_rank(model, 0, "mlp_in", rho):
+        first = recall_metrics(model, clean, tau)
+    with ablate(model, attn_layers=range(n_layers)):
+        no_attention = recall_metrics(model, clean, tau)
+    return {
+        "io_over_s": start["test.full.io_over_s"],
+        "accuracy_gain": first["acc"] - last["full.acc"],
+        "noise_removed": start[f"test.{key}.p_noise"] / max(start["test.full.p_noise"], 1e-12),
+        "noise_removed_first_mlp": first["p_noise"] / max(last["full.p_noise"], 1e-12),
+        "io_s_margin_change": no_attention["io_s_margin"] - last["full.io_s_margin"],
+    }
+
+
 def train_ioi(
     runs: Callable[[str], Path], rc: RunConfig, optimizer: str, n_layers: int, progress: bool
 ) -> tuple[dict[str, Any], History | None]:
-    """One synthetic-IOI run (App. J); a diverging one (Adam at L = 5 "fails to converge") is ``not run``."""
+    """One synthetic-IOI run (App. J); a diverging one (Adam at L = 5 "fails to converge") is ``not run``. Its
+    claims' controls (``ioi_controls``) under ``control``."""
     try:
         run = train_run(
             runs(f"ioi_{ioi_run_id(optimizer, n_layers)}"),
@@ -419,4 +448,5 @@ def train_ioi(
     except FloatingPointError as exc:
         return {"diverged": str(exc), "not_run": f"training diverged: {exc}"}, None
     last = final(run["history"])
-    return {**last, "measures": ioi_measures(last, optimizer, n_layers)}, run["history"]
+    measures = ioi_measures(last, optimizer, n_layers)
+    return {**last, "measures": measures, "control": ioi_controls(run, optimizer, n_layers)}, run["history"]

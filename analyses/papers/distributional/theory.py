@@ -666,6 +666,7 @@ def theory_results(quick: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
     last = lam[lam["step"] == lam["step"].max()]
     median = {f"d{d}.{model}": float(v) for (d, model), v in last.groupby(["d", "model"])["pure_loss"].median().items()}
     no_prev_margin, no_prev_pred = float(no_prev["attn_margin"].mean()), float(no_prev["attn_pred"])
+    t3 = {a: theorem3_gd(a, lr=0.5, steps=t3_steps) for a in (0.1, 0.3)}
     results = {
         "theorem1": {str(m): _theorem1_row(r, N) for m, r in margins.items()},
         "theorem1_no_prev_token_m8192": {
@@ -674,11 +675,43 @@ def theory_results(quick: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
             "attn_margin_rel": no_prev_margin / no_prev_pred,
         },
         "b3_recursion": _b3_row(N),
-        "theorem3_gd": {str(a): _theorem3_row(theorem3_gd(a, lr=0.5, steps=t3_steps)) for a in (0.1, 0.3)},
+        "theorem3_gd": {str(a): _theorem3_row(r) for a, r in t3.items()},
         "fig18_median_pure_loss_final": median,
         "fig18_rank2_over_full": {f"d{d}": median[f"d{d}.rank2"] / median[f"d{d}.full"] for d in (12, 8)},
+        "control": _theory_controls(margins[8192], no_prev, t3, median, N, T, trials),
     }
     return results, lam
+
+
+def _theory_controls(
+    eq2: dict, no_prev: dict, t3: dict[float, dict], median: dict[str, float], N: int, T: int, trials: int
+) -> dict[str, float]:
+    """Each theory claim's control, keyed by the claim's name: the same measurement on a perturbed input or model
+    that must break it. ``eq2`` / ``no_prev``: ``one_step_margins`` at m = 8192 with and without W̃_E (the same test
+    set: same seed and sizes); ``t3``: ``theorem3_gd`` by α; ``median``: Fig 18's final median pure-label losses.
+
+    Theorem 1: the FF margin after one step on α = 0.25 data (it must follow α); each attention margin against the
+    other input's closed form (with / without W̃_E, 2× apart); the FF / attention ratio without W̃_E (≈ N, not N/2).
+    App. B.3: the recursion run at α = 0.2 against α = 0.3's fixed point. Theorem 3: the rank-1 truncation's P(noise)
+    for the full model's claim, the full model's √t · P for the rank-1 rate. Fig 18: the rank-2 truncation's loss
+    for the full model's claim, the rank-3 truncation (the noise direction kept) over the full model for rank 2's."""
+    quarter = one_step_margins(N, T, 0.25, 8192, n_trials=max(5, trials // 4))
+    b3 = ff_noise_logit_recursion(N, 0.2, 1.0, 300)[-1] - ff_noise_fixed_point(N, 0.3)
+    out = {
+        "thm1_ff_margin": float(quarter["ff_margin_q"].mean()),
+        "thm1_attn_margin": float(eq2["attn_margin"].mean()) / float(eq2["attn_pred"]),
+        "thm1_attn_margin_no_prev": float(no_prev["attn_margin"].mean()) / float(eq2["attn_pred_eq2"]),
+        "thm1_ratio": float(no_prev["ratio"]) / (N / 2),
+        "b3_fixed_point": float(b3),
+    }
+    for a, r in t3.items():
+        sqrt_t = math.sqrt(r["t"][-1])
+        out[f"thm3_full_p_noise_alpha{a}"] = float(r["p_noise_rank1"][-1])
+        out[f"thm3_rank1_rate_alpha{a}"] = float(sqrt_t * r["p_noise_full"][-1] * r["K"] ** 0.5)
+    for d in (12, 8):
+        out[f"fig18_full_d{d}"] = median[f"d{d}.rank2"]
+        out[f"fig18_rank2_below_full_d{d}"] = median[f"d{d}.rank3"] / median[f"d{d}.full"]
+    return out
 
 
 def _theorem1_row(r: dict, N: int) -> dict[str, Any]:
