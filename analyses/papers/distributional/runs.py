@@ -163,17 +163,7 @@ def train_run(
     """Train one model (resuming from ``run_dir``) and return its model, history and test batches."""
     data = data or data_config(rc)
     s = rc.sizes
-    model = two_layer_model(
-        d_vocab=data.d_vocab,
-        n_ctx=s.seq_len,
-        d_model=s.d_model,
-        d_mlp=s.d_mlp,
-        ff=ff,
-        embed_init="torch_default" if rc.optimizer == "sgd" else "unit",
-        seed=rc.seed,
-    )
-    if rc.device:
-        model.to(rc.device)
+    model = untrained_model(rc, data, ff)
     if init_from is not None:
         model.load_state_dict(init_from.state_dict())
     evaluate, clean, noisy = evaluator(model, data, rc, sampler, rhos)
