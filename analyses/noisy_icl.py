@@ -40,9 +40,9 @@ EXPERIMENT = Experiment(
             "finetune",
             f"{PARTS}:part_finetune",
             "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)",
-            reports=("smoke", "paper"),
+            reports=("paper",),
         ),
-        Part("multi_trigger", f"{PARTS}:part_multi_trigger", "five triggers (Fig 9 right)", reports=("smoke", "paper")),
+        Part("multi_trigger", f"{PARTS}:part_multi_trigger", "five triggers (Fig 9 right)", reports=("paper",)),
         Part(
             "ioi",
             f"{PARTS}:part_ioi",
