@@ -9,10 +9,12 @@ exactly the experiments' own rows, the failure must stay in its section, a rerun
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -275,3 +277,47 @@ def test_a_report_over_seeds_plans_a_job_per_seed_and_merges_each_claim(tmp_path
     assert row["verdict"] == "partial" and report["experiments"][0]["seed"] == [0, 1]
     md = write_report(report, tmp_path)["md"].read_text()
     assert "| 0.725 [0.5, 0.95] | 0.1 (untrained) |" in md and "| 0, 1 (1/2 passed) |" in md
+
+
+def test_a_worker_exits_when_the_report_process_is_killed(tmp_path):
+    """A parent killed outright (SIGKILL: no cleanup) leaves no worker writing on (``runner.watch_parent``)."""
+    pid_file = tmp_path / "worker.pid"
+    parent = (
+        "import multiprocessing, os, sys, time\n"
+        "from analyses.report.runner import watch_parent\n"
+        "def sleep(path):\n"
+        "    open(path, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = multiprocessing.get_context('spawn')\n"
+        "    from concurrent.futures import ProcessPoolExecutor\n"
+        "    pool = ProcessPoolExecutor(1, mp_context=ctx, initializer=watch_parent, initargs=(os.getpid(), 0.1))\n"
+        f"    pool.submit(sleep, {str(pid_file)!r})\n"
+        "    time.sleep(60)\n"
+    )
+    script = tmp_path / "parent.py"  # a file: spawned workers import the function they run from it
+    script.write_text(parent)
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=Path(__file__).resolve().parents[1])
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        worker = int(pid_file.read_text())
+        assert _alive(worker)  # alive while its parent is
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(worker):
+        os.kill(worker, 9)
+        raise AssertionError("the worker outlived its killed parent")
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by its new parent, does not)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -185,6 +186,19 @@ class Progress:
             print(f"[reproduce {time.perf_counter() - self.started:6.0f} s] {line}", file=self.stream, flush=True)
 
 
+def watch_parent(parent: int, every: float = 1.0) -> None:
+    """A worker's initializer: exit when ``parent`` (the report's process) is gone. A parent killed outright
+    (SIGTERM, SIGKILL) runs no cleanup; without this its workers would go on writing into ``OUT`` beside the rerun
+    that resumes it."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
+
+
 def run_all(
     jobs: Sequence[Job], out: str | os.PathLike, *, workers: int = 1, progress: bool = True
 ) -> dict[str, dict[str, Any]]:
@@ -195,7 +209,9 @@ def run_all(
     display = Progress(out, jobs, progress)
     records: dict[str, dict[str, Any]] = {}
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=max(1, workers), mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
+    ) as pool:
         futures: dict[Future, Job] = {}
         for job in sorted(jobs, key=lambda j: -j.minutes):  # longest first: the pool's tail is short
             if finished(out, job):
