@@ -840,14 +840,14 @@ def _pretrained_mlp_controls(runs: Sequence[Mapping[str, Any]]) -> dict[str, flo
     """The claims' controls (means over seeds): recall of the untrained model (step 0 of pretraining); the pattern
     as fine-tuning starts (pretrained W^KQ and MLP, step 0 of fine-tuning); the within-pair score of the crossed
     pairs after fine-tuning; the fine-tuned attention with the untrained MLP (the memory removed)."""
-    mean = lambda f: statistics.mean(f(r["control"], r) for r in runs)  # noqa: E731
+    controls, mean = [r["control"] for r in runs], statistics.mean
     return {
-        "pretrain_recall": mean(lambda c, r: c["untrained_recall"]),
-        "within_pair": mean(lambda c, r: r["within_crossed"]),
-        "across_pairs": mean(lambda c, r: c["before_finetuning"]["across"]),
-        "eos_in_second_step": mean(lambda c, r: _eos_extra(c["before_finetuning"]["q_mean"])),
-        "first_step_vs_ceiling": mean(lambda c, r: c["untrained_memory"]["acc_relation_exact"])
-        / mean(lambda c, r: r["bayes_ceiling"]),
+        "pretrain_recall": mean(c["untrained_recall"] for c in controls),
+        "within_pair": mean(r["within_crossed"] for r in runs),
+        "across_pairs": mean(c["before_finetuning"]["across"] for c in controls),
+        "eos_in_second_step": mean(_eos_extra(c["before_finetuning"]["q_mean"]) for c in controls),
+        "first_step_vs_ceiling": mean(c["untrained_memory"]["acc_relation_exact"] for c in controls)
+        / mean(r["bayes_ceiling"] for r in runs),
     }
 
 
