@@ -18,7 +18,8 @@ compares the two), and the weights go through TL's own converters (``convert_neo
 Everything is read with ``local_files_only=True``: no hub call, not even for the config.
 
 Checkpoint mirrors: a directory holding subfolders ``step{N}/`` (each a ``save_pretrained`` output,
-e.g. a local copy of Pythia's hub revisions ``step{N}``) is loaded with ``checkpoint=N``.
+e.g. a local copy of Pythia's hub revisions ``step{N}``) is loaded with ``checkpoint=N``, and without one from
+its ``final/`` subfolder when it has one (the mini series of :mod:`pretrained.mini`).
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ def step_dirs(root: Path) -> dict[int, Path]:
 
 
 def resolve_local_dir(root: Path, checkpoint: object) -> Path:
-    """The ``save_pretrained`` directory to read: ``root`` itself, or ``root/step{checkpoint}``.
+    """The ``save_pretrained`` directory to read: ``root`` itself, ``root/step{checkpoint}``, or for a mirror
+    without a checkpoint its ``root/final`` (where a series keeps its last weights, as ``pretrained.mini`` does).
 
     ``ValueError`` if ``root`` is not a directory, if it has no config.json (and ``checkpoint``
     is not given), or if ``checkpoint`` is given and ``root/step{N}/config.json`` does not exist.
@@ -166,6 +168,8 @@ def resolve_local_dir(root: Path, checkpoint: object) -> Path:
     if checkpoint is None:
         if (root / "config.json").is_file():
             return root
+        if steps and (root / "final" / "config.json").is_file():  # a series' final weights (pretrained.mini)
+            return root / "final"
         if steps:
             raise ValueError(
                 f"{root} is a checkpoint mirror (step subfolders {sorted(steps)}); pass checkpoint=N to choose one"

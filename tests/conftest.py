@@ -77,3 +77,11 @@ def any_model(request, tiny_dirs):
     if request.param == "toy":
         return make_toy_model()
     return pretrained.load(str(tiny_dirs[request.param]), processing="raw")
+
+
+@pytest.fixture(scope="session")
+def mini_series(tmp_path_factory):
+    """The ``tiny`` mini pretraining (``python -m pretrained.mini --preset tiny``), run once per session."""
+    from pretrained.mini import pretrain
+
+    return pretrain(tmp_path_factory.mktemp("mini") / "tiny", "tiny", seed=0, progress=False)

@@ -454,6 +454,14 @@ _WORLD_G = [
 
 # ------------------------------------------------------------------------------------------------ pretrained
 
+
+def _measured_on(notes: Callable[[Results], str]) -> Callable[[Results], str]:
+    """``notes`` after the model the row was measured on (the mini model is named as such: not Pythia)."""
+    return lambda r: "; ".join(
+        n for n in (f"measured on {r['measured_on']}" if "measured_on" in r else "", notes(r)) if n
+    )
+
+
 _PRETRAINED = [
     ClaimSpec(
         f"pretrained.{name}",
@@ -465,7 +473,7 @@ _PRETRAINED = [
         control=f"at_init/control/{reads}",
         control_is="the same config randomly initialised (TransformerLens init, same seed), same prompts",
         note="extension, not a reproduction: the paper runs no pretrained checkpoint",
-        notes=_init_range(reads),
+        notes=_measured_on(_init_range(reads)),
     )
     for name, text, reads, what in (
         (
@@ -477,7 +485,8 @@ _PRETRAINED = [
         ),
         (
             "steering_country_city",
-            "extension: replacing that vector by the other landmark relation's task vector "
+            "extension: replacing that vector by the task vector of the other relation over the same subjects "
+            "(a landmark's city for its country; the mini model: a person's city for their country) "
             "(β=1) makes its answer outrank the original (ln of mean rank original / target)",
             "steering_log_orig_over_target",
             "ln ratio",

@@ -1,5 +1,6 @@
 """Extension, not a reproduction: the paper's task-vector geometry (§3.4, Fig. 8) and steering on a real
-pretrained model (Pythia / GPT-2) with few-shot natural-language contextual-recall prompts (``data.RELATIONS``).
+pretrained model (Pythia / GPT-2) with few-shot natural-language contextual-recall prompts (``data.RELATIONS``),
+or on the mini model of ``pretrained.mini`` with its own facts (its ``facts.json``: the ground truth).
 
 For ``t`` demonstrations of one relation (landmark → country, landmark → city, person → birth year), the
 attention output of a middle layer at the last prompt token is read (``analyses.task_vectors``); its cosine
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -23,22 +24,38 @@ from mechrecall.controls import untrained_controls
 from .data import RELATIONS, prompt_text
 
 Item = tuple[int, list[tuple[str, str]], tuple[str, str]]
+Relations = Mapping[str, Sequence[tuple[str, str]]]
+#: The two relations steered into each other: the same subjects, another answer (a landmark's country / city).
+STEER_PAIR = ("landmark_country", "landmark_city")
+#: The same on the mini model's world: a person's country / city.
+MINI_STEER_PAIR = ("person_country", "person_city")
 
 
-def build_prompt_set(K: int, max_t: int, seed: int) -> tuple[list[str], list[Item], dict[str, dict[str, str]]]:
+def relations_of(name: str) -> tuple[Relations, tuple[str, str]]:
+    """The relations to prompt ``name`` with and the steering pair: the mini model's own facts (its ground truth)
+    for a ``pretrained.mini`` series, else the real-world ``data.RELATIONS``."""
+    from pretrained.mini import read_facts
+
+    facts = read_facts(name)
+    return (facts, MINI_STEER_PAIR) if facts is not None else (RELATIONS, STEER_PAIR)
+
+
+def build_prompt_set(
+    K: int, max_t: int, seed: int, relations: Relations = RELATIONS
+) -> tuple[list[str], list[Item], dict[str, dict[str, str]]]:
     """``K`` base prompts per relation (the query excluded from its demos); prefixes give every ``t``.
     Returns ``(relations, items, answers)`` with items ``[(relation index, demos, (query, answer))]`` and
     ``answers[relation][subject]`` (every query's answer under every relation: the steering targets)."""
     g = torch.Generator().manual_seed(seed)
-    names = list(RELATIONS)
+    names = list(relations)
     items: list[Item] = []
     for r, name in enumerate(names):
-        pairs = RELATIONS[name]
+        pairs = relations[name]
         for _k in range(K):
             perm = torch.randperm(len(pairs), generator=g).tolist()
             demos = [pairs[i] for i in perm[1 : max_t + 1]]
             items.append((r, demos, pairs[perm[0]]))
-    return names, items, {name: dict(RELATIONS[name]) for name in names}
+    return names, items, {name: dict(relations[name]) for name in names}
 
 
 def _tokens(model: HookedTransformer, texts: Sequence[str]) -> tuple[Int[torch.Tensor, "n T"], Int[torch.Tensor, " n"]]:
@@ -60,13 +77,15 @@ def task_geometry(
     layer: int | None = None,
     seed: int = 0,
     betas: Sequence[float] = (0.0, 0.25, 0.5, 0.75, 1.0),
+    relations: Relations = RELATIONS,
+    steer_pair: tuple[str, str] = STEER_PAIR,
 ) -> dict[str, Any]:
     """Silhouette / accuracy vs ``t`` and steering ranks at ``t = max_t`` (see the module docstring)."""
     from analyses.task_vectors import class_cosine_matrix, cosine_silhouette_score, residual_vectors
     from pretrained import answer_token
 
     layer = model.cfg.n_layers // 2 if layer is None else layer
-    names, items, by_subject = build_prompt_set(K, max_t, seed)
+    names, items, by_subject = build_prompt_set(K, max_t, seed, relations)
     labels = torch.tensor([r for r, _, _ in items])
     answers = torch.tensor([int(answer_token(model, q[1])) for _, _, q in items])
     out: dict[str, Any] = {
@@ -88,13 +107,13 @@ def task_geometry(
         out["similarity"][t] = class_cosine_matrix(reps, labels)[0].tolist()
     task_vectors = torch.stack([reps[labels == r].mean(0) for r in range(len(names))])
     answer = lambda text: int(answer_token(model, text))  # noqa: E731
-    out["steering"] = steer_landmarks(
-        model, (tokens, pos), items, names, by_subject, task_vectors, layer, betas, answer
+    out["steering"] = steer_pair_of(
+        model, (tokens, pos), items, names, by_subject, task_vectors, layer, betas, answer, steer_pair
     )
     return out
 
 
-def steer_landmarks(
+def steer_pair_of(
     model: HookedTransformer,
     prompts: tuple[Int[torch.Tensor, "n T"], Int[torch.Tensor, " n"]],
     items: Sequence[Item],
@@ -104,8 +123,9 @@ def steer_landmarks(
     layer: int,
     betas: Sequence[float],
     answer: Callable[[str], int],
+    pair: tuple[str, str] = STEER_PAIR,
 ) -> dict[str, list[float]]:
-    """Steering between the two landmark relations (same subjects, so both answers exist for every query): the
+    """Steering between the two relations of ``pair`` (same subjects, so both answers exist for every query): the
     attention output at the last token of the full prompts replaced by ``(1-β) v_r + β v_r'``; mean ranks of the
     original and the target answers per β."""
     from analyses.task_vectors import replace_and_rank
@@ -113,8 +133,9 @@ def steer_landmarks(
     tokens, pos = prompts
     dev = model.cfg.device
     labels = torch.tensor([r for r, _, _ in items])
-    src = [i for i, (r, _, _) in enumerate(items) if names[r].startswith("landmark")]
-    tgt_rel = [1 - items[i][0] for i in src]  # country <-> city
+    a, b = names.index(pair[0]), names.index(pair[1])
+    src = [i for i, (r, _, _) in enumerate(items) if r in (a, b)]
+    tgt_rel = [b if items[i][0] == a else a for i in src]  # one relation of the pair <-> the other
     q = [items[i][2][0] for i in src]
     orig = torch.tensor([answer(by_subject[names[items[i][0]]][s]) for i, s in zip(src, q)])
     target = torch.tensor([answer(by_subject[names[r]][s]) for r, s in zip(tgt_rel, q)])
@@ -142,18 +163,22 @@ def run_pretrained(
     """The extension on checkpoint ``name``: :func:`task_geometry` and the two numbers its claims read, or
     ``{"model": name, "not_run": why}`` where its weights cannot be loaded here."""
     import pretrained
+    from pretrained.mini import measured_on
 
     model, why = pretrained.load_or_why(name, checkpoint=checkpoint, processing="raw", device=device or "cpu")
     if model is None:
         return {"model": name, "not_run": why}
     model.eval()
-    geo = task_geometry(model, K=K, max_t=max_t, seed=seed)
+    relations, pair = relations_of(name)
+    geo = task_geometry(model, K=K, max_t=max_t, seed=seed, relations=relations, steer_pair=pair)
 
     def measure(m: HookedTransformer) -> dict[str, float]:
-        return contrasts(task_geometry(m, K=K, max_t=max_t, seed=seed))
+        return contrasts(task_geometry(m, K=K, max_t=max_t, seed=seed, relations=relations, steer_pair=pair))
 
     return {
         "model": name,
+        "measured_on": measured_on(name),
+        "steer_pair": list(pair),
         "K": K,
         **geo,
         **contrasts(geo),

@@ -474,6 +474,16 @@ NO_RANK_REDUCTION = "the model without its rank reduction (full / full = 1)"
 _GAIN_NOTE = "control: no rank reduction (1); partial from 1.5 (it was from 1, which no change passes)"
 
 
+def _measured_on(model: str) -> Callable[[Results], str]:
+    """The row's note when another model stood in for ``model`` (the mini model of ``pretrained.mini``)."""
+
+    def note(r: Results) -> str:
+        m = r.get("measures", {}).get(model, {})
+        return f"measured on {m['measured_on']}" if "measured_on" in m else ""
+
+    return note
+
+
 def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, str, Any]]) -> list[ClaimSpec]:
     """One claim per (paper model of ``part``, row ``(name, words, rule, where, control_is, extra)``): id
     ``<part>.<model>.<name>``, read from ``measures/<model>/<name>``, its control from
@@ -487,6 +497,7 @@ def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, str, Any]]) ->
             where=where,
             control=f"measures/{model}/control/{name}",
             control_is=control_is,
+            notes=_measured_on(model),
             **(extra(model) if callable(extra) else extra),
         )
         for model in _MODELS[part]

@@ -57,6 +57,7 @@ from mechrecall._tl import HookedTransformer
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context
 from mechrecall.progress import progress_bar
+from pretrained.mini import measured_on, read_facts
 from pretrained.prompts import Prompt, answer_token, load_prompt_file
 
 log = logging.getLogger(__name__)
@@ -285,9 +286,13 @@ def greedy(model: HookedTransformer, prompt: str, n: int, opts: Options) -> str:
 
 
 def run_factual(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
-    """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the"."""
+    """Table 1 / Fig 5 right: "Madrid is located in" → " Spain" vs " the" (on a ``pretrained.mini`` series: its
+    cities, :func:`mini_factual`)."""
     results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "factual"):
+        if (facts := read_facts(name)) is not None:
+            results.setdefault(name, {})[_ckpt(checkpoint)] = mini_factual(model, facts["city_country"], opts)
+            continue
         layer, rho = laser_setting("factual", model, name, opts)
         answer, answer_str = token_id(model, MADRID.answer)
         the, _ = token_id(model, "the")
@@ -316,6 +321,73 @@ def run_factual(ctx: Context, models: Sequence[str], opts: Options) -> dict[str,
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     return results
+
+
+def city_prompts(pairs: Sequence[tuple[str, str]]) -> tuple[list[Prompt], list[Prompt]]:
+    """A mini world's ``"<city> is located in"`` → its country, split into the cities that choose LASER's layer and
+    ρ (even positions) and those it is measured on (odd): Table 1's prompt for every city of the world."""
+    prompts = [Prompt(f"{city} is located in", country) for city, country in pairs]
+    return prompts[0::2], prompts[1::2]
+
+
+def mini_factual(model: HookedTransformer, pairs: Sequence[tuple[str, str]], opts: Options) -> dict[str, Any]:
+    """Table 1 on a mini model: mean P(country) and P(" the") after ``"<city> is located in"`` over the measured
+    cities (the no-cue control: ``"It is located in"``, same answers), full vs LASER. The paper's layer and ρ are
+    Pythia-1B's; the mini model's are ``--layer`` / ``--rho`` or the pair (late layer, ρ) that maximises the
+    mean ln P(country)/P(the) on the *other* cities (as the paper searched per model, App. C.2)."""
+    select, measured = city_prompts(pairs)
+    no_cue = [Prompt("It is located in", p.answer) for p in measured]
+    answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in measured])
+    the, _ = token_id(model, "the")
+    n = torch.arange(len(measured))
+
+    def means(prompts: Sequence[Prompt]) -> dict[str, Any]:
+        probs = next_token_probs(model, [p.prompt for p in prompts], opts)
+        p_answer, p_the = probs[n, answers].mean(), probs[:, the].mean()
+        return {
+            "p_answer": float(p_answer),
+            "p_the": float(p_the),
+            "ratio_answer_the": float(p_answer / p_the),
+            "top5": top_k(model, probs[0]),  # the first prompt's
+        }
+
+    def measure() -> dict[str, Any]:
+        return {**means(measured), "greedy": greedy(model, measured[0].prompt, 4, opts), "no_cue": means(no_cue)}
+
+    layer, rho, search = mini_laser_setting(model, select, opts)
+    return {
+        "intervention": _laser_info(model, layer, rho, opts.matrix),
+        "prompt": measured[0].prompt,
+        "answer_token": "the city's country",
+        "prompts": [p.prompt for p in measured],
+        "selection": {"prompts": [p.prompt for p in select], "search": search},
+        **full_and_laser(model, layer, rho, opts.matrix, measure),
+    }
+
+
+def mini_laser_setting(
+    model: HookedTransformer, select: Sequence[Prompt], opts: Options
+) -> tuple[int, float, list[dict[str, float]]]:
+    """(paper-style 1-indexed layer, ρ, the search table): ``--layer`` / ``--rho`` where given, else the best mean
+    ln P(answer)/P(" the") on ``select`` over the upper half of the layers × :data:`SWEEP_RHOS` (``opts.matrix``)."""
+    the, _ = token_id(model, "the")
+    answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in select])
+    texts = [p.prompt for p in select]
+
+    def score() -> float:
+        probs = next_token_probs(model, texts, opts)
+        return float((probs[torch.arange(len(texts)), answers].log() - probs[:, the].log()).mean())
+
+    n = model.cfg.n_layers
+    layers = [opts.layer] if opts.layer is not None else list(range(n // 2 + 1, n + 1))
+    rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
+    search = []
+    for layer in layers:
+        for rho in rhos:
+            with laser(model, layer, rho, opts.matrix):
+                search.append({"layer": layer, "rho": rho, "mean_log_ratio": score()})
+    best = max(search, key=lambda row: row["mean_log_ratio"])
+    return int(best["layer"]), float(best["rho"]), search
 
 
 def _answer_metrics(
@@ -685,7 +757,10 @@ def measures(
             out[slug(name)] = _prepositions_measures(rows)
         else:
             out[slug(name)] = LAST_ROW_MEASURES[part](list(rows.values())[-1])
+    mini = next((n for n in models if results.get(n) and read_facts(n) is not None and part == "factual"), None)
     for name in paper_models:
+        if mini is not None and slug(name) not in out:  # the mini model stands in, and its rows say so
+            out[slug(name)] = {**out[slug(mini)], "measured_on": f"{measured_on(mini)}, in place of {name}"}
         out.setdefault(slug(name), {"not_applicable": f"not among --model ({', '.join(models)})"})
     return out
 

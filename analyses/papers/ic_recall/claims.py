@@ -498,7 +498,10 @@ def _best(r: Results) -> Mapping[str, Any]:
     return r["best_head"]
 
 
-RANDOM_INIT = "a randomly initialised model of the same config (TransformerLens init, the run's seed), same prompts"
+RANDOM_INIT = (
+    "the untrained model, same prompts: a randomly initialised model of the same config (TransformerLens init, the "
+    "run's seed), or a checkpoint series' step 0 (the mini model of pretrained.mini)"
+)
 PRETRAINED = (
     ClaimSpec(
         "pretrained.best_head_pairwise_share",
@@ -508,8 +511,8 @@ PRETRAINED = (
         where="extension",
         kind="extension",
         words=lambda r: (
-            f"extension: the best head of {r['model']} attends pairwise from the final ':' (share of "
-            "prompts passing within ≤ 0.1, across ≥ 0.05, query + ':' ≤ 0.05)"
+            f"extension: the best head of {r.get('measured_on', r['model'])} attends pairwise from the final ':' "
+            "(share of prompts passing within ≤ 0.1, across ≥ 0.05, query + ':' ≤ 0.05)"
         ),
         notes=lambda r: f"head L{_best(r)['layer']}H{_best(r)['head']} has the highest score",
         control="control/best_pairwise_share",
@@ -522,7 +525,7 @@ PRETRAINED = (
         at_least(0.2),
         where="extension",
         kind="extension",
-        words=lambda r: f"extension: the highest mean pairwise score over heads of {r['model']}",
+        words=lambda r: f"extension: the highest mean pairwise score over heads of {r.get('measured_on', r['model'])}",
         notes=lambda r: (
             f"L{_best(r)['layer']}H{_best(r)['head']}: within {_best(r)['within']:.3f}, "
             f"across {_best(r)['across']:.3f}, rest {_best(r)['rest']:.3f}"

@@ -1,4 +1,5 @@
 """Extension (not in Huang, Nichani, Lee & Ge): does a real LM show the pairwise attention pattern of Fig 2?
+(A Pythia / GPT-2 checkpoint, or the mini GPT-NeoX of ``pretrained.mini`` prompted with its own facts.)
 
 Few-shot fact prompts (:func:`.data.fact_prompts`, e.g. ``"Einstein: Germany. Newton: England. Curie:"``): k
 (subject, answer) pairs of one relation, then a query subject and ``":"``, the position that must name the
@@ -35,28 +36,35 @@ def untrained_like(model: Any, seed: int) -> Any:
 
 def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
     """The pairwise score of every head of ``name`` on ``n_prompts`` fact prompts: the ranking, the whole table,
-    the best head, and the same scores on a randomly initialised model of its config (``control``);
-    ``{"model": name, "not_run": why}`` when its weights cannot be loaded here."""
+    the best head, and the same scores on the untrained model (``control``: the series' step-0 checkpoint for a
+    ``pretrained.mini`` series, else a randomly initialised model of its config); ``{"model": name, "not_run":
+    why}`` when its weights cannot be loaded here. A mini series is prompted with its own facts (``facts.json``)."""
     import pretrained
     from analyses.pair_attention import head_pair_scores
+    from pretrained.mini import measured_on, series_root
 
     model, why = pretrained.load_or_why(name, processing="raw")
     if model is None:
         return {"model": name, "not_run": why}
     model.eval()
-    prompts = fact_prompts(model.tokenizer, k=2, n_prompts=n_prompts, seed=seed)
+    root = series_root(name)
+    facts = {} if root is None else {"path": root / "facts.json"}
+    prompts = fact_prompts(model.tokenizer, k=2, n_prompts=n_prompts, seed=seed, **facts)
     device = model.cfg.device
     inputs = [prompts[key].to(device) for key in ("tokens", "roles", "query_pos")]
     table = head_pair_scores(model, *inputs)
     ranked = table.sort_values("score", ascending=False).reset_index(drop=True)
     best = ranked.iloc[0]
-    control = head_pair_scores(untrained_like(model, seed), *inputs)
+    untrained = untrained_like(model, seed) if root is None else pretrained.load(root, checkpoint=0, processing="raw")
+    control = head_pair_scores(untrained.eval(), *inputs)
     return {
         "control": {
             "best_head_score": float(control["score"].max()),
             "best_pairwise_share": float(control["pairwise_fraction"].max()),
         },
+        "control_model": "a randomly initialised model of its config" if root is None else "its step-0 checkpoint",
         "model": name,
+        "measured_on": measured_on(name),
         "n_prompts": len(prompts["texts"]),
         "example_prompt": prompts["texts"][0],
         "ranking": ranked.head(20).to_dict(orient="records"),

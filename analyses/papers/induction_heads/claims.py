@@ -377,20 +377,27 @@ SGD_SCALING = [
 
 # ------------------------------------------------------------------------------------------- pythia (extension)
 
-PYTHIA_WHERE = "extension (not in the paper): Olsson et al. 2022's phase change, on Pythia checkpoints"
+PYTHIA_WHERE = (
+    "extension (not in the paper): Olsson et al. 2022's phase change, on Pythia checkpoints (or the mini series of "
+    "pretrained.mini)"
+)
+
+
+def _on(r: Results) -> str:
+    return f"measured on {r.get('measured_on', r['model'])}; "
 
 
 def _forms_note(r: Results) -> str:
     top, steps, s = r["top_induction"], r["checkpoints"], r["series"][r["top_induction"]]
     return (
-        f"{top}: {s[0]:.3f} at step {steps[0]}, {s[-1]:.3f} at step {steps[-1]}; "
+        f"{_on(r)}{top}: {s[0]:.3f} at step {steps[0]}, {s[-1]:.3f} at step {steps[-1]}; "
         f"emerges at step {r['emergence_step'][top]}"
     )
 
 
 def _order_note(r: Results) -> str:
     ind, prev = r["top_induction"], r["top_previous_token"]
-    return f"{prev} at step {r['emergence_step'][prev]}, {ind} at step {r['emergence_step'][ind]}"
+    return f"{_on(r)}{prev} at step {r['emergence_step'][prev]}, {ind} at step {r['emergence_step'][ind]}"
 
 
 PYTHIA = [
@@ -425,7 +432,7 @@ PYTHIA = [
         rule=lambda r: at_least(float(r["threshold"])),
         where=PYTHIA_WHERE,
         kind="extension",
-        notes=lambda r: "" if NOT_RUN_KEY in r else f"threshold {r['threshold']}",
+        notes=lambda r: "" if NOT_RUN_KEY in r else f"{_on(r)}threshold {r['threshold']}",
         control="control/final_induction_score",
         control_is="the first checkpoint (step 0 by default: the untrained model), best head",
     ),

@@ -1,4 +1,5 @@
-"""Beyond the paper: the same emergence on real training checkpoints (part ``pythia``).
+"""Beyond the paper: the same emergence on real training checkpoints (part ``pythia``): Pythia's, or the series of
+the mini GPT-NeoX pretrained here (``python -m pretrained.mini``; its rows say so).
 
 For every checkpoint of a Pythia training run (a hub name with ``--checkpoints``, or a local mirror
 folder with ``step{N}/`` subfolders), ``analyses.heads.head_roles`` scores every layer x head for the
@@ -79,7 +80,9 @@ def run_pythia(
 ) -> dict[str, Any]:
     """The part's results: scores per checkpoint, the top heads of the last one followed back through training,
     their emergence steps; ``{"not_run": "no weights: ..."}`` where the checkpoints cannot be loaded."""
-    head = {"model": model_name, "checkpoints": steps, "threshold": threshold}
+    from pretrained.mini import measured_on
+
+    head = {"model": model_name, "measured_on": measured_on(model_name), "checkpoints": steps, "threshold": threshold}
     try:
         grids, weight_based = checkpoint_scores(model_name, steps, seed=seed, device=device, progress=progress)
     except pretrained.PretrainedNotAvailableError as exc:

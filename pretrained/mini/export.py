@@ -1,0 +1,100 @@
+"""A TransformerLens GPT-NeoX model written as a Hugging Face ``GPTNeoXForCausalLM`` folder (Pythia's layout).
+
+The inverse of TransformerLens' ``convert_neox_weights``: the mini model is trained as a ``HookedTransformer``
+(the one trainer) and each checkpoint of its series is saved exactly as Pythia's are, so ``pretrained.load`` and
+Hugging Face read it as they read Pythia. ``tests/test_mini.py`` checks the three agree on the logits.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import einops
+import torch
+
+from mechrecall._tl import HookedTransformer
+from mechrecall.io import atomic_directory
+
+
+def hf_config(d_model: int, n_layers: int, n_heads: int, d_mlp: int, n_ctx: int, d_vocab: int) -> Any:
+    """Pythia's ``GPTNeoXConfig`` at these sizes: parallel residual, rotary on a quarter of each head, untied
+    unembedding, exact GELU, attention biases, end-of-text id 0."""
+    from transformers import GPTNeoXConfig
+
+    config = GPTNeoXConfig(
+        vocab_size=d_vocab,
+        hidden_size=d_model,
+        num_hidden_layers=n_layers,
+        num_attention_heads=n_heads,
+        intermediate_size=d_mlp,
+        max_position_embeddings=n_ctx,
+        rotary_pct=0.25,
+        use_parallel_residual=True,
+        hidden_act="gelu",
+        layer_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        attention_dropout=0.0,
+        hidden_dropout=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    config.architectures = ["GPTNeoXForCausalLM"]
+    return config
+
+
+def neox_state_dict(model: HookedTransformer) -> dict[str, torch.Tensor]:
+    """``GPTNeoXForCausalLM``'s state dict from a TL GPT-NeoX model (raw weights: no fold_ln / centring)."""
+    n = model.cfg.n_heads
+    sd: dict[str, torch.Tensor] = {
+        "gpt_neox.embed_in.weight": model.W_E,
+        "gpt_neox.final_layer_norm.weight": model.ln_final.w,
+        "gpt_neox.final_layer_norm.bias": model.ln_final.b,
+        "embed_out.weight": model.W_U.T,
+    }
+    for layer, block in enumerate(model.blocks):
+        attn, mlp, pre = block.attn, block.mlp, f"gpt_neox.layers.{layer}."
+        qkv_w = torch.stack([attn.W_Q, attn.W_K, attn.W_V])  # [qkv, head, d_model, d_head]
+        qkv_b = torch.stack([attn.b_Q, attn.b_K, attn.b_V])  # [qkv, head, d_head]
+        sd |= {
+            pre + "input_layernorm.weight": block.ln1.w,
+            pre + "input_layernorm.bias": block.ln1.b,
+            pre + "post_attention_layernorm.weight": block.ln2.w,
+            pre + "post_attention_layernorm.bias": block.ln2.b,
+            pre + "attention.query_key_value.weight": einops.rearrange(qkv_w, "qkv i m h -> (i qkv h) m", i=n),
+            pre + "attention.query_key_value.bias": einops.rearrange(qkv_b, "qkv i h -> (i qkv h)", i=n),
+            pre + "attention.dense.weight": einops.rearrange(attn.W_O, "i h m -> m (i h)"),
+            pre + "attention.dense.bias": attn.b_O,
+            pre + "mlp.dense_h_to_4h.weight": mlp.W_in.T,
+            pre + "mlp.dense_h_to_4h.bias": mlp.b_in,
+            pre + "mlp.dense_4h_to_h.weight": mlp.W_out.T,
+            pre + "mlp.dense_4h_to_h.bias": mlp.b_out,
+        }
+    return {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}
+
+
+def save_neox(model: HookedTransformer, config: Any, tokenizer: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``model`` as a Hugging Face folder at ``path`` (atomically; ``path`` must not exist)."""
+    from transformers import GPTNeoXForCausalLM
+
+    if model.cfg.positional_embedding_type != "rotary" or not model.cfg.parallel_attn_mlp:
+        raise ValueError("save_neox writes GPT-NeoX models: rotary positions and a parallel attention + MLP block")
+    with torch.random.fork_rng(devices=[]):  # HF's init draws from the global RNG: a training run's too
+        hf = GPTNeoXForCausalLM(config)
+    sd = neox_state_dict(model)
+    if "lm_head.weight" in hf.state_dict():  # transformers 5's name of Pythia's embed_out
+        sd["lm_head.weight"] = sd.pop("embed_out.weight")
+    hf.load_state_dict(sd, strict=True)
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # "Writing model shards" for one small file is noise
+    try:
+        with atomic_directory(path) as tmp:
+            hf.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+    return Path(path)
