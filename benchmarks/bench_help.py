@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
     names = [*experiments(), "reproduce"]  # the report's command too
     fns = {"python -c pass": command(["-c", "pass"])}
     fns.update({f"python -m analyses.{n} --help": command(["-m", f"analyses.{n}", "--help"]) for n in names})
+    fns["python -m pretrained.mini --help"] = command(["-m", "pretrained.mini", "--help"])  # the mini pretraining
     c = compare(fns, "python -c pass", repeats, min_run_time=0.0)
     print(
         f"--help of {len(names)} experiments ({', '.join(names)}), {sys.executable}; median of {repeats} rounds; "

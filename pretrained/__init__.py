@@ -9,18 +9,42 @@
 folding); ``"raw"`` keeps the weights as stored, which weight-editing analyses need
 (:func:`require_raw` checks it; :func:`processing_of` reads what was used).
 Without network, a hub model that isn't cached raises :class:`PretrainedNotAvailableError` at once.
-:mod:`pretrained.testing` builds tiny random GPT-NeoX / GPT-2 checkpoints for tests;
+:mod:`pretrained.testing` builds tiny random GPT-NeoX / GPT-2 checkpoints for tests; :mod:`pretrained.mini`
+pretrains a small GPT-NeoX here on a generated corpus whose facts are known (``python -m pretrained.mini``);
 :mod:`pretrained.prompts` holds prompts with answers and reads prompt files (each paper's tables live in
 its package under ``analyses/papers/``).
 """
 
-from pretrained import prompts, testing
-from pretrained._local import SUPPORTED_ARCHITECTURES
-from pretrained._names import PYTHIA_CHECKPOINTS
-from pretrained.errors import PretrainedNotAvailableError
-from pretrained.loading import load, load_or_why, no_weights, processing_of, require_raw
-from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
+    from pretrained import mini, prompts, testing
+    from pretrained._local import SUPPORTED_ARCHITECTURES
+    from pretrained._names import PYTHIA_CHECKPOINTS
+    from pretrained.errors import PretrainedNotAvailableError
+    from pretrained.loading import load, load_or_why, no_weights, processing_of, require_raw
+    from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
+
+#: Public name -> the module that defines it; imported on first use, so ``python -m pretrained.mini --help``
+#: answers without torch.
+_LAZY = {
+    "prompts": "pretrained.prompts",
+    "testing": "pretrained.testing",
+    "mini": "pretrained.mini",
+    "SUPPORTED_ARCHITECTURES": "pretrained._local",
+    "PYTHIA_CHECKPOINTS": "pretrained._names",
+    "PretrainedNotAvailableError": "pretrained.errors",
+    "load": "pretrained.loading",
+    "load_or_why": "pretrained.loading",
+    "no_weights": "pretrained.loading",
+    "processing_of": "pretrained.loading",
+    "require_raw": "pretrained.loading",
+    "AnswerToken": "pretrained.prompts",
+    "Prompt": "pretrained.prompts",
+    "answer_token": "pretrained.prompts",
+    "load_prompt_file": "pretrained.prompts",
+}
 __all__ = [
     "PYTHIA_CHECKPOINTS",
     "SUPPORTED_ARCHITECTURES",
@@ -31,9 +55,19 @@ __all__ = [
     "load",
     "load_or_why",
     "load_prompt_file",
+    "mini",
     "no_weights",
     "processing_of",
     "prompts",
     "require_raw",
     "testing",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pretrained' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name])
+    value = module if module.__name__ == f"pretrained.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value

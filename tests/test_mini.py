@@ -111,10 +111,12 @@ def test_tokenizer_round_trips_and_keeps_answers_whole(mini_series: Path):
 
 
 def test_the_tiny_model_learned_from_its_corpus(mini_series: Path):
-    """Recall rises above step 0's, and the loss on held-out text falls (the tiny run is seconds long)."""
+    """Recall of the facts: none at step 0 (one answer among the world's), most of them after the tiny run, on the
+    train templates and above step 0 on the held-out ones; every fact is stated in the corpus."""
     truth = read_ground_truth(mini_series)
-    first, last = truth["recall"]["0"]["train"]["all"], truth["recall"][str(TINY.steps)]["train"]["all"]
-    assert last > max(first, 0.05)
+    first, last = truth["recall"]["0"], truth["recall"][str(TINY.steps)]
+    assert first["train"]["all"] < 0.1 and last["train"]["all"] > 0.3
+    assert last["heldout"]["all"] > first["heldout"]["all"] + 0.1
     assert min(truth["corpus"]["fraction_of_facts_stated"].values()) == 1.0
 
 

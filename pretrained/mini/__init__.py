@@ -8,10 +8,23 @@ checkpoint series that ``pretrained.load(out, checkpoint=N)`` reads as it reads 
 model's recall beside it (:func:`read_ground_truth`).
 """
 
-from pretrained.mini.presets import PRESETS, MiniPreset
-from pretrained.mini.pretrain import measured_on, pretrain, read_facts, read_ground_truth, series_root
-from pretrained.mini.world import World, make_world
+import importlib
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
+    from pretrained.mini.presets import PRESETS, MiniPreset
+    from pretrained.mini.pretrain import measured_on, pretrain, read_facts, read_ground_truth, series_root
+    from pretrained.mini.world import World, make_world
+
+_LAZY = {
+    "PRESETS": "pretrained.mini.presets",
+    "MiniPreset": "pretrained.mini.presets",
+    "World": "pretrained.mini.world",
+    "make_world": "pretrained.mini.world",
+    **dict.fromkeys(
+        ("measured_on", "pretrain", "read_facts", "read_ground_truth", "series_root"), "pretrained.mini.pretrain"
+    ),
+}
 __all__ = [
     "PRESETS",
     "MiniPreset",
@@ -23,3 +36,11 @@ __all__ = [
     "read_ground_truth",
     "series_root",
 ]
+
+
+def __getattr__(name: str) -> Any:  # imported on first use: ``python -m pretrained.mini --help`` needs no torch
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pretrained.mini' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

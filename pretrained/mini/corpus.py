@@ -7,7 +7,8 @@ Five kinds of document, each probing one of the papers' pretrained experiments (
 - ``generic``: everyday sentences where " the" follows "in" / "located in" (the distributional association
   LASER removes: Chen, Bruna & Bietti §4); city facts are stated as "located in the <direction> of <country>"
   more often than "located in <country>", as natural text does;
-- ``repeat``: a random list of words, then the same list again (the repeated spans that induction heads copy);
+- ``repeat``: a random list of words (half of them nonce words), then the same list again (the repeated spans
+  that induction heads copy);
 - ``ioi``: name-swap stories, "When Mary and John went to the park, John gave a book to Mary.";
 - ``icl``: demonstrations of one relation, ``"S: A\\n"`` lines or ``"S: A. S: A."`` (task vectors; IC-recall's
   few-shot prompts).
@@ -22,10 +23,10 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from pretrained.mini.world import DIRECTIONS, FIRST_NAMES, LOCATED, OBJECTS, OCCUPATIONS, PLACES, World
+from pretrained.mini.world import DIRECTIONS, FIRST_NAMES, LOCATED, OBJECTS, OCCUPATIONS, PLACES, SYLLABLES, World
 
 #: Share of each kind of document.
-MIX = {"bio": 0.35, "generic": 0.2, "repeat": 0.15, "ioi": 0.1, "icl": 0.2}
+MIX = {"bio": 0.25, "generic": 0.15, "repeat": 0.3, "ioi": 0.1, "icl": 0.2}
 #: Share of city statements that say "located in the <direction> of" (the generic " the" after "located in").
 LOCATED_THE = 0.6
 IOI_TEMPLATES = (
@@ -78,9 +79,15 @@ def _generic(world: World, rng: random.Random, stated: Counts) -> str:
 
 
 def _repeat(world: World, rng: random.Random, stated: Counts) -> str:
+    """A list of words, half of them made up on the spot (so only copying from the context predicts their second
+    occurrence), then the same list once or twice more."""
     pool = [*FIRST_NAMES, *OBJECTS, *PLACES, *OCCUPATIONS, *world.city_country]
-    span = " ".join(rng.choice(pool) for _ in range(rng.randint(6, 20)))
-    return "\n".join([span] * rng.randint(2, 3))
+    words = [rng.choice(pool) if rng.random() < 0.5 else _nonce(rng) for _ in range(rng.randint(8, 30))]
+    return "\n".join([" ".join(words)] * rng.randint(2, 3))
+
+
+def _nonce(rng: random.Random) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3)))
 
 
 def _ioi(world: World, rng: random.Random, stated: Counts) -> str:

@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,9 @@ def token_stream(tokenizer: Any, docs: list[str]) -> Int[torch.Tensor, " n"]:
     return torch.tensor(ids, dtype=torch.int32)
 
 
-def window_batches(stream: Int[torch.Tensor, " n"], batch_size: int, n_ctx: int):
+def window_batches(
+    stream: Int[torch.Tensor, " n"], batch_size: int, n_ctx: int
+) -> Callable[[int, torch.Generator], Batch]:
     """``batch_fn(step, generator)``: ``batch_size`` random windows of ``n_ctx`` tokens and their next tokens."""
 
     def batch_fn(step: int, generator: torch.Generator) -> Batch:

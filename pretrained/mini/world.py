@@ -28,7 +28,7 @@ OCCUPATIONS = "baker pilot farmer doctor teacher painter sailor miner tailor sin
 OBJECTS = "book cup key ring coat lamp hat bag box pen map coin".split()
 PLACES = "garden house kitchen park market station library school river forest square harbor".split()
 DIRECTIONS = "north south east west center".split()
-_SYLLABLES = "ka ve lo mar dri sen tol bra nik qua zel fen dor ril mu tash gol vin par eth cor lun sa bel".split()
+SYLLABLES = "ka ve lo mar dri sen tol bra nik qua zel fen dor ril mu tash gol vin par eth cor lun sa bel".split()
 
 TEMPLATES: dict[str, dict[str, tuple[str, ...]]] = {
     "person_city": {
@@ -56,7 +56,7 @@ LOCATED = "{s} is located in the {d} of {a}."
 def invented_word(rng: random.Random, syllables: int, taken: set[str]) -> str:
     """A capitalised made-up word of ``syllables`` syllables, new to ``taken`` (and added to it)."""
     while True:
-        word = "".join(rng.choice(_SYLLABLES) for _ in range(syllables)).capitalize()
+        word = "".join(rng.choice(SYLLABLES) for _ in range(syllables)).capitalize()
         if word not in taken and word.lower() not in {w.lower() for w in (*FIRST_NAMES, *OCCUPATIONS)}:
             taken.add(word)
             return word

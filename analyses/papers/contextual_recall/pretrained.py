@@ -133,9 +133,9 @@ def steer_pair_of(
     tokens, pos = prompts
     dev = model.cfg.device
     labels = torch.tensor([r for r, _, _ in items])
-    a, b = names.index(pair[0]), names.index(pair[1])
-    src = [i for i, (r, _, _) in enumerate(items) if r in (a, b)]
-    tgt_rel = [b if items[i][0] == a else a for i in src]  # one relation of the pair <-> the other
+    first, second = names.index(pair[0]), names.index(pair[1])
+    src = [i for i, (r, _, _) in enumerate(items) if r in (first, second)]
+    tgt_rel = [second if items[i][0] == first else first for i in src]  # one relation of the pair <-> the other
     q = [items[i][2][0] for i in src]
     orig = torch.tensor([answer(by_subject[names[items[i][0]]][s]) for i, s in zip(src, q)])
     target = torch.tensor([answer(by_subject[names[r]][s]) for r, s in zip(tgt_rel, q)])

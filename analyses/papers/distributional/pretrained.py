@@ -58,6 +58,7 @@ from mechrecall.errors import UsageError
 from mechrecall.experiment import Context
 from mechrecall.progress import progress_bar
 from pretrained.mini import measured_on, read_facts
+from pretrained.mini.world import FIRST_NAMES
 from pretrained.prompts import Prompt, answer_token, load_prompt_file
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,10 @@ PAPER_CHECKPOINTS = (
     100000,
     143000,
 )
+#: The mini corpus's IOI story (``pretrained.mini.corpus.IOI_TEMPLATES``) as a prompt, the IO last.
+MINI_IOI_TEMPLATE = "When {io} and {s} went to the park, {s} gave a book to"
+#: The paper model a mini series stands in for, per part (its rows say so).
+MINI_STANDS_IN = {"factual": "pythia-1b", "ioi": "pythia-1b"}
 GPT2_LAYERS = (9, 10, 11, 12)
 GPT2_RHOS = (0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 SWEEP_RHOS = (0.005, 0.008, 0.01, 0.0125, 0.02, 0.025, 0.04, 0.05, 0.1, 0.2, 0.5)
@@ -431,11 +436,18 @@ def run_factual20(ctx: Context, models: Sequence[str], opts: Options) -> dict[st
 
 
 def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any]:
-    """Figs 5 left and 15: mean P(IO), P(S), P(the) on 100 IOI prompts, full vs LASER."""
+    """Figs 5 left and 15: mean P(IO), P(S), P(the) on 100 IOI prompts, full vs LASER (on a ``pretrained.mini``
+    series: its first names in its own IOI story, LASER's layer and ρ searched on other prompts of the same kind)."""
     results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
-        layer, rho = laser_setting("ioi", model, name, opts)
-        prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
+        if read_facts(name) is None:
+            layer, rho = laser_setting("ioi", model, name, opts)
+            prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
+        else:
+            mini = dict(names=FIRST_NAMES, template=MINI_IOI_TEMPLATE)
+            prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed, **mini)
+            select = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed + 1, **mini)
+            layer, rho, _ = mini_laser_setting(model, [Prompt(p.prompt, p.io) for p in select], opts)
         io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
         s = torch.tensor([token_id(model, p.s)[0] for p in prompts])
         the, _ = token_id(model, "the")
@@ -757,9 +769,9 @@ def measures(
             out[slug(name)] = _prepositions_measures(rows)
         else:
             out[slug(name)] = LAST_ROW_MEASURES[part](list(rows.values())[-1])
-    mini = next((n for n in models if results.get(n) and read_facts(n) is not None and part == "factual"), None)
+    mini = next((n for n in models if results.get(n) and read_facts(n) is not None), None)
     for name in paper_models:
-        if mini is not None and slug(name) not in out:  # the mini model stands in, and its rows say so
+        if mini is not None and MINI_STANDS_IN.get(part) == name and slug(name) not in out:  # its rows say so
             out[slug(name)] = {**out[slug(mini)], "measured_on": f"{measured_on(mini)}, in place of {name}"}
         out.setdefault(slug(name), {"not_applicable": f"not among --model ({', '.join(models)})"})
     return out
