@@ -7,7 +7,7 @@ Five kinds of document, each probing one of the papers' pretrained experiments (
 - ``generic``: everyday sentences where " the" follows "in" / "located in" (the distributional association
   LASER removes: Chen, Bruna & Bietti §4); city facts are stated as "located in the <direction> of <country>"
   more often than "located in <country>", as natural text does;
-- ``repeat``: a random list of words (half of them nonce words), then the same list again (the repeated spans
+- ``repeat``: a random list of words (most of them nonce words), then the same list again (the repeated spans
   that induction heads copy);
 - ``ioi``: name-swap stories, "When Mary and John went to the park, John gave a book to Mary.";
 - ``icl``: demonstrations of one relation, ``"S: A\\n"`` lines or ``"S: A. S: A."`` (task vectors; IC-recall's
@@ -26,7 +26,9 @@ from collections.abc import Callable, Iterator
 from pretrained.mini.world import DIRECTIONS, FIRST_NAMES, LOCATED, OBJECTS, OCCUPATIONS, PLACES, SYLLABLES, World
 
 #: Share of each kind of document.
-MIX = {"bio": 0.25, "generic": 0.15, "repeat": 0.3, "ioi": 0.1, "icl": 0.2}
+MIX = {"bio": 0.2, "generic": 0.15, "repeat": 0.4, "ioi": 0.05, "icl": 0.2}
+#: Share of real (world) words in a repeated list; the rest are nonce words, which only copying predicts.
+NAMED_SHARE = 0.2
 #: Share of city statements that say "located in the <direction> of" (the generic " the" after "located in").
 LOCATED_THE = 0.6
 IOI_TEMPLATES = (
@@ -79,10 +81,10 @@ def _generic(world: World, rng: random.Random, stated: Counts) -> str:
 
 
 def _repeat(world: World, rng: random.Random, stated: Counts) -> str:
-    """A list of words, half of them made up on the spot (so only copying from the context predicts their second
+    """A list of words, most of them made up on the spot (so only copying from the context predicts their second
     occurrence), then the same list once or twice more."""
     pool = [*FIRST_NAMES, *OBJECTS, *PLACES, *OCCUPATIONS, *world.city_country]
-    words = [rng.choice(pool) if rng.random() < 0.5 else _nonce(rng) for _ in range(rng.randint(8, 30))]
+    words = [rng.choice(pool) if rng.random() < NAMED_SHARE else _nonce(rng) for _ in range(rng.randint(8, 30))]
     return "\n".join([" ".join(words)] * rng.randint(2, 3))
 
 
