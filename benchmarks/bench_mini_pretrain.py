@@ -43,7 +43,7 @@ def step_seconds(p, steps: int) -> list[float]:
     """Per-step seconds of the trainer on preset ``p`` (the first two steps are warm-up)."""
     from mechrecall import Freeze, TrainConfig, build_toy_model, train
     from mechrecall.batch import Batch
-    from pretrained.mini.pretrain import tl_config
+    from pretrained.mini.series import tl_config
 
     model = build_toy_model(tl_config(p, p.vocab_size, 0), [Freeze(("unembed.b_U",))], seed=0)
     stamps: list[float] = []

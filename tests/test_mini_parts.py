@@ -77,3 +77,19 @@ def test_head_roles_across_the_mini_series(mini_series: Path):
     res = run_pythia(str(mini_series), steps, 0.4)
     assert res["checkpoints"] == steps and "mini GPT-NeoX" in res["measured_on"]
     assert res["control"]["final_induction_score"] == res["max_over_heads"]["induction"][0]  # step 0's best head
+
+
+def test_ioi_on_the_mini_series_uses_its_names_and_story(mini_series: Path, tmp_path: Path):
+    from analyses.laser_pythia import main
+    from analyses.papers.distributional.pretrained import MINI_IOI_TEMPLATE
+    from pretrained.mini.world import FIRST_NAMES
+
+    out = tmp_path / "out"
+    args = ["--experiment", "ioi", "--model", str(mini_series), "--n-prompts", "8", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    part = json.loads((out / "laser_pythia" / "results.json").read_text())["parts"]["ioi"]["results"]
+    prompt = part["results"][str(mini_series)]["final"]["prompts"][0]
+    story = MINI_IOI_TEMPLATE.split("{io}")[0]
+    assert prompt.startswith(story) and prompt.split()[1] in FIRST_NAMES
+    assert "in place of pythia-1b" in part["measures"]["pythia-1b"]["measured_on"]
+    assert "not_applicable" in part["measures"]["pythia-410m"]  # the mini stands in for one paper model

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained.mini.presets import PRESETS, MiniPreset
-    from pretrained.mini.pretrain import measured_on, pretrain, read_facts, read_ground_truth, series_root
+    from pretrained.mini.series import measured_on, pretrain, read_facts, read_ground_truth, series_root
     from pretrained.mini.world import World, make_world
 
 _LAZY = {
@@ -22,7 +22,7 @@ _LAZY = {
     "World": "pretrained.mini.world",
     "make_world": "pretrained.mini.world",
     **dict.fromkeys(
-        ("measured_on", "pretrain", "read_facts", "read_ground_truth", "series_root"), "pretrained.mini.pretrain"
+        ("measured_on", "pretrain", "read_facts", "read_ground_truth", "series_root"), "pretrained.mini.series"
     ),
 }
 __all__ = [
