@@ -15,8 +15,9 @@ pretrains a small GPT-NeoX here on a generated corpus whose facts are known (``p
 its package under ``analyses/papers/``).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pretrained._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained import mini, prompts, testing
@@ -64,10 +65,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module 'pretrained' has no attribute {name!r}")
-    module = importlib.import_module(_LAZY[name])
-    value = module if module.__name__ == f"pretrained.{name}" else getattr(module, name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

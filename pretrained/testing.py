@@ -137,7 +137,9 @@ def tiny_checkpoint(
         d_model, n_layers, n_heads, n_ctx: sizes; ``d_mlp`` defaults to ``4 * d_model``.
         dtype: dtype the weights are saved in.
     """
-    from transformers import GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM
+    from transformers import GPT2Config, GPT2LMHeadModel, GPTNeoXForCausalLM
+
+    from pretrained.mini.export import hf_config
 
     torch_dtype = resolve_dtype(dtype)
     if arch not in ("gpt_neox", "gpt2"):
@@ -154,22 +156,7 @@ def tiny_checkpoint(
     if arch == "gpt_neox":
         d_head = d_model // n_heads
         rotary_dim = 2 * max(1, d_head // 8)  # even and exact: HF truncates, TL rounds
-        config = GPTNeoXConfig(
-            vocab_size=n_vocab,
-            hidden_size=d_model,
-            num_hidden_layers=n_layers,
-            num_attention_heads=n_heads,
-            intermediate_size=d_mlp,
-            max_position_embeddings=n_ctx,
-            rotary_pct=rotary_dim / d_head,
-            use_parallel_residual=True,
-            hidden_act="gelu",
-            layer_norm_eps=1e-5,
-            tie_word_embeddings=False,
-            attention_dropout=0.0,
-            hidden_dropout=0.0,
-            **common,
-        )
+        config = hf_config(d_model, n_layers, n_heads, d_mlp, n_ctx, n_vocab, rotary_pct=rotary_dim / d_head)
         model_cls = GPTNeoXForCausalLM
     else:  # gpt2
         config = GPT2Config(

@@ -8,8 +8,9 @@ checkpoint series that ``pretrained.load(out, checkpoint=N)`` reads as it reads 
 model's recall beside it (:func:`read_ground_truth`).
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pretrained._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained.mini.presets import PRESETS, MiniPreset
@@ -38,9 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:  # imported on first use: ``python -m pretrained.mini --help`` needs no torch
-    if name not in _LAZY:
-        raise AttributeError(f"module 'pretrained.mini' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

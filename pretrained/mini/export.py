@@ -18,9 +18,11 @@ from mechrecall._tl import HookedTransformer
 from mechrecall.io import atomic_directory
 
 
-def hf_config(d_model: int, n_layers: int, n_heads: int, d_mlp: int, n_ctx: int, d_vocab: int) -> Any:
-    """Pythia's ``GPTNeoXConfig`` at these sizes: parallel residual, rotary on a quarter of each head, untied
-    unembedding, exact GELU, attention biases, end-of-text id 0."""
+def hf_config(
+    d_model: int, n_layers: int, n_heads: int, d_mlp: int, n_ctx: int, d_vocab: int, rotary_pct: float = 0.25
+) -> Any:
+    """Pythia's ``GPTNeoXConfig`` at these sizes: parallel residual, rotary on a quarter of each head (``rotary_pct``),
+    untied unembedding, exact GELU, attention biases, end-of-text id 0 (BOS and EOS)."""
     from transformers import GPTNeoXConfig
 
     config = GPTNeoXConfig(
@@ -30,7 +32,7 @@ def hf_config(d_model: int, n_layers: int, n_heads: int, d_mlp: int, n_ctx: int,
         num_attention_heads=n_heads,
         intermediate_size=d_mlp,
         max_position_embeddings=n_ctx,
-        rotary_pct=0.25,
+        rotary_pct=rotary_pct,
         use_parallel_residual=True,
         hidden_act="gelu",
         layer_norm_eps=1e-5,
