@@ -71,20 +71,20 @@ def main(argv: list[str] | None = None) -> dict:
     seconds = statistics.median(step_seconds(p, 12 if args.quick else 24))
     tokens = p.batch_size * p.n_ctx
     achieved = step_flops(p) / seconds
-    hours = p.steps * seconds / 60
+    minutes = p.steps * seconds / 60
     print(
         f"mini laptop preset, {args.threads} thread(s): {seconds * 1e3:.0f} ms/step, {tokens / seconds:,.0f} tokens/s"
     )
     print(
         f"  {achieved / 1e9:.1f} GFLOP/s achieved vs {peak / 1e9:.1f} GFLOP/s for a 1024³ matmul: {achieved / peak:.2f}"
     )
-    print(f"  {p.steps} steps ≈ {hours:.1f} min of training on this many threads")
+    print(f"  {p.steps} steps ≈ {minutes:.1f} min of training on this many threads")
     rows = [
         row(
             NAME,
             "training FLOP/s ÷ 1024³ matmul FLOP/s (same threads)",
             achieved / peak,
-            note=f"{tokens / seconds:,.0f} tokens/s, {args.threads} thread(s); {p.steps} steps ≈ {hours:.1f} min",
+            note=f"{tokens / seconds:,.0f} tokens/s, {args.threads} thread(s); {p.steps} steps ≈ {minutes:.1f} min",
         )
     ]
     return {"rows": rows, "tokens_per_s": tokens / seconds, "matmul_gflops": peak / 1e9}

@@ -88,8 +88,10 @@ def test_ioi_on_the_mini_series_uses_its_names_and_story(mini_series: Path, tmp_
     args = ["--experiment", "ioi", "--model", str(mini_series), "--n-prompts", "8", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     part = json.loads((out / "laser_pythia" / "results.json").read_text())["parts"]["ioi"]["results"]
-    prompt = part["results"][str(mini_series)]["final"]["prompts"][0]
+    row = part["results"][str(mini_series)]["final"]
+    prompt, control = row["prompts"][0], row["control_no_io"]["prompts"][0]
     story = MINI_IOI_TEMPLATE.split("{io}")[0]
     assert prompt.startswith(story) and prompt.split()[1] in FIRST_NAMES
+    assert control.startswith(story) and control.split()[1] in FIRST_NAMES and control != prompt  # the IO replaced
     assert "in place of pythia-1b" in part["measures"]["pythia-1b"]["measured_on"]
     assert "not_applicable" in part["measures"]["pythia-410m"]  # the mini stands in for one paper model

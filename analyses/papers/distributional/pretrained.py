@@ -41,6 +41,8 @@ from analyses.papers.distributional.data.prompts import (
     GPT2_IOI,
     GPT2_IOI_NO_NAMES,
     GPT2_IOI_TOKENS,
+    IOI_NAMES,
+    IOI_TEMPLATE,
     MADRID,
     MADRID_NO_CUE,
     PREPOSITION_SENTENCES,
@@ -440,13 +442,14 @@ def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any
     series: its first names in its own IOI story, LASER's layer and ρ searched on other prompts of the same kind)."""
     results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
+        story = dict(names=IOI_NAMES, template=IOI_TEMPLATE)
         if read_facts(name) is None:
             layer, rho = laser_setting("ioi", model, name, opts)
             prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
         else:
-            mini = dict(names=FIRST_NAMES, template=MINI_IOI_TEMPLATE)
-            prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed, **mini)
-            select = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed + 1, **mini)
+            story = dict(names=FIRST_NAMES, template=MINI_IOI_TEMPLATE)
+            prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed, **story)
+            select = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed + 1, **story)
             layer, rho, _ = mini_laser_setting(model, [Prompt(p.prompt, p.io) for p in select], opts)
         io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
         s = torch.tensor([token_id(model, p.s)[0] for p in prompts])
@@ -474,17 +477,24 @@ def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any
             "n_prompts": len(prompts),
             "prompts": [p.prompt for p in prompts],
             **full_and_laser(model, layer, rho, opts.matrix, measure),
-            "control_no_io": io_control(model, prompts, opts),
+            "control_no_io": io_control(model, prompts, opts, **story),
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     return results
 
 
 @torch.no_grad()
-def io_control(model: HookedTransformer, prompts: Sequence[IOIPrompt], opts: Options) -> dict[str, Any]:
-    """The IOI claims' control: mean P(IO) and P(" the") of the model as it is, on ``prompts`` with the IO
-    replaced in the context by another name (``ioi_prompts_without_io``): the answer is no longer in the context."""
-    control = ioi_prompts_without_io(prompts, single_token_names(model))
+def io_control(
+    model: HookedTransformer,
+    prompts: Sequence[IOIPrompt],
+    opts: Options,
+    names: Sequence[str] = IOI_NAMES,
+    template: str = IOI_TEMPLATE,
+) -> dict[str, Any]:
+    """The IOI claims' control: mean P(IO) and P(" the") of the model as it is, on ``prompts`` (made with
+    ``template``) with the IO replaced in the context by another name of ``names`` (``ioi_prompts_without_io``):
+    the answer is no longer in the context."""
+    control = ioi_prompts_without_io(prompts, single_token_names(model, names), template)
     io = torch.tensor([token_id(model, p.io)[0] for p in control])
     the, _ = token_id(model, "the")
     probs = next_token_probs(model, [p.prompt for p in control], opts)
