@@ -442,15 +442,15 @@ def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any
     series: its first names in its own IOI story, LASER's layer and ρ searched on other prompts of the same kind)."""
     results: dict[str, Any] = {}
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "ioi"):
-        story = dict(names=IOI_NAMES, template=IOI_TEMPLATE)
+        names: Sequence[str] = IOI_NAMES
+        template = IOI_TEMPLATE
         if read_facts(name) is None:
             layer, rho = laser_setting("ioi", model, name, opts)
-            prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed)
-        else:
-            story = dict(names=FIRST_NAMES, template=MINI_IOI_TEMPLATE)
-            prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed, **story)
-            select = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed + 1, **story)
+        else:  # the mini model's names and story; LASER's layer and ρ searched on other prompts of the same kind
+            names, template = FIRST_NAMES, MINI_IOI_TEMPLATE
+            select = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed + 1, names=names, template=template)
             layer, rho, _ = mini_laser_setting(model, [Prompt(p.prompt, p.io) for p in select], opts)
+        prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed, names=names, template=template)
         io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
         s = torch.tensor([token_id(model, p.s)[0] for p in prompts])
         the, _ = token_id(model, "the")
@@ -477,7 +477,7 @@ def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any
             "n_prompts": len(prompts),
             "prompts": [p.prompt for p in prompts],
             **full_and_laser(model, layer, rho, opts.matrix, measure),
-            "control_no_io": io_control(model, prompts, opts, **story),
+            "control_no_io": io_control(model, prompts, opts, names, template),
         }
         results.setdefault(name, {})[_ckpt(checkpoint)] = row
     return results
