@@ -139,9 +139,18 @@ def test_a_resumed_pretraining_ends_with_the_same_weights(mini_series: Path, tmp
         ).read_bytes()
 
 
-def test_another_recipe_in_the_same_folder_is_refused(mini_series: Path, capsys):
+def test_bad_output_folders_are_refused_in_one_line(mini_series: Path, tmp_path: Path, capsys):
     from pretrained.mini.__main__ import main
 
-    assert main(["--out", str(mini_series), "--preset", "tiny", "--seed", "1"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "seed 0 vs 1" in err
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    for out, message in (
+        (mini_series, "seed 0 vs 1"),  # another recipe's run
+        (tmp_path / "file", "is a file"),
+        (tmp_path / "other", "holds no mini run"),
+    ):
+        assert main(["--out", str(out), "--preset", "tiny", "--seed", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "\n" not in err and message in err, err
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"

@@ -134,8 +134,12 @@ def pretrain(
     out: str | os.PathLike[str], preset: str | MiniPreset = "laptop", seed: int = 0, progress: bool = True
 ) -> Path:
     """Pretrain (or resume) the mini model into ``out``; returns ``out``. See the module docstring."""
+    if isinstance(preset, str) and preset not in PRESETS:
+        raise ValueError(f"preset {preset!r}; expected one of {sorted(PRESETS)} or a MiniPreset")
     p = PRESETS[preset] if isinstance(preset, str) else preset
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file; expected a folder (new, empty, or a mini run to resume)")
     _claim_folder(out, {"schema": SCHEMA, "preset": p.to_dict(), "seed": seed})
     torch.set_num_threads(p.threads)
     world = make_world(seed, p.n_people, p.n_cities, p.n_countries)
