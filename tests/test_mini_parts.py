@@ -95,3 +95,14 @@ def test_ioi_on_the_mini_series_uses_its_names_and_story(mini_series: Path, tmp_
     assert control.startswith(story) and control.split()[1] in FIRST_NAMES and control != prompt  # the IO replaced
     assert "in place of pythia-1b" in part["measures"]["pythia-1b"]["measured_on"]
     assert "not_applicable" in part["measures"]["pythia-410m"]  # the mini stands in for one paper model
+
+
+def test_the_untrained_control_of_seed_0_is_the_series_step_0(mini_series: Path):
+    """The contrasts' untrained models (``untrained_like``, seeds 0-4) start with the series' own step 0: the mini
+    model is built by TransformerLens' initialisation of the same config and seed."""
+    from analyses.papers.contextual_recall.pretrained import untrained_like
+
+    step0 = pretrained.load(mini_series, checkpoint=0, processing="raw")
+    fresh = untrained_like(pretrained.load(mini_series, processing="raw"), 0)
+    for name, value in step0.state_dict().items():
+        torch.testing.assert_close(fresh.state_dict()[name], value, rtol=0, atol=0, msg=name)
