@@ -594,7 +594,7 @@ class Experiment:
                     "traceback": traceback.format_exc(),
                     "seconds": time.perf_counter() - started,
                 }
-                self._write(root, payload)
+                self._write(root, payload, name)
                 raise
             footer = f"python -m analyses.{self.name} · part {name} · preset {preset} · seed {seed}" + (
                 f" · {result.footer}" if result.footer else ""
@@ -608,7 +608,7 @@ class Experiment:
                 "figures": figures,
                 "claims": [c.row() for c in claims],
             }
-            self._write(root, payload)
+            self._write(root, payload, name)
             ctx.say(f"{name}: done in {payload['parts'][name]['seconds']:.1f} s")
 
     def _load_or_start(self, root: Path, config: dict[str, Any]) -> dict[str, Any]:
@@ -639,21 +639,30 @@ class Experiment:
             "parts": {},
         }
 
-    def _write(self, root: Path, payload: dict[str, Any]) -> None:
-        from mechrecall.io import atomic_write_json
+    def _write(self, root: Path, payload: dict[str, Any], part: str) -> None:
+        """``results.json`` with ``part``'s new record. Under a lock, the records other processes wrote there since
+        this run read it (other parts of the same configuration run beside it) are kept, not overwritten."""
+        from mechrecall.io import atomic_write_json, file_lock
         from mechrecall.results import versions
 
-        order = [p.name for p in self.parts]
-        payload["parts"] = {k: payload["parts"][k] for k in sorted(payload["parts"], key=order.index)}
-        rows = [row for p in payload["parts"].values() for row in p.get("claims", [])]
-        payload.update(
-            updated=_stamp(),
-            versions=versions(),
-            claims=rows,
-            summary=summary(rows),
-            figures=[f for p in payload["parts"].values() for f in p.get("figures", [])],
-        )
-        atomic_write_json(root / "results.json", payload)
+        with file_lock(root / ".results.lock"):
+            try:
+                disk = json.loads((root / "results.json").read_text())
+            except (OSError, json.JSONDecodeError):
+                disk = {}
+            if "config" in disk and not _diff(disk["config"], payload["config"]):
+                payload["parts"] = {**payload["parts"], **disk.get("parts", {}), part: payload["parts"][part]}
+            order = [p.name for p in self.parts]
+            payload["parts"] = {k: payload["parts"][k] for k in sorted(payload["parts"], key=order.index)}
+            rows = [row for p in payload["parts"].values() for row in p.get("claims", [])]
+            payload.update(
+                updated=_stamp(),
+                versions=versions(),
+                claims=rows,
+                summary=summary(rows),
+                figures=[f for p in payload["parts"].values() for f in p.get("figures", [])],
+            )
+            atomic_write_json(root / "results.json", payload)
 
 
 def _console_logging() -> None:

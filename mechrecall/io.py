@@ -88,3 +88,19 @@ def atomic_directory(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextmanager
+def file_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive advisory lock (``fcntl.flock``) on ``path`` (created if missing) for the block: processes
+    that write the same file take turns."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -487,3 +487,33 @@ def test_cli_seeds_and_seed_together_are_refused(tmp_path, capsys):
     assert capsys.readouterr().err.strip().endswith("--seed 3 with --seeds; expected one of them")
     assert SEEDED.main(["--seeds", "0-1", "--out", str(tmp_path), "--no-progress", "--preset", "smoke"]) == 0
     assert (tmp_path / "seeded" / "seeds.json").exists()
+
+
+def _outer(ctx):
+    """A part during which another run of the same configuration writes another part into the same folder (what a
+    second process running that part beside this one does)."""
+    NESTED.run(ctx.out.parent, preset=ctx.preset, parts=["first"], seed=ctx.seed)
+    return PartResult({"value": 1.5})
+
+
+NESTED = Experiment(
+    name="nested",
+    paper="A Toy Paper",
+    summary="Two parts, one run while the other runs.",
+    parts=(Part("first", _part("first", 2.0), "one"), Part("outer", _outer, "runs 'first' meanwhile")),
+    options=(Option("--fail", default="", compare=False, help="the part to break"),),
+    preset_table=PRESETS,
+    claims=(
+        ClaimSpec("first.value", "first value", "value", at_least(1.0), where="Fig 1"),
+        ClaimSpec("outer.value", "outer value", "value", at_least(1.0), where="Fig 1"),
+    ),
+)
+
+
+def test_parts_written_by_another_run_meanwhile_are_kept(tmp_path):
+    """Two runs of one configuration into one folder (a report's part-level jobs) keep each other's parts: the
+    second writer merges, under a lock, what the first wrote after the second read ``results.json``."""
+    NESTED.run(tmp_path, preset="smoke", parts=["outer"])
+    data = json.loads((tmp_path / "nested" / "results.json").read_text())
+    assert list(data["parts"]) == ["first", "outer"] and all(p["status"] == "done" for p in data["parts"].values())
+    assert [c["id"] for c in data["claims"]] == ["nested.first.value", "nested.outer.value"]
