@@ -259,11 +259,12 @@ def test_an_out_that_is_a_file_is_refused_before_any_experiment_runs(tmp_path):
 
 
 def test_a_report_over_seeds_plans_a_job_per_seed_and_merges_each_claim(tmp_path):
-    jobs = {j.key: j for j in plan_jobs("quick", only=["induction_emergence"], seeds=(0, 1))}
-    assert set(jobs) == {"induction_emergence/seed0", "induction_emergence/seed1"}
-    assert jobs["induction_emergence/seed1"].folder == "seed1" and jobs["induction_emergence/seed1"].seed == 1
-    assert "ode" in jobs["induction_emergence/seed0"].parts  # the exact part runs once, at seed 0
-    assert "ode" not in jobs["induction_emergence/seed1"].parts
+    jobs = plan_jobs("quick", only=["induction_emergence"], seeds=(0, 1))
+    parts = {key: [j.parts[0] for j in jobs if j.key == key] for key in dict.fromkeys(j.key for j in jobs)}
+    assert set(parts) == {"induction_emergence/seed0", "induction_emergence/seed1"}  # one job per part and seed
+    assert all(j.folder == f"seed{j.seed}" and j.id == f"{j.key}:{j.parts[0]}" for j in jobs)
+    assert "ode" in parts["induction_emergence/seed0"]  # the exact part runs once, at seed 0
+    assert "ode" not in parts["induction_emergence/seed1"] and len(parts["induction_emergence/seed1"]) > 1
     from mechrecall.claims import Claim, at_least
 
     for seed, ours in ((0, 0.95), (1, 0.5)):
@@ -321,3 +322,36 @@ def _alive(pid: int) -> bool:
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_two_parts_of_one_experiment_run_side_by_side_and_both_are_kept(tmp_path):
+    """Part-level jobs of one experiment on two workers write one ``results.json`` holding both parts."""
+    from analyses.report.runner import run_all
+
+    jobs = [Job("laser_pythia", "paper", (part,), offline=True) for part in ("factual", "factual20")]
+    records = run_all(jobs, tmp_path, workers=2, progress=False)
+    assert set(records) == {"laser_pythia"}
+    assert records["laser_pythia"]["parts"] == {"factual": "done", "factual20": "done"}
+    payload = json.loads((tmp_path / "laser_pythia" / "results.json").read_text())
+    assert set(payload["parts"]) == {"factual", "factual20"}
+
+
+def test_job_records_merge_per_experiment_run():
+    from analyses.report.runner import merge_records
+
+    jobs = [Job("x", "smoke", ("a",)), Job("x", "smoke", ("b",)), Job("x", "smoke", ("a",), seed=1, folder="seed1")]
+    by_id = {
+        "x:a": {"status": "done", "error": "", "seconds": 2.0, "parts": {"a": "done"}},
+        "x:b": {"status": "failed", "error": "worker: killed", "seconds": 1.0, "parts": {}},  # the worker died
+        "x/seed1:a": {"status": "done", "error": "", "seconds": 3.0, "parts": {"a": "done"}},
+    }
+    merged = merge_records(jobs, by_id)
+    assert merged["x"] == {
+        "name": "x",
+        "seed": 0,
+        "status": "failed",
+        "error": "worker: killed",
+        "seconds": 3.0,
+        "parts": {"a": "done", "b": "failed"},
+    }
+    assert merged["x/seed1"]["status"] == "done" and merged["x/seed1"]["parts"] == {"a": "done"}

@@ -4,7 +4,7 @@
 module      what it holds
 ==========  =============================================================================================
 ``plan``    per report preset (quick / smoke / paper): each experiment's preset and parts, as a table
-``runner``  experiments in worker processes (one torch thread each), part by part, with a progress display
+``runner``  one job per part and seed in worker processes (one torch thread each), longest first; progress
 ``collect`` every ``results.json`` → one claims list (verdicts recomputed) and the report's sections
 ``render``  ``report.md``, the self-contained ``report.html``; the README's summary and ``docs/claims.md``
 ==========  =============================================================================================
@@ -50,7 +50,7 @@ def reproduce(
     jobs = list(jobs) if jobs is not None else plan_jobs(preset, only, model, tuple(seeds))
     records = run_all(jobs, out, workers=workers, progress=progress)
     names = list(dict.fromkeys(j.name for j in jobs))
-    folders = {n: [j.folder for j in jobs if j.name == n] for n in names}
+    folders = {n: list(dict.fromkeys(j.folder for j in jobs if j.name == n)) for n in names}
     report = collect(out, names, records, preset, folders=folders)
     report["seeds"] = list(seeds)
     paths = write_report(report, out)

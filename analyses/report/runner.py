@@ -1,11 +1,11 @@
-"""Run the experiments of a report plan in worker processes, one torch thread each, with a progress display.
+"""Run the jobs of a report plan in worker processes, one torch thread each, with a progress display.
 
-Each experiment (each seed of it, over several seeds) runs in its own worker (``ProcessPoolExecutor``), part by
-part, into ``OUT/<experiment>/`` (``OUT/seed<N>/<experiment>/`` over several seeds, as
-:mod:`mechrecall.seeds` lays out); a part that fails is recorded as failed in that experiment's
-``results.json`` and the next part still runs, and an experiment that fails as a whole (a bad option, an import
-error) is reported with its error: the others go on.
-Rerunning into the same folder skips finished parts (the experiments resume on their own).
+A job is one part of one experiment at one seed (``plan_jobs``): the jobs run in a ``ProcessPoolExecutor``,
+longest first (each part's declared cost), so every core stays busy until the end. Each writes into
+``OUT/<experiment>/`` (``OUT/seed<N>/<experiment>/`` over several seeds, as :mod:`mechrecall.seeds` lays out); parts
+of one experiment running side by side merge their records into its ``results.json`` under a lock. A part that
+fails is recorded as failed and the other jobs go on; the records are merged per experiment (and seed) for the
+report. Rerunning into the same folder skips finished parts (the experiments resume on their own).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
-import json
 import multiprocessing
 import os
 import sys
@@ -49,8 +48,14 @@ class Job:
 
     @property
     def key(self) -> str:
-        """The job's name in records and the progress display: ``noisy_icl``, or ``noisy_icl/seed3``."""
+        """The experiment run the job belongs to, the key of the merged records: ``noisy_icl``, or
+        ``noisy_icl/seed3``."""
         return f"{self.name}/{self.folder}" if self.folder else self.name
+
+    @property
+    def id(self) -> str:
+        """The job itself: ``noisy_icl:main``, ``noisy_icl/seed3:main`` (the key alone for a job of several parts)."""
+        return f"{self.key}:{self.parts[0]}" if self.parts and len(self.parts) == 1 else self.key
 
 
 def discover() -> list[str]:
@@ -63,12 +68,14 @@ def discover() -> list[str]:
 def plan_jobs(
     report_preset: str, only: Sequence[str] | None = None, model: str | None = None, seeds: Sequence[int] = (0,)
 ) -> list[Job]:
-    """The jobs of a report preset: every discovered experiment (or ``only``), ``--model`` passed where taken; over
-    several ``seeds``, one job per experiment and seed (:meth:`~mechrecall.experiment.Experiment.seed_runs`)."""
+    """The jobs of a report preset: one per part of every discovered experiment (or ``only``) and seed, ``--model``
+    passed where taken; a part that does not depend on the seed runs once
+    (:meth:`~mechrecall.experiment.Experiment.seed_runs`)."""
     from analyses.registry import experiment
     from mechrecall.errors import UsageError
 
     names = discover()
+    off = offline(report_preset, model)
     if only:
         unknown = [n for n in only if n not in names]
         if unknown:
@@ -82,13 +89,13 @@ def plan_jobs(
             for option in experiment(name).options:
                 if option.dest == "model":
                     options["model"] = [model] if option.kwargs.get("nargs") else model
-        common = dict(options=options, offline=offline(report_preset, model), minutes=s.minutes)
-        if len(seeds) == 1:
-            jobs.append(Job(name, s.preset, s.parts, seed=seeds[0], **common))  # type: ignore[arg-type]
-            continue
         exp = experiment(name)
-        for seed, parts in exp.seed_runs(seeds, exp.select_parts(s.parts, s.preset)):
-            jobs.append(Job(name, s.preset, parts, seed=seed, folder=f"seed{seed}", **common))  # type: ignore[arg-type]
+        runs = exp.seed_runs(seeds, exp.select_parts(s.parts, s.preset)) if len(seeds) > 1 else [(seeds[0], None)]
+        for seed, parts in runs:
+            folder = f"seed{seed}" if len(seeds) > 1 else ""
+            for part in parts or exp.select_parts(s.parts, s.preset):
+                cost = next(p.cost(s.preset) for p in exp.parts if p.name == part)
+                jobs.append(Job(name, s.preset, (part,), options, seed=seed, folder=folder, minutes=cost, offline=off))
     return jobs
 
 
@@ -148,42 +155,49 @@ def finished(out: Path, job: Job) -> bool:
     return experiment.finished(out / job.folder, preset=job.preset, parts=job.parts, seed=job.seed, options=job.options)
 
 
-def _parts_done(out: Path, job: Job) -> int:
-    try:
-        payload = json.loads((out / job.folder / job.name / "results.json").read_text())
-    except (OSError, ValueError):
-        return 0
-    return sum(1 for p in payload.get("parts", {}).values() if p.get("status") == "done")
-
-
 class Progress:
-    """Which experiments are waiting, running (parts done / planned) and done; one line per change."""
+    """How many jobs are done, which are running, which failed; one line per change (each job's own output is in
+    ``OUT/report/logs/``)."""
 
-    def __init__(self, out: Path, jobs: Sequence[Job], enabled: bool = True, stream: io.TextIOBase | None = None):
-        self.out, self.jobs, self.enabled = out, list(jobs), enabled
+    def __init__(self, jobs: Sequence[Job], enabled: bool = True, stream: io.TextIOBase | None = None):
+        self.jobs, self.enabled = list(jobs), enabled
         self.stream = stream or sys.stderr
-        self.state = {j.key: "waiting" for j in jobs}
+        self.state = {j.id: "waiting" for j in jobs}
         self.started = time.perf_counter()
         self._last = ""
 
-    def set(self, name: str, state: str) -> None:
-        self.state[name] = state
+    def set(self, job_id: str, state: str) -> None:
+        self.state[job_id] = state
         self.show()
 
     def show(self) -> None:
         if not self.enabled:
             return
-        items = []
-        for job in self.jobs:
-            state = self.state[job.key]
-            if state == "running":
-                total = len(job.parts) if job.parts else "?"
-                state = f"running {_parts_done(self.out, job)}/{total}"
-            items.append(f"{job.key}: {state}")
-        line = " | ".join(items)
+        done = [k for k, v in self.state.items() if v.startswith("done")]
+        running = [k for k, v in self.state.items() if v == "running"]
+        failed = [k for k, v in self.state.items() if v.startswith("failed")]
+        line = f"{len(done)}/{len(self.state)} jobs done; running: {', '.join(running) or '-'}"
+        line += f"; failed: {', '.join(failed)}" if failed else ""
         if line != self._last:
             self._last = line
             print(f"[reproduce {time.perf_counter() - self.started:6.0f} s] {line}", file=self.stream, flush=True)
+
+
+def merge_records(jobs: Sequence[Job], by_id: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The jobs' records merged per experiment run (:attr:`Job.key`): its parts, total seconds, failed if any job
+    failed (with every error)."""
+    out: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        record = by_id[job.id]
+        merged = out.setdefault(
+            job.key, {"name": job.name, "seed": job.seed, "status": "done", "error": "", "seconds": 0.0, "parts": {}}
+        )
+        merged["parts"].update(record.get("parts") or dict.fromkeys(job.parts or (), record["status"]))
+        merged["seconds"] += record.get("seconds") or 0.0
+        if record["status"] != "done":
+            merged["status"] = "failed"
+            merged["error"] = "; ".join(e for e in (merged["error"], record.get("error", "")) if e)
+    return out
 
 
 def watch_parent(parent: int, every: float = 1.0) -> None:
@@ -202,11 +216,11 @@ def watch_parent(parent: int, every: float = 1.0) -> None:
 def run_all(
     jobs: Sequence[Job], out: str | os.PathLike, *, workers: int = 1, progress: bool = True
 ) -> dict[str, dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` processes (spawned, one torch thread each); returns each job's record, by
-    :attr:`Job.key`."""
+    """Run ``jobs`` on ``workers`` processes (spawned, one torch thread each), longest first; returns the records
+    merged per experiment run (:func:`merge_records`, by :attr:`Job.key`)."""
     out = Path(out)
     (out / "report").mkdir(parents=True, exist_ok=True)
-    display = Progress(out, jobs, progress)
+    display = Progress(jobs, progress)
     records: dict[str, dict[str, Any]] = {}
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(
@@ -215,9 +229,9 @@ def run_all(
         futures: dict[Future, Job] = {}
         for job in sorted(jobs, key=lambda j: -j.minutes):  # longest first: the pool's tail is short
             if finished(out, job):
-                records[job.key] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "seconds": 0.0}
-                records[job.key]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
-                display.state[job.key] = "done earlier, kept"
+                records[job.id] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "seconds": 0.0}
+                records[job.id]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
+                display.state[job.id] = "done earlier, kept"
                 continue
             futures[pool.submit(run_job, job, str(out))] = job
         running = set(futures)
@@ -225,25 +239,25 @@ def run_all(
         while running:
             pending = [futures[f] for f in futures if f in running]  # in submission order
             for job in pending[: max(1, workers)]:
-                if display.state[job.key] == "waiting":
-                    display.state[job.key] = "running"
+                if display.state[job.id] == "waiting":
+                    display.state[job.id] = "running"
             display.show()
             done, running = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
             for future in done:
                 job = futures[future]
                 try:
-                    records[job.key] = future.result()
+                    records[job.id] = future.result()
                 except Exception as exc:  # the worker died (e.g. killed for memory)
-                    records[job.key] = {
+                    records[job.id] = {
                         "name": job.name,
                         "seed": job.seed,
                         "status": "failed",
                         "error": f"worker: {exc}",
-                        "parts": {},
+                        "parts": dict.fromkeys(job.parts or (), "failed"),
                     }
-                record = records[job.key]
-                display.set(job.key, f"{record['status']} ({record.get('seconds', 0):.0f} s)")
-    return {j.key: records[j.key] for j in jobs}
+                record = records[job.id]
+                display.set(job.id, f"{record['status']} ({record.get('seconds', 0):.0f} s)")
+    return merge_records(jobs, records)
 
 
 def job_table(jobs: Sequence[Job]) -> list[Mapping[str, Any]]:
