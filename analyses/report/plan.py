@@ -2,11 +2,12 @@
 
 Each experiment declares, per report preset (``quick``, ``smoke``, ``paper``), its own preset
 (``Experiment.report_presets``) and which of its parts the report runs (``Part.reports``) with their rough cost
-(``Part.minutes``). ``quick`` fits in about 15 minutes on 2 CPU cores: each paper's main figure at a laptop size,
-without the long sweeps; ``smoke`` is the more faithful laptop run; ``paper`` runs the papers' sizes (a GPU). The
-parts on pretrained models are in every plan: ``quick`` and ``smoke`` never download weights unless ``--model``
-names some (the workers run with ``HF_HUB_OFFLINE=1``: a local hub cache is used, else the claims say ``not run``
-and why). An experiment that declares no preset for a report preset runs its default parts at the fallback preset.
+(``Part.minutes``: the runner starts the longest part first). ``quick`` fits in about 15 minutes on 2 CPU cores:
+each paper's main figure at a laptop size, without the long sweeps; ``smoke`` is the more faithful laptop run;
+``paper`` runs the papers' sizes (a GPU). The parts on pretrained models are in every plan: ``quick`` and
+``smoke`` never download weights unless ``--model`` names some (the workers run with ``HF_HUB_OFFLINE=1``: a local
+hub cache is used, else the claims say ``not run`` and why). An experiment that declares no preset for a report
+preset runs its default parts at the fallback preset.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ class Step:
 
     preset: str
     parts: tuple[str, ...] | None = None
-    minutes: float = 1.0  # rough time on one core: the runner starts the longest first
 
 
 def offline(report_preset: str, model: str | None) -> bool:
@@ -38,9 +38,9 @@ def step(report_preset: str, experiment: str) -> Step:
     exp = lookup(experiment)
     if report_preset not in exp.report_presets:
         preset = FALLBACK[report_preset]
-        return Step(preset, None, sum(p.cost(preset) for p in exp.parts if p.name in exp.select_parts(None, preset)))
+        return Step(preset, None)
     preset = exp.report_presets[report_preset]
     parts = tuple(
         p.name for p in exp.parts if report_preset in p.reports and (p.presets is None or preset in p.presets)
     )
-    return Step(preset, parts, sum(p.cost(preset) for p in exp.parts if p.name in parts))
+    return Step(preset, parts)
