@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name i
     from pretrained._local import SUPPORTED_ARCHITECTURES
     from pretrained._names import PYTHIA_CHECKPOINTS
     from pretrained.errors import PretrainedNotAvailableError
-    from pretrained.loading import load, load_or_why, no_weights, processing_of, require_raw
+    from pretrained.loading import load, load_or_why, no_weights, processing_of, require_raw, untrained_like
     from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
 
 #: Public name -> the module that defines it; imported on first use, so ``python -m pretrained.mini --help``
@@ -41,6 +41,7 @@ _LAZY = {
     "no_weights": "pretrained.loading",
     "processing_of": "pretrained.loading",
     "require_raw": "pretrained.loading",
+    "untrained_like": "pretrained.loading",
     "AnswerToken": "pretrained.prompts",
     "Prompt": "pretrained.prompts",
     "answer_token": "pretrained.prompts",
@@ -62,6 +63,7 @@ __all__ = [
     "prompts",
     "require_raw",
     "testing",
+    "untrained_like",
 ]
 
 

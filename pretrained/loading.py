@@ -155,3 +155,17 @@ def load_or_why(name_or_path: str | os.PathLike[str], **kwargs: Any) -> tuple[Ho
         return load(name_or_path, **kwargs), ""
     except PretrainedNotAvailableError as exc:
         return None, no_weights(exc)
+
+
+def untrained_like(model: HookedTransformer, seed: int) -> HookedTransformer:
+    """A randomly initialised model of ``model``'s config and tokenizer, on its device, in eval mode: TransformerLens'
+    initialisation for that config with ``cfg.seed = seed`` (the global RNG left as it was). The control of a
+    measurement on pretrained weights: the same measurement without the training. A ``pretrained.mini`` series is
+    built the same way, so its step-0 checkpoint is ``untrained_like(final, its seed)`` exactly."""
+    import copy
+
+    cfg = copy.deepcopy(model.cfg)
+    cfg.seed, cfg.init_weights = seed, True  # a loaded model's config skips the initialisation
+    with torch.random.fork_rng(devices=[]):
+        fresh = HookedTransformer(cfg, tokenizer=model.tokenizer, move_to_device=False)
+    return fresh.to(model.cfg.device).eval()

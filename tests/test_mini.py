@@ -149,6 +149,7 @@ def test_bad_output_folders_are_refused_in_one_line(mini_series: Path, tmp_path:
         (mini_series, "seed 0 vs 1"),  # another recipe's run
         (tmp_path / "file", "is a file"),
         (tmp_path / "other", "holds no mini run"),
+        (Path("/proc/mini"), "--out /proc/mini: "),  # cannot be created
     ):
         assert main(["--out", str(out), "--preset", "tiny", "--seed", "1"]) == 2
         err = capsys.readouterr().err.strip()

@@ -98,9 +98,9 @@ def test_ioi_on_the_mini_series_uses_its_names_and_story(mini_series: Path, tmp_
 
 
 def test_the_untrained_control_of_seed_0_is_the_series_step_0(mini_series: Path):
-    """The contrasts' untrained models (``untrained_like``, seeds 0-4) start with the series' own step 0: the mini
-    model is built by TransformerLens' initialisation of the same config and seed."""
-    from analyses.papers.contextual_recall.pretrained import untrained_like
+    """The controls' untrained models (``pretrained.untrained_like``, seeds 0-4) start with the series' own step 0:
+    the mini model is built by TransformerLens' initialisation of the same config and seed."""
+    from pretrained import untrained_like
 
     step0 = pretrained.load(mini_series, checkpoint=0, processing="raw")
     fresh = untrained_like(pretrained.load(mini_series, processing="raw"), 0)

@@ -35,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # an --out that cannot be written
+        print(f"{p.prog}: error: --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     truth = read_ground_truth(out)
     assert truth is not None
     final = truth["recall"][str(truth["series"][-1])]

@@ -10,7 +10,6 @@ that vector by ``(1-β) v_r + β v_r'`` and ranks the original and the target an
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -183,7 +182,7 @@ def run_pretrained(
         **geo,
         **contrasts(geo),
         "steering_target_over_orig": geo["steering"]["rank_target"][-1] / geo["steering"]["rank_orig"][-1],
-        "at_init": untrained_controls(lambda s: untrained_like(model, s), measure, seed),
+        "at_init": untrained_controls(lambda s: pretrained.untrained_like(model, s), measure, seed),
     }
 
 
@@ -195,11 +194,3 @@ def contrasts(geo: dict[str, Any]) -> dict[str, float]:
         "silhouette_rise": geo["silhouette"][-1] - geo["silhouette"][0],
         "steering_log_orig_over_target": math.log(steer["rank_orig"][-1] / steer["rank_target"][-1]),
     }
-
-
-def untrained_like(model: HookedTransformer, seed: int) -> HookedTransformer:
-    """A randomly initialised model of ``model``'s config and tokenizer (TransformerLens' init for that config,
-    seeded by ``seed``): the claims' control, the same measurement without pretraining."""
-    cfg = copy.copy(model.cfg)
-    cfg.seed, cfg.init_weights = seed, True
-    return HookedTransformer(cfg, tokenizer=model.tokenizer).eval()

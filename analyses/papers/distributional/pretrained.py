@@ -376,23 +376,26 @@ def mini_laser_setting(
     model: HookedTransformer, select: Sequence[Prompt], opts: Options
 ) -> tuple[int, float, list[dict[str, float]]]:
     """(paper-style 1-indexed layer, ρ, the search table): ``--layer`` / ``--rho`` where given, else the best mean
-    ln P(answer)/P(" the") on ``select`` over the upper half of the layers × :data:`SWEEP_RHOS` (``opts.matrix``)."""
+    ln P(answer)/P(" the") on ``select`` over the upper half of the layers × :data:`SWEEP_RHOS` (``opts.matrix``),
+    searched with :func:`analyses.lowrank.laser_sweep` (one SVD per matrix)."""
+    from analyses.lowrank import laser_sweep
+
     the, _ = token_id(model, "the")
     answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in select])
     texts = [p.prompt for p in select]
 
-    def score() -> float:
-        probs = next_token_probs(model, texts, opts)
+    def mean_log_ratio(m: HookedTransformer) -> float:
+        probs = next_token_probs(m, texts, opts)
         return float((probs[torch.arange(len(texts)), answers].log() - probs[:, the].log()).mean())
 
     n = model.cfg.n_layers
     layers = [opts.layer] if opts.layer is not None else list(range(n // 2 + 1, n + 1))
     rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
-    search = []
-    for layer in layers:
-        for rho in rhos:
-            with laser(model, layer, rho, opts.matrix):
-                search.append({"layer": layer, "rho": rho, "mean_log_ratio": score()})
+    sweep = laser_sweep(model, mean_log_ratio, layers=[l - 1 for l in layers], matrices=[opts.matrix], rhos=rhos)
+    search = [
+        {"layer": int(r["layer"]) + 1, "rho": float(r["rho"]), "mean_log_ratio": float(r["value"])}
+        for r in sweep.table.to_dict(orient="records")
+    ]
     best = max(search, key=lambda row: row["mean_log_ratio"])
     return int(best["layer"]), float(best["rho"]), search
 

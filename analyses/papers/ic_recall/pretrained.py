@@ -16,24 +16,6 @@ from typing import Any
 from analyses.papers.ic_recall.data import fact_prompts
 
 
-def untrained_like(model: Any, seed: int) -> Any:
-    """A randomly initialised model of ``model``'s config (TransformerLens' initialisation, seeded): the claims'
-    control, the same scores without training."""
-    import copy
-
-    import torch
-
-    from mechrecall._tl import HookedTransformer
-
-    cfg = copy.deepcopy(model.cfg)
-    cfg.init_weights = True  # a loaded model's config skips the initialisation
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        fresh = HookedTransformer(cfg, tokenizer=model.tokenizer, move_to_device=False)
-    fresh.to(model.cfg.device).eval()
-    return fresh
-
-
 def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
     """The pairwise score of every head of ``name`` on ``n_prompts`` fact prompts: the ranking, the whole table,
     the best head, and the same scores on the untrained model (``control``: the series' step-0 checkpoint for a
@@ -55,8 +37,11 @@ def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
     table = head_pair_scores(model, *inputs)
     ranked = table.sort_values("score", ascending=False).reset_index(drop=True)
     best = ranked.iloc[0]
-    untrained = untrained_like(model, seed) if root is None else pretrained.load(root, checkpoint=0, processing="raw")
-    control = head_pair_scores(untrained.eval(), *inputs)
+    if root is None:
+        untrained = pretrained.untrained_like(model, seed)
+    else:
+        untrained = pretrained.load(root, checkpoint=0, processing="raw")
+    control = head_pair_scores(untrained, *inputs)
     return {
         "control": {
             "best_head_score": float(control["score"].max()),
