@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from mechrecall.seeds import parse_seeds
 
@@ -45,6 +46,26 @@ def parser() -> argparse.ArgumentParser:
         "quick and paper, 0-2 for smoke)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
+    run = p.add_argument_group(
+        "where the jobs run",
+        "one job per experiment part and seed, the longest first; a job whose worker died is retried once",
+    )
+    run.add_argument(
+        "--executor",
+        default="local",
+        choices=("local", "ray", "slurm"),
+        help="local: --workers processes here (each its own GPU where there are several); ray: tasks on a Ray "
+        'cluster (pip install -e ".[ray]"); slurm: sbatch jobs through submitit (pip install -e ".[slurm]"; --out '
+        "on a shared file system) (default %(default)s)",
+    )
+    run.add_argument("--address", default=None, help="ray: auto, HOST:PORT or local (default auto)")
+    run.add_argument("--gpus-per-job", type=float, default=None, metavar="N", help="ray, slurm: GPUs per job")
+    run.add_argument("--slurm-partition", default=None, metavar="NAME", help="slurm: the partition")
+    run.add_argument("--slurm-minutes", type=int, default=None, metavar="N", help="slurm: time limit per job")
+    run.add_argument("--max-jobs", type=int, default=None, metavar="N", help="slurm: sbatch jobs at once")
+    run.add_argument(
+        "--slurm-local", action="store_true", help="slurm: run the sbatch jobs as local processes (a dry run)"
+    )
     p.add_argument(
         "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
     )
@@ -85,6 +106,45 @@ def write_docs(out: str, claims_doc: str | None, readme: str | None) -> int:
     return 0
 
 
+#: The options each executor takes (the others are refused with it).
+EXECUTOR_OPTIONS = {
+    "local": (),
+    "ray": ("address", "gpus_per_job"),
+    "slurm": ("gpus_per_job", "slurm_partition", "slurm_minutes", "max_jobs", "slurm_local"),
+}
+
+
+def executor_options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--executor``'s options from the command line; an option of another executor is one line."""
+    from mechrecall.errors import UsageError
+    from mechrecall.executors.base import check_package
+
+    given = {k for ks in EXECUTOR_OPTIONS.values() for k in ks if getattr(args, k) not in (None, False)}
+    foreign = sorted(given - set(EXECUTOR_OPTIONS[args.executor]))
+    if foreign:
+        flag = "--" + foreign[0].replace("_", "-")
+        raise UsageError(f"{flag} is an option of --executor {_owner(foreign[0])}, not {args.executor}")
+    check_package(args.executor)
+    if args.executor == "local":
+        from mechrecall.executors.local import visible_gpus
+
+        return {"workers": args.workers, "gpus": visible_gpus()}
+    if args.executor == "ray":
+        return {"address": args.address or "auto", "gpus_per_job": args.gpus_per_job or 0.0}
+    return {
+        "folder": os.path.join(args.out, "report", "slurm"),
+        "partition": args.slurm_partition,
+        "minutes": 120 if args.slurm_minutes is None else args.slurm_minutes,
+        "gpus_per_job": int(args.gpus_per_job or 0),
+        "max_jobs": args.max_jobs,
+        "cluster": "local" if args.slurm_local else None,
+    }
+
+
+def _owner(option: str) -> str:
+    return " or ".join(name for name, options in EXECUTOR_OPTIONS.items() if option in options)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     from analyses.report import readme_table, reproduce
@@ -102,6 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.workers < 1:
         print(f"{parser().prog}: error: --workers {args.workers}; expected >= 1", file=sys.stderr)
         return 2
+    try:
+        executor_options = executor_options_of(args)
+    except UsageError as exc:
+        print(f"{parser().prog}: error: {exc}", file=sys.stderr)
+        return 2
     if args.seeds is not None and args.seed is not None:
         print(f"{parser().prog}: error: --seed {args.seed} with --seeds; expected one of them", file=sys.stderr)
         return 2
@@ -118,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             model=args.model,
             seeds=seeds,
             progress=not args.no_progress,
+            executor=args.executor,
+            executor_options=executor_options,
         )
     except UsageError as exc:
         print(f"{parser().prog}: error: {exc}", file=sys.stderr)

@@ -594,7 +594,7 @@ class Experiment:
                     "traceback": traceback.format_exc(),
                     "seconds": time.perf_counter() - started,
                 }
-                self._write(root, payload, name)
+                self.write_part(root, payload, name)
                 raise
             footer = f"python -m analyses.{self.name} · part {name} · preset {preset} · seed {seed}" + (
                 f" · {result.footer}" if result.footer else ""
@@ -608,7 +608,7 @@ class Experiment:
                 "figures": figures,
                 "claims": [c.row() for c in claims],
             }
-            self._write(root, payload, name)
+            self.write_part(root, payload, name)
             ctx.say(f"{name}: done in {payload['parts'][name]['seconds']:.1f} s")
 
     def _load_or_start(self, root: Path, config: dict[str, Any]) -> dict[str, Any]:
@@ -639,7 +639,7 @@ class Experiment:
             "parts": {},
         }
 
-    def _write(self, root: Path, payload: dict[str, Any], part: str) -> None:
+    def write_part(self, root: Path, payload: dict[str, Any], part: str) -> None:
         """``results.json`` with ``part``'s new record. Under a lock, the records other processes wrote there since
         this run read it (other parts of the same configuration run beside it) are kept, not overwritten."""
         from mechrecall.io import atomic_write_json, file_lock

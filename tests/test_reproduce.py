@@ -89,7 +89,7 @@ def test_a_failing_experiment_stays_in_its_section(run):
     md = (out / "report" / "report.md").read_text()
     section = md.split("### `induction_emergence`")[1]
     assert "**Failed:**" in section and "thresholds" in section
-    assert "thresholds" in (out / "report" / "logs" / "induction_emergence.log").read_text()
+    assert "thresholds" in (out / "report" / "logs" / "induction_emergence.exact.log").read_text()
 
 
 @pytest.mark.slow  # the module's tiny report: two workers, two experiments
@@ -285,7 +285,7 @@ def test_a_worker_exits_when_the_report_process_is_killed(tmp_path):
     pid_file = tmp_path / "worker.pid"
     parent = (
         "import multiprocessing, os, sys, time\n"
-        "from analyses.report.runner import watch_parent\n"
+        "from mechrecall.executors.local import watch_parent\n"
         "def sleep(path):\n"
         "    open(path, 'w').write(str(os.getpid()))\n"
         "    time.sleep(60)\n"

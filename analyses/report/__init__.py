@@ -4,7 +4,7 @@
 module      what it holds
 ==========  =============================================================================================
 ``plan``    per report preset (quick / smoke / paper): each experiment's preset and parts, as a table
-``runner``  one job per part and seed in worker processes (one torch thread each), longest first; progress
+``runner``  one job per part and seed on an executor (local processes, Ray, Slurm), longest first; progress
 ``collect`` every ``results.json`` → one claims list (verdicts recomputed) and the report's sections
 ``render``  ``report.md``, the self-contained ``report.html``; the README's summary and ``docs/claims.md``
 ==========  =============================================================================================
@@ -28,12 +28,16 @@ def reproduce(
     seeds: Sequence[int] = (0,),
     progress: bool = True,
     jobs: Sequence[Any] | None = None,
+    executor: Any = None,
+    executor_options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the plan (or ``jobs``) for every seed, then write ``OUT/report/{claims.json, report.md, report.html}``.
+    """Run the plan (or ``jobs``) for every seed on ``executor`` (:mod:`mechrecall.executors`; default ``workers``
+        local processes; a name, ``local`` / ``ray`` / ``slurm``, is built with ``executor_options`` once the plan is
+    checked), then write ``OUT/report/{claims.json, report.md, report.html}``.
 
-    Over several ``seeds`` each row holds the mean over seeds, their [min, max], each seed's numbers and how many
-    passed (:func:`mechrecall.claims.over_seeds`). Returns the report (``claims.json``'s content) with ``paths``
-    and ``records`` (each job's outcome)."""
+        Over several ``seeds`` each row holds the mean over seeds, their [min, max], each seed's numbers and how many
+        passed (:func:`mechrecall.claims.over_seeds`). Returns the report (``claims.json``'s content) with ``paths``
+        and ``records`` (each job's outcome)."""
     from analyses.report.collect import collect
     from analyses.report.plan import REPORT_PRESETS
     from analyses.report.render import write_report
@@ -48,7 +52,11 @@ def reproduce(
     out = Path(out)
     check_out_folder(out, "report")  # before any experiment runs: an --out that is a file, or not writable
     jobs = list(jobs) if jobs is not None else plan_jobs(preset, only, model, tuple(seeds))
-    records = run_all(jobs, out, workers=workers, progress=progress)
+    if isinstance(executor, str):
+        from mechrecall.executors import make_executor
+
+        executor = make_executor(executor, executor_options)
+    records = run_all(jobs, out, workers=workers, progress=progress, executor=executor)
     names = list(dict.fromkeys(j.name for j in jobs))
     folders = {n: list(dict.fromkeys(j.folder for j in jobs if j.name == n)) for n in names}
     report = collect(out, names, records, preset, folders=folders)

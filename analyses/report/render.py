@@ -121,7 +121,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         for s in sections:
             out += [f"### `{s['experiment']}` — preset {s['preset'] or '?'}, {_seeds(s)}", ""]
             if s["status"] == "failed":
-                out += [f"**Failed:** `{_md_escape(s['error'])}` (log: `report/logs/{s['experiment']}.log`)", ""]
+                out += [f"**Failed:** `{_md_escape(s['error'])}` (logs: `report/logs/{s['experiment']}.*.log`)", ""]
             rows = _rows(report, s["experiment"])
             out += [claims_table_md(rows) if rows else "_No claims recorded._", ""]
             for fig in s["figures"]:

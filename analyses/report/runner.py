@@ -1,31 +1,33 @@
-"""Run the jobs of a report plan in worker processes, one torch thread each, with a progress display.
+"""Run the jobs of a report plan on an executor (local processes, a Ray cluster, Slurm), with a progress display.
 
-A job is one part of one experiment at one seed (``plan_jobs``): the jobs run in a ``ProcessPoolExecutor``,
-longest first (each part's declared cost), so every core stays busy until the end. Each writes into
+A job is one part of one experiment at one seed (``plan_jobs``). The jobs run longest first on an executor
+(:mod:`mechrecall.executors`), one torch thread each, so every core stays busy until the end. Each writes into
 ``OUT/<experiment>/`` (``OUT/seed<N>/<experiment>/`` over several seeds, as :mod:`mechrecall.seeds` lays out); parts
-of one experiment running side by side merge their records into its ``results.json`` under a lock. A part that
-fails is recorded as failed and the other jobs go on; the records are merged per experiment (and seed) for the
-report. Rerunning into the same folder skips finished parts (the experiments resume on their own).
+of one experiment running side by side merge their records into its ``results.json`` under a lock. On an executor
+whose workers do not share ``OUT`` (Ray) a job runs in a scratch folder and its files travel back to the driver's
+``OUT`` (:func:`run_shipped`). A part that fails is recorded as failed and the other jobs go on; a job whose worker
+died is retried once. Rerunning into the same folder skips finished parts (the experiments resume on their own).
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-import io
-import multiprocessing
+import json
 import os
-import sys
-import threading
+import shutil
+import tempfile
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from analyses.report.plan import Step, offline, step
+from mechrecall.executors.base import Executor, Failure, Task, run_tasks
+from mechrecall.executors.local import LocalExecutor
+from mechrecall.executors.progress import Progress
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Job:
     minutes: float = 1.0  # rough cost: the longest jobs start first
     seed: int = 0
     folder: str = ""
+    cpus: int = 1  # torch threads (and the executor's CPU request)
 
     def __post_init__(self) -> None:
         self.module = self.module or f"analyses.{self.name}"
@@ -57,6 +60,11 @@ class Job:
         """The job itself: ``noisy_icl:main``, ``noisy_icl/seed3:main`` (the key alone for a job of several parts)."""
         return f"{self.key}:{self.parts[0]}" if self.parts and len(self.parts) == 1 else self.key
 
+    @property
+    def log(self) -> str:
+        """Its log file under ``OUT``: ``report/logs/noisy_icl.main.log``, ``report/logs/noisy_icl.seed3.main.log``."""
+        return f"report/logs/{self.id.replace('/', '.').replace(':', '.')}.log"
+
 
 def discover() -> list[str]:
     """Every runnable experiment (``analyses.registry``), in the report's order."""
@@ -70,7 +78,8 @@ def plan_jobs(
 ) -> list[Job]:
     """The jobs of a report preset: one per part of every discovered experiment (or ``only``) and seed, ``--model``
     passed where taken; a part that does not depend on the seed runs once
-    (:meth:`~mechrecall.experiment.Experiment.seed_runs`)."""
+    (:meth:`~mechrecall.experiment.Experiment.seed_runs`). An experiment's own ``--workers`` (a sweep's process
+    pool) is set to the job's one CPU: the report's executor is what fans the work out."""
     from analyses.registry import experiment
     from mechrecall.errors import UsageError
 
@@ -90,6 +99,8 @@ def plan_jobs(
                 if option.dest == "model":
                     options["model"] = [model] if option.kwargs.get("nargs") else model
         exp = experiment(name)
+        if any(option.dest == "workers" for option in exp.options):
+            options["workers"] = 1
         runs = exp.seed_runs(seeds, exp.select_parts(s.parts, s.preset)) if len(seeds) > 1 else [(seeds[0], None)]
         for seed, parts in runs:
             folder = f"seed{seed}" if len(seeds) > 1 else ""
@@ -100,11 +111,11 @@ def plan_jobs(
 
 
 def run_job(job: Job, out: str, threads: int = 1) -> dict[str, Any]:
-    """Run one experiment part by part (in a worker); its output goes to ``OUT/report/logs/<key>.log``.
+    """Run one experiment part by part (in a worker); its output goes to ``OUT/``:attr:`Job.log`.
 
     Returns ``{name, seed, status: done|failed, error, seconds, parts: {part: status}}``; never raises."""
     started = time.perf_counter()
-    log = Path(out) / "report" / "logs" / f"{job.key.replace('/', '.')}.log"
+    log = Path(out) / job.log
     log.parent.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "parts": {}}
     with (
@@ -155,32 +166,61 @@ def finished(out: Path, job: Job) -> bool:
     return experiment.finished(out / job.folder, preset=job.preset, parts=job.parts, seed=job.seed, options=job.options)
 
 
-class Progress:
-    """How many jobs are done, which are running, which failed; one line per change (each job's own output is in
-    ``OUT/report/logs/``)."""
+def results_file(job: Job) -> str:
+    """The job's experiment's results under ``OUT``: ``noisy_icl/results.json``, ``seed3/noisy_icl/results.json``."""
+    return str(Path(job.folder) / job.name / "results.json")
 
-    def __init__(self, jobs: Sequence[Job], enabled: bool = True, stream: io.TextIOBase | None = None):
-        self.jobs, self.enabled = list(jobs), enabled
-        self.stream = stream or sys.stderr
-        self.state = {j.id: "waiting" for j in jobs}
-        self.started = time.perf_counter()
-        self._last = ""
 
-    def set(self, job_id: str, state: str) -> None:
-        self.state[job_id] = state
-        self.show()
+def run_shipped(job: Job, inputs: Mapping[str, bytes], threads: int = 1) -> dict[str, Any]:
+    """:func:`run_job` in a scratch folder of the worker's machine, seeded with ``inputs`` (the driver's
+    ``results.json`` of the experiment: a configuration clash is caught as on a shared disk); returns the record and
+    every file the job wrote, ``{"record": ..., "files": {path under OUT: bytes}}``, for :func:`receive`."""
+    scratch = Path(tempfile.mkdtemp(prefix="mechrecall-job-"))
+    try:
+        for name, data in inputs.items():
+            (scratch / name).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / name).write_bytes(data)
+        record = run_job(job, str(scratch), threads)
+        files = {
+            str(path.relative_to(scratch)): path.read_bytes()
+            for path in sorted(scratch.rglob("*"))
+            if path.is_file() and not path.name.startswith(".")  # lock files and half-written temporaries
+        }
+        return {"record": record, "files": files}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
-    def show(self) -> None:
-        if not self.enabled:
-            return
-        done = [k for k, v in self.state.items() if v.startswith("done")]
-        running = [k for k, v in self.state.items() if v == "running"]
-        failed = [k for k, v in self.state.items() if v.startswith("failed")]
-        line = f"{len(done)}/{len(self.state)} jobs done; running: {', '.join(running) or '-'}"
-        line += f"; failed: {', '.join(failed)}" if failed else ""
-        if line != self._last:
-            self._last = line
-            print(f"[reproduce {time.perf_counter() - self.started:6.0f} s] {line}", file=self.stream, flush=True)
+
+def receive(out: Path, job: Job, shipped: Mapping[str, Any]) -> dict[str, Any]:
+    """Write a shipped job's files into ``out`` (each atomically; its log appended; the experiment's
+    ``results.json`` merged part by part under the lock, as a job on a shared disk writes it); its record."""
+    from mechrecall.io import atomic_write_bytes
+
+    results = results_file(job)
+    for name, data in shipped["files"].items():
+        if name == results:
+            continue
+        if name == job.log:
+            with open(out / name, "ab") as f:
+                f.write(data)
+        else:
+            atomic_write_bytes(out / name, data)
+    if results in shipped["files"]:
+        payload = json.loads(shipped["files"][results])
+        experiment = importlib.import_module(job.module.partition(":")[0]).EXPERIMENT
+        for part in job.parts or payload.get("parts", {}):
+            if part in payload.get("parts", {}):
+                experiment.write_part(out / job.folder / job.name, payload, part)
+    return shipped["record"]
+
+
+def task(job: Job, out: Path, shared: bool) -> Task:
+    """The executor's task for ``job``: :func:`run_job` into ``out``, or :func:`run_shipped` with its inputs."""
+    if shared:
+        return Task(job.id, run_job, (job, str(out), job.cpus), job.minutes * 60, job.cpus)
+    results = out / results_file(job)
+    inputs = {results_file(job): results.read_bytes()} if results.exists() else {}
+    return Task(job.id, run_shipped, (job, inputs, job.cpus), job.minutes * 60, job.cpus)
 
 
 def merge_records(jobs: Sequence[Job], by_id: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -200,63 +240,47 @@ def merge_records(jobs: Sequence[Job], by_id: Mapping[str, Mapping[str, Any]]) -
     return out
 
 
-def watch_parent(parent: int, every: float = 1.0) -> None:
-    """A worker's initializer: exit when ``parent`` (the report's process) is gone. A parent killed outright
-    (SIGTERM, SIGKILL) runs no cleanup; without this its workers would go on writing into ``OUT`` beside the rerun
-    that resumes it."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="watch-parent").start()
-
-
 def run_all(
-    jobs: Sequence[Job], out: str | os.PathLike, *, workers: int = 1, progress: bool = True
+    jobs: Sequence[Job],
+    out: str | os.PathLike,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+    executor: Executor | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Run ``jobs`` on ``workers`` processes (spawned, one torch thread each), longest first; returns the records
-    merged per experiment run (:func:`merge_records`, by :attr:`Job.key`)."""
+    """Run ``jobs`` on ``executor`` (default: ``workers`` local processes), longest first, skipping the finished
+    ones; returns the records merged per experiment run (:func:`merge_records`, by :attr:`Job.key`). Every job event
+    is a line of ``OUT/report/progress.log``."""
     out = Path(out)
     (out / "report").mkdir(parents=True, exist_ok=True)
-    display = Progress(jobs, progress)
     records: dict[str, dict[str, Any]] = {}
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=max(1, workers), mp_context=context, initializer=watch_parent, initargs=(os.getpid(),)
-    ) as pool:
-        futures: dict[Future, Job] = {}
-        for job in sorted(jobs, key=lambda j: -j.minutes):  # longest first: the pool's tail is short
-            if finished(out, job):
-                records[job.id] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "seconds": 0.0}
-                records[job.id]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
-                display.state[job.id] = "done earlier, kept"
-                continue
-            futures[pool.submit(run_job, job, str(out))] = job
-        running = set(futures)
-        # a worker takes jobs in order: the first `workers` pending ones are the running ones
-        while running:
-            pending = [futures[f] for f in futures if f in running]  # in submission order
-            for job in pending[: max(1, workers)]:
-                if display.state[job.id] == "waiting":
-                    display.state[job.id] = "running"
-            display.show()
-            done, running = wait(running, timeout=2.0, return_when=FIRST_COMPLETED)
-            for future in done:
-                job = futures[future]
-                try:
-                    records[job.id] = future.result()
-                except Exception as exc:  # the worker died (e.g. killed for memory)
-                    records[job.id] = {
-                        "name": job.name,
-                        "seed": job.seed,
-                        "status": "failed",
-                        "error": f"worker: {exc}",
-                        "parts": dict.fromkeys(job.parts or (), "failed"),
-                    }
-                record = records[job.id]
-                display.set(job.id, f"{record['status']} ({record.get('seconds', 0):.0f} s)")
+    todo = []
+    for job in jobs:
+        if finished(out, job):
+            records[job.id] = {"name": job.name, "seed": job.seed, "status": "done", "error": "", "seconds": 0.0}
+            records[job.id]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
+        else:
+            todo.append(job)
+    with contextlib.ExitStack() as stack:
+        executor = executor or LocalExecutor(workers)
+        stack.enter_context(executor)
+        tasks = [task(job, out, executor.shared_out) for job in todo]
+        display = Progress(tasks, executor.capacity(), log=out / "report" / "progress.log", enabled=progress)
+        display.event(f"{len(todo)} job(s) to run, {len(jobs) - len(todo)} finished earlier; {executor.describe()}")
+        stack.callback(display.close)
+        outcomes = run_tasks(executor, tasks, on_event=display)
+    for job in todo:
+        outcome = outcomes[job.id]
+        if isinstance(outcome, Failure):
+            records[job.id] = {
+                "name": job.name,
+                "seed": job.seed,
+                "status": "failed",
+                "error": f"worker: {outcome.reason}",
+                "parts": dict.fromkeys(job.parts or (), "failed"),
+            }
+        else:
+            records[job.id] = outcome if executor.shared_out else receive(out, job, outcome)
     return merge_records(jobs, records)
 
 
