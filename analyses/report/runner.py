@@ -201,6 +201,7 @@ def receive(out: Path, job: Job, shipped: Mapping[str, Any]) -> dict[str, Any]:
         if name == results:
             continue
         if name == job.log:
+            (out / name).parent.mkdir(parents=True, exist_ok=True)
             with open(out / name, "ab") as f:
                 f.write(data)
         else:
@@ -261,26 +262,33 @@ def run_all(
             records[job.id]["parts"] = dict.fromkeys(job.parts or (), "done earlier, kept")
         else:
             todo.append(job)
+    by_id = {job.id: job for job in todo}
+    executor = executor or LocalExecutor(workers)
+    shared = executor.shared_out
+
+    def finish(kind: str, task: Task | None, outcome: Any) -> None:
+        if kind in ("done", "failed") and task is not None:  # a shipped job's files land as soon as it ends
+            job = by_id[task.id]
+            if isinstance(outcome, Failure):
+                records[job.id] = {
+                    "name": job.name,
+                    "seed": job.seed,
+                    "status": "failed",
+                    "error": f"worker: {outcome.reason}",
+                    "parts": dict.fromkeys(job.parts or (), "failed"),
+                }
+            else:
+                records[job.id] = outcome if shared else receive(out, job, outcome)
+            outcome = records[job.id]
+        display(kind, task, outcome)
+
     with contextlib.ExitStack() as stack:
-        executor = executor or LocalExecutor(workers)
         stack.enter_context(executor)
-        tasks = [task(job, out, executor.shared_out) for job in todo]
+        tasks = [task(job, out, shared) for job in todo]
         display = Progress(tasks, executor.capacity(), log=out / "report" / "progress.log", enabled=progress)
         display.event(f"{len(todo)} job(s) to run, {len(jobs) - len(todo)} finished earlier; {executor.describe()}")
         stack.callback(display.close)
-        outcomes = run_tasks(executor, tasks, on_event=display)
-    for job in todo:
-        outcome = outcomes[job.id]
-        if isinstance(outcome, Failure):
-            records[job.id] = {
-                "name": job.name,
-                "seed": job.seed,
-                "status": "failed",
-                "error": f"worker: {outcome.reason}",
-                "parts": dict.fromkeys(job.parts or (), "failed"),
-            }
-        else:
-            records[job.id] = outcome if executor.shared_out else receive(out, job, outcome)
+        run_tasks(executor, tasks, on_event=finish)
     return merge_records(jobs, records)
 
 

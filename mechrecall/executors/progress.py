@@ -71,10 +71,12 @@ class Progress:
             line = f"retrying {task.id}: {info}"
         else:
             self.took[task.id] = self.now() - self.started.pop(task.id, self.now())
-            if kind == "failed" or (isinstance(info, dict) and info.get("status") == "failed"):  # or a failed record
+            reason = info.reason if isinstance(info, Failure) else ""
+            if isinstance(info, dict) and info.get("status") == "failed":  # a job's record
+                kind, reason = "failed", info.get("error", "")
+            if kind == "failed":
                 self.failed.append(task.id)
-                kind = "failed"
-            reason = f": {info.reason}" if isinstance(info, Failure) else ""
+            reason = f": {reason}" if reason else ""
             line = f"{kind} {task.id} in {self.took[task.id]:.0f} s{reason}"
         self.event(line)
 

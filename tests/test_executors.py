@@ -1,0 +1,151 @@
+"""The executors' contract on real worker processes: values come back, a task whose worker died is retried once
+(and a task that raised is not), the longest start first, each local worker sees its own GPU, and the ETA is the
+schedule's makespan. The report on other executors: ``test_executors_report.py``."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from mechrecall.errors import UsageError
+from mechrecall.executors import Failure, Task, make_executor, run_tasks
+from mechrecall.executors.local import LocalExecutor, visible_gpus
+from mechrecall.executors.progress import Progress, clock, makespan
+
+
+def double(x: int) -> int:
+    return 2 * x
+
+
+def die_once(marker: str, value: int) -> int:
+    """Kills its own worker (SIGKILL: no reply, no cleanup) the first time, returns ``value`` the next."""
+    if not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return value
+
+
+def die_always(counter: str) -> None:
+    with open(counter, "a") as f:
+        f.write("x")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def raise_counted(counter: str) -> None:
+    with open(counter, "a") as f:
+        f.write("x")
+    raise ValueError("bad input")
+
+
+def gpu_after(seconds: float) -> str:
+    time.sleep(seconds)
+    return os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+
+def record(events: list):
+    return lambda kind, task, info: events.append((kind, task.id)) if task is not None else None
+
+
+def test_values_retries_and_failures_on_worker_processes(tmp_path):
+    events: list = []
+    tasks = [
+        Task("double", double, (21,)),
+        Task("dies-once", die_once, (str(tmp_path / "marker"), 7)),
+        Task("dies-always", die_always, (str(tmp_path / "deaths"),)),
+        Task("raises", raise_counted, (str(tmp_path / "raised"),)),
+    ]
+    with LocalExecutor(workers=2) as executor:
+        outcomes = run_tasks(executor, tasks, on_event=record(events))
+    assert outcomes["double"] == 42
+    assert outcomes["dies-once"] == 7  # its first worker is gone ...
+    assert not _alive(int((tmp_path / "marker").read_text()))  # ... and the retry ran in a new one
+    assert isinstance(outcomes["dies-always"], Failure) and outcomes["dies-always"].died
+    assert "exit code -9" in outcomes["dies-always"].reason
+    assert (tmp_path / "deaths").read_text() == "xx"  # retried once, then reported
+    assert outcomes["raises"] == Failure("ValueError: bad input", died=False)
+    assert (tmp_path / "raised").read_text() == "x"  # raising again would not help: not retried
+    assert ("retrying", "dies-once") in events and ("retrying", "raises") not in events
+    assert ("failed", "dies-always") in events and ("done", "double") in events
+
+
+def test_the_longest_task_starts_first():
+    events: list = []
+    tasks = [Task(f"t{s}", double, (s,), seconds=s) for s in (1, 30, 5, 300, 2)]
+    with LocalExecutor(workers=1) as executor:
+        run_tasks(executor, tasks, on_event=record(events))
+    assert [t for kind, t in events if kind == "started"] == ["t300", "t30", "t5", "t2", "t1"]
+
+
+def test_each_local_worker_sees_its_own_gpu(tmp_path):
+    pairs = [Task(f"g{i}", gpu_after, (0.5,)) for i in range(2)]  # two at once: one on each worker
+    with LocalExecutor(workers=2, gpus=["3", "5"]) as executor:
+        assert sorted(run_tasks(executor, pairs).values()) == ["3", "5"]
+        run_tasks(executor, [Task("dies-once", die_once, (str(tmp_path / "marker"), 0))])  # a worker dies ...
+        assert sorted(run_tasks(executor, pairs).values()) == ["3", "5"]  # ... its replacement has its GPU
+
+
+def test_visible_gpus_reads_cuda_visible_devices(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,7")
+    assert visible_gpus() == ["2", "7"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus() == []
+
+
+def test_makespan_is_the_longest_first_schedule():
+    assert makespan([], [5, 4, 3, 3], slots=2) == 8  # 5 + 3 | 4 + 3 ... the slot freed first takes the next
+    assert makespan([10], [4, 4], slots=2) == 10  # both short ones fit beside the running one
+    assert makespan([], [], slots=2) == 0
+    assert makespan([2, 1], [6], slots=1) == 8  # more running than slots: the longest are the ones that count
+    assert clock(75) == "1:15" and clock(3725) == "1:02:05"
+
+
+def test_progress_scales_the_estimates_by_the_finished_jobs():
+    now = [0.0]
+    tasks = [Task("a", double, seconds=10), Task("b", double, seconds=10), Task("c", double, seconds=40)]
+    display = Progress(tasks, slots=1, stream=io.StringIO(), clock_fn=lambda: now[0])
+    assert display.eta() == 60
+    display("started", tasks[0], None)
+    now[0] = 20.0  # took twice its estimate
+    display("done", tasks[0], {"status": "done"})
+    assert display.scale() == 2.0 and display.eta() == 100  # (10 + 40) x 2 on one slot
+    display("started", tasks[2], None)
+    now[0] = 50.0
+    assert display.eta() == 50 + 20  # 80 - 30 s run so far, then b's 20
+    assert display.status() == "[0:50] 1/3 jobs done, 1 running, 1 queued; ETA 1:10"
+
+
+def test_progress_writes_one_log_line_per_event(tmp_path):
+    tasks = [Task("a", double, (1,), seconds=1), Task("b", raise_counted, (str(tmp_path / "n"),), seconds=2)]
+    stream = io.StringIO()
+    display = Progress(tasks, slots=1, stream=stream, log=tmp_path / "progress.log")
+    with LocalExecutor(workers=1) as executor:
+        run_tasks(executor, tasks, on_event=display)
+    lines = (tmp_path / "progress.log").read_text().splitlines()
+    assert [line.split(" ", 3)[2:3] for line in lines] == [["started"], ["failed"], ["started"], ["done"]]
+    assert "b in" in lines[1] and "ValueError: bad input" in lines[1] and "1 failed" in lines[-1]
+    assert "\r" not in stream.getvalue()  # not a terminal: plain lines
+
+
+def test_an_unknown_executor_or_a_missing_package_is_one_line(monkeypatch):
+    with pytest.raises(UsageError, match=r"--executor 'dask'; expected one of local, ray, slurm"):
+        make_executor("dask")
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(UsageError, match=r'the .ray. package is not installed; pip install -e "\.\[ray\]"'):
+        make_executor("ray", {"address": "auto"})
+    with pytest.raises(UsageError, match="--workers 0; expected >= 1"):
+        make_executor("local", {"workers": 0})
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
