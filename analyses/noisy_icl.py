@@ -35,6 +35,7 @@ EXPERIMENT = Experiment(
             f"{PARTS}:part_ff_variants",
             "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)",
             reports=("smoke", "paper"),
+            minutes={"laptop": 20},  # three models, each about main's size
         ),
         Part(
             "finetune",
@@ -50,6 +51,7 @@ EXPERIMENT = Experiment(
             "truncated (Figs 19, 20)",
             presets=("micro", "laptop", "paper"),
             reports=("smoke", "paper"),
+            minutes={"laptop": 6},
         ),
         Part(
             "theory",

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create (or reuse) a virtual environment and install mechrecall into it, editable, with test extras.
+# Create (or reuse) a virtual environment and install mechrecall into it, editable, with extras.
 #
 #   scripts/install.sh [VENV_DIR]          (default: .venv)
+#   EXTRAS=test scripts/install.sh         (default: test,ray,slurm -- the tests run the Ray and Slurm executors)
 #
 # torch is installed first, chosen for the machine:
 #   - already importable in the venv        -> left as it is;
@@ -9,13 +10,14 @@
 #   - an NVIDIA GPU answers `nvidia-smi -L` -> the registry's default (CUDA) build;
 #   - otherwise (CPU-only machine)          -> a local CPU wheel if pip's find-links has one
 #     (found with `pip download --no-index`), else PyTorch's CPU-only wheel index (if unreachable: stop, and say how to choose).
-# Then `pip install -e .[test]`: its `torch>=2.1` is already satisfied, so no CUDA wheels are pulled.
+# Then `pip install -e .[$EXTRAS]`: its `torch>=2.1` is already satisfied, so no CUDA wheels are pulled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 PY=${PYTHON:-python3}
-STAMP="$VENV/.mechrecall-installed"
+EXTRAS=${EXTRAS:-test,ray,slurm}
+STAMP="$VENV/.mechrecall-installed-${EXTRAS//,/-}"
 
 if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt scripts/install.sh ]; then
   exit 0
@@ -49,7 +51,7 @@ else
   fi
 fi
 
-quiet_pip install -q -e ".[test]"
+quiet_pip install -q -e ".[$EXTRAS]"
 "$VENV/bin/python" - <<'PY'
 from importlib.metadata import version
 from mechrecall import analyses, hooks, pretrained  # noqa: F401  (the four packages import)

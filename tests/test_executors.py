@@ -149,3 +149,23 @@ def _alive(pid: int) -> bool:
         return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--address", "auto"], "--address is an option of --executor ray, not local"),
+        (["--executor", "slurm", "--address", "h:1"], "--address is an option of --executor ray, not slurm"),
+        (["--gpus-per-job", "1"], "--gpus-per-job is an option of --executor ray or slurm, not local"),
+        (["--executor", "slurm"], "--executor slurm: no sbatch on this machine"),
+    ],
+)
+def test_executor_options_are_checked_in_one_line_before_any_work(tmp_path, capsys, argv, message):
+    from analyses.reproduce import main
+
+    if argv == ["--executor", "slurm"]:
+        pytest.importorskip("submitit")
+    assert main(["--out", str(tmp_path / "out"), "--only", "noisy_icl", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out" / "noisy_icl").exists()  # nothing ran
