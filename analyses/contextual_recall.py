@@ -57,6 +57,7 @@ EXPERIMENT = Experiment(
             "extension (not in the paper): task-vector geometry "
             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.1},
         ),
     ),
     options=(

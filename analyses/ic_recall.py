@@ -61,6 +61,7 @@ EXPERIMENT = Experiment(
             "extension (not in the paper): pairwise-attention "
             "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.1},
         ),
     ),
     options=(

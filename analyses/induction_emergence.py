@@ -33,6 +33,7 @@ EXPERIMENT = Experiment(
             "exact checks: closed form = matrix model, TL embedding = plain torch "
             "(forward, gradients), Theorem 1 orbit residual (float64)",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.05},
         ),
         Part(
             "ode",
@@ -40,12 +41,14 @@ EXPERIMENT = Experiment(
             "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²",
             seeded=False,
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.05},
         ),
         Part(
             "disentangled",
             f"{X}:part_disentangled",
             "Figs 3, 4 (15, 16): SGD on the disentangled transformer, all weights vs only α₃, β₂, γ₃",
             reports=("smoke", "paper"),
+            minutes={"smoke": 0.8},
         ),
         Part(
             "weights",
@@ -74,6 +77,7 @@ EXPERIMENT = Experiment(
             "beyond the paper: head-role scores across Pythia checkpoints and "
             "when induction heads form (--model, --checkpoints)",
             reports=("quick", "smoke", "paper"),
+            minutes={"smoke": 0.1},  # seconds without --model; on a mini series about a minute
         ),
     ),
     default_parts=("demo", "exact", "ode", "disentangled", "weights", "standard", "pythia"),

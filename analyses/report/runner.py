@@ -215,7 +215,7 @@ def receive(out: Path, job: Job, shipped: Mapping[str, Any]) -> dict[str, Any]:
     return shipped["record"]
 
 
-def task(job: Job, out: Path, shared: bool) -> Task:
+def make_task(job: Job, out: Path, shared: bool) -> Task:
     """The executor's task for ``job``: :func:`run_job` into ``out``, or :func:`run_shipped` with its inputs."""
     if shared:
         return Task(job.id, run_job, (job, str(out), job.cpus), job.minutes * 60, job.cpus)
@@ -284,7 +284,7 @@ def run_all(
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(executor)
-        tasks = [task(job, out, shared) for job in todo]
+        tasks = [make_task(job, out, shared) for job in todo]
         display = Progress(tasks, executor.capacity(), log=out / "report" / "progress.log", enabled=progress)
         display.event(f"{len(todo)} job(s) to run, {len(jobs) - len(todo)} finished earlier; {executor.describe()}")
         stack.callback(display.close)
