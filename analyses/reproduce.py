@@ -125,6 +125,10 @@ def executor_options_of(args: argparse.Namespace) -> dict[str, Any]:
         flag = "--" + foreign[0].replace("_", "-")
         raise UsageError(f"{flag} is an option of --executor {_owner(foreign[0])}, not {args.executor}")
     check_package(args.executor)
+    gpus = args.gpus_per_job
+    if gpus is not None and (gpus < 0 or (args.executor == "slurm" and gpus != int(gpus))):
+        whole = " and whole on slurm" if args.executor == "slurm" else ""
+        raise UsageError(f"--gpus-per-job {gpus:g}; expected >= 0{whole}")
     if args.executor == "local":
         from mechrecall.executors.local import visible_gpus
 

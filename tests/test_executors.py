@@ -158,13 +158,17 @@ def _alive(pid: int) -> bool:
         (["--executor", "slurm", "--address", "h:1"], "--address is an option of --executor ray, not slurm"),
         (["--gpus-per-job", "1"], "--gpus-per-job is an option of --executor ray or slurm, not local"),
         (["--executor", "slurm"], "--executor slurm: no sbatch on this machine"),
+        (["--executor", "slurm", "--gpus-per-job", "0.5"], "--gpus-per-job 0.5; expected >= 0 and whole on slurm"),
+        (["--executor", "ray", "--gpus-per-job", "-1"], "--gpus-per-job -1; expected >= 0"),
     ],
 )
 def test_executor_options_are_checked_in_one_line_before_any_work(tmp_path, capsys, argv, message):
     from analyses.reproduce import main
 
-    if argv == ["--executor", "slurm"]:
+    if "slurm" in argv:
         pytest.importorskip("submitit")
+    if "ray" in argv:
+        pytest.importorskip("ray")
     assert main(["--out", str(tmp_path / "out"), "--only", "noisy_icl", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
