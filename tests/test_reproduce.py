@@ -355,3 +355,21 @@ def test_job_records_merge_per_experiment_run():
         "parts": {"a": "done", "b": "failed"},
     }
     assert merged["x/seed1"]["status"] == "done" and merged["x/seed1"]["parts"] == {"a": "done"}
+
+
+def test_a_part_measured_on_another_seed_is_costed_by_its_median_time(tmp_path):
+    from analyses.report.runner import make_task, measured_seconds
+
+    def results(folder: str, parts: dict) -> None:
+        path = tmp_path / folder / "x" / "results.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"experiment": "x", "config": {"preset": "smoke"}, "parts": parts}))
+
+    results("seed0", {"a": {"status": "done", "seconds": 100.0}, "b": {"status": "failed", "seconds": 50.0}})
+    results("seed1", {"a": {"status": "done", "seconds": 400.0}, "c": {"status": "done", "seconds": 0.5}})
+    results("seed2", {"a": {"status": "done", "seconds": 130.0}})
+    (tmp_path / "seed3" / "x").mkdir(parents=True)
+    (tmp_path / "seed3" / "x" / "results.json").write_text("{not json")  # unreadable: skipped
+    assert measured_seconds(tmp_path) == {("x", "smoke", "a"): 130.0}  # b failed, c resumed in an instant
+    job = Job("x", "smoke", ("a",), minutes=2.0)
+    assert make_task(job, tmp_path, True).seconds == 120.0 and make_task(job, tmp_path, True, 130.0).seconds == 130.0

@@ -215,13 +215,33 @@ def receive(out: Path, job: Job, shipped: Mapping[str, Any]) -> dict[str, Any]:
     return shipped["record"]
 
 
-def make_task(job: Job, out: Path, shared: bool) -> Task:
-    """The executor's task for ``job``: :func:`run_job` into ``out``, or :func:`run_shipped` with its inputs."""
+def measured_seconds(out: Path) -> dict[tuple[str, str, str], float]:
+    """``{(experiment, preset, part): seconds}``: the median time of each part that some ``results.json`` under
+    ``out`` (any seed) records as done; a better cost than the declared one for the jobs still to run."""
+    import statistics
+
+    times: dict[tuple[str, str, str], list[float]] = {}
+    for path in [*out.glob("*/results.json"), *out.glob("seed*/*/results.json")]:
+        try:
+            payload = json.loads(path.read_text())
+            preset = payload["config"]["preset"]
+            for part, record in payload["parts"].items():
+                if record.get("status") == "done" and record.get("seconds", 0) > 1:  # not a resumed instant
+                    times.setdefault((payload["experiment"], preset, part), []).append(float(record["seconds"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return {key: statistics.median(seconds) for key, seconds in times.items()}
+
+
+def make_task(job: Job, out: Path, shared: bool, seconds: float | None = None) -> Task:
+    """The executor's task for ``job``: :func:`run_job` into ``out``, or :func:`run_shipped` with its inputs; its
+    cost ``seconds`` (default: the part's declared minutes)."""
+    cost = job.minutes * 60 if seconds is None else seconds
     if shared:
-        return Task(job.id, run_job, (job, str(out), job.cpus), job.minutes * 60, job.cpus)
+        return Task(job.id, run_job, (job, str(out), job.cpus), cost, job.cpus)
     results = out / results_file(job)
     inputs = {results_file(job): results.read_bytes()} if results.exists() else {}
-    return Task(job.id, run_shipped, (job, inputs, job.cpus), job.minutes * 60, job.cpus)
+    return Task(job.id, run_shipped, (job, inputs, job.cpus), cost, job.cpus)
 
 
 def merge_records(jobs: Sequence[Job], by_id: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -249,9 +269,10 @@ def run_all(
     progress: bool = True,
     executor: Executor | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Run ``jobs`` on ``executor`` (default: ``workers`` local processes), longest first, skipping the finished
-    ones; returns the records merged per experiment run (:func:`merge_records`, by :attr:`Job.key`). Every job event
-    is a line of ``OUT/report/progress.log``."""
+    """Run ``jobs`` on ``executor`` (default: ``workers`` local processes), longest first (by the time the same part
+    took on another seed in ``out`` where it did, else by its declared cost), skipping the finished ones; returns the
+    records merged per experiment run (:func:`merge_records`, by :attr:`Job.key`). Every job event is a line of
+    ``OUT/report/progress.log``."""
     out = Path(out)
     (out / "report").mkdir(parents=True, exist_ok=True)
     records: dict[str, dict[str, Any]] = {}
@@ -284,7 +305,10 @@ def run_all(
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(executor)
-        tasks = [make_task(job, out, shared) for job in todo]
+        measured = measured_seconds(out)
+        tasks = [
+            make_task(job, out, shared, measured.get((job.name, job.preset, (job.parts or ("",))[0]))) for job in todo
+        ]
         display = Progress(tasks, executor.capacity(), log=out / "report" / "progress.log", enabled=progress)
         display.event(f"{len(todo)} job(s) to run, {len(jobs) - len(todo)} finished earlier; {executor.describe()}")
         stack.callback(display.close)
