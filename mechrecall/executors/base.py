@@ -84,7 +84,7 @@ def run_tasks(
 ) -> dict[str, Any]:
     """Run ``tasks`` on ``executor``, longest first, at most :meth:`Executor.capacity` at once; returns
     ``{task id: value or Failure}``. ``on_event(kind, task, info)`` hears ``started``, ``done`` (info: the value),
-    ``retrying`` and ``failed`` (info: the reason), and ``tick`` (no task) about once a second."""
+    ``retrying`` (info: the reason), ``failed`` (info: the :class:`Failure`) and ``tick`` (no task) once a second."""
     event = on_event or (lambda kind, task, info: None)
     queue = sorted(tasks, key=lambda t: -t.seconds)
     tries: dict[str, int] = {}
