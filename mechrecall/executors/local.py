@@ -150,8 +150,8 @@ class LocalExecutor(Executor):
         for handle in dict.fromkeys(watched[r] for r in wait(list(watched), timeout)):
             worker = self.busy.pop(handle)
             outcome = worker.outcome()
-            if isinstance(outcome, Failure) and outcome.died:
-                worker.stop(now=True)
+            if (isinstance(outcome, Failure) and outcome.died) or not worker.process.is_alive():
+                worker.stop(now=True)  # (a worker that replied, then died, takes no next task)
                 self.free.append(worker.slot)
             else:
                 self.idle.append(worker)
