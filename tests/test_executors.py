@@ -119,6 +119,19 @@ def test_progress_scales_the_estimates_by_the_finished_jobs():
     assert display.status() == "[0:50] 1/3 jobs done, 1 running, 1 queued; ETA 1:10"
 
 
+def test_progress_estimates_a_job_by_the_same_part_on_another_seed():
+    now = [0.0]
+    tasks = [Task(f"x/seed{s}:a", double, seconds=10) for s in range(3)] + [Task("x:b", double, seconds=10)]
+    display = Progress(tasks, slots=1, stream=io.StringIO(), clock_fn=lambda: now[0])
+    display("started", tasks[0], None)
+    now[0] = 40.0
+    display("done", tasks[0], {"status": "done"})
+    assert display.estimate("x/seed2:a") == 40 and display.estimate("x:b") == 40  # the same part / scaled x4
+    display("started", tasks[1], None)
+    display("done", tasks[1], {"status": "done"})  # 0 s this time: the median of 40 and 0
+    assert display.estimate("x/seed2:a") == 20 and display.eta() == 20 + 10 * 40 / 20
+
+
 def test_progress_writes_one_log_line_per_event(tmp_path):
     tasks = [Task("a", double, (1,), seconds=1), Task("b", raise_counted, (str(tmp_path / "n"),), seconds=2)]
     stream = io.StringIO()

@@ -2,13 +2,16 @@
 line per event in a log file.
 
 The ETA schedules what is left (the running jobs' remaining estimates, then the queued ones, longest first) on the
-executor's slots; the estimates are the jobs' declared costs scaled by how long the finished ones really took
-(their summed seconds over their summed declared seconds: the long jobs weigh most).
+executor's slots; a job's estimate is what the same part took on another seed, once one finished, else its declared
+cost scaled by how long the finished jobs really took (their summed seconds over their summed declared seconds:
+the long jobs weigh most).
 """
 
 from __future__ import annotations
 
 import heapq
+import re
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -27,6 +30,11 @@ def makespan(remaining: Sequence[float], queued: Sequence[float], slots: int) ->
     for seconds in sorted(queued, reverse=True):
         heapq.heappush(ends, heapq.heappop(ends) + seconds)
     return max(ends, default=0.0)
+
+
+def family(task_id: str) -> str:
+    """A job's id without its seed: ``noisy_icl/seed2:main`` → ``noisy_icl:main``."""
+    return re.sub(r"/seed\d+(?=:|$)", "", task_id)
 
 
 def clock(seconds: float) -> str:
@@ -88,15 +96,18 @@ class Progress:
         declared = sum(self.tasks[i].seconds for i in self.took)
         return sum(self.took.values()) / declared if declared > 0 else 1.0
 
+    def estimate(self, task_id: str) -> float:
+        """A job's seconds: what the same job took on another seed where one finished (``x/seed1:part`` for
+        ``x/seed2:part``), else its declared cost × :meth:`scale`."""
+        same = [s for i, s in self.took.items() if family(i) == family(task_id)]
+        return statistics.median(same) if same else self.tasks[task_id].seconds * self.scale()
+
     def eta(self) -> float:
-        """Seconds until every job is done, from the scaled estimates (:func:`makespan`)."""
-        scale, now = self.scale(), self.now()
+        """Seconds until every job is done, from the estimates (:func:`makespan`)."""
+        now = self.now()
         # a job past its estimate: a tenth of the estimate more (no better guess)
-        remaining = [
-            max(0.1 * self.tasks[i].seconds * scale, self.tasks[i].seconds * scale - (now - t))
-            for i, t in self.started.items()
-        ]
-        queued = [t.seconds * scale for i, t in self.tasks.items() if i not in self.started and i not in self.took]
+        remaining = [max(0.1 * self.estimate(i), self.estimate(i) - (now - t)) for i, t in self.started.items()]
+        queued = [self.estimate(i) for i in self.tasks if i not in self.started and i not in self.took]
         return makespan(remaining, queued, self.slots)
 
     def status(self) -> str:
