@@ -61,7 +61,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--address", default=None, help="ray: auto, HOST:PORT or local (default auto)")
     run.add_argument("--gpus-per-job", type=float, default=None, metavar="N", help="ray, slurm: GPUs per job")
     run.add_argument("--slurm-partition", default=None, metavar="NAME", help="slurm: the partition")
-    run.add_argument("--slurm-minutes", type=int, default=None, metavar="N", help="slurm: time limit per job (default 120)")
+    run.add_argument(
+        "--slurm-minutes", type=int, default=None, metavar="N", help="slurm: time limit per job (default 120)"
+    )
     run.add_argument("--max-jobs", type=int, default=None, metavar="N", help="slurm: sbatch jobs at once")
     run.add_argument(
         "--slurm-local", action="store_true", help="slurm: run the sbatch jobs as local processes (a dry run)"
