@@ -86,21 +86,23 @@ def main(argv: list[str] | None = None) -> dict:
 def run(quick: bool) -> list[dict]:
     r = main(["--quick"] if quick else [])
     local, plan = r["local"], "induction_emergence of the quick report" if quick else "the quick report"
+    # the 6-minute and 0.85 targets are the whole quick report's: a one-experiment subset has none
+    wall_target, busy_target = ("", "") if quick else ("<= 1", ">= 0.85")
     rows = [
         row(
             NAME,
             f"{plan}: wall / 360 s (local, 2 workers)",
             local["wall_s"] / 360,
-            "<= 1",
-            local["wall_s"] <= 360,
+            wall_target,
+            None if quick else local["wall_s"] <= 360,
             f"{local['wall_s']:.0f} s wall",
         ),
         row(
             NAME,
             f"{plan}: job seconds / (workers x wall), local",
             local["efficiency"],
-            ">= 0.85",
-            local["efficiency"] >= 0.85,
+            busy_target,
+            None if quick else local["efficiency"] >= 0.85,
             f"{local['jobs_s']:.0f} s of jobs",
         ),
     ]
