@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= runs
 
-.PHONY: install run test lint fmt docs clean
+.PHONY: install run test lint fmt docs notebooks clean
 install:
 	@bash scripts/install.sh $(VENV)
 
@@ -14,6 +14,10 @@ run: install
 
 test: install
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
+
+# Re-execute every notebook (full mode) in a Jupyter kernel and save it with its outputs; FAST=1 for seconds-long runs.
+notebooks: install
+	$(PY) scripts/run_notebooks.py $(if $(filter 1,$(FAST)),--fast --no-save)
 
 # Lint, format check and type check (CI runs this before the tests).
 lint: install

@@ -31,7 +31,9 @@ def parser() -> argparse.ArgumentParser:
         help="quick: about 9 min on 2 CPU cores; smoke: the more faithful laptop run; paper: the papers' sizes (a GPU)"
         " (default %(default)s)",
     )
-    p.add_argument("--only", nargs="+", metavar="NAME", default=None, help="run only these experiments")
+    p.add_argument(
+        "--only", nargs="+", metavar="NAME", default=None, help="run only these experiments (NAME) or parts (NAME:PART)"
+    )
     p.add_argument("--out", default="runs", help="output folder (default %(default)s)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: the cores)")
     p.add_argument("--model", default=None, help="hub name or local folder for the pretrained-model parts")

@@ -2,7 +2,8 @@
 # Create (or reuse) a virtual environment and install mechrecall into it, editable, with extras.
 #
 #   scripts/install.sh [VENV_DIR]          (default: .venv)
-#   EXTRAS=test scripts/install.sh         (default: test,ray,slurm -- the tests run the Ray and Slurm executors)
+#   EXTRAS=test scripts/install.sh         (default: test,ray,slurm,notebooks -- the tests run the Ray and Slurm
+#                                          executors and execute the notebooks)
 #
 # torch is installed first, chosen for the machine:
 #   - already importable in the venv        -> left as it is;
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 PY=${PYTHON:-python3}
-EXTRAS=${EXTRAS:-test,ray,slurm}
+EXTRAS=${EXTRAS:-test,ray,slurm,notebooks}
 STAMP="$VENV/.mechrecall-installed-${EXTRAS//,/-}"
 
 if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt scripts/install.sh ]; then

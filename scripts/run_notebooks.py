@@ -37,7 +37,8 @@ def execute(
     extra_cells: Sequence[str] = (),
     timeout: int = 1800,
 ) -> tuple[object, float]:
-    """Run ``path`` top to bottom in a new kernel, ``extra_cells`` (code) appended; returns ``(notebook, seconds)``.
+    """Run ``path`` top to bottom in a new kernel, ``extra_cells`` (code) appended (and kept in the returned
+    notebook); returns ``(notebook, seconds)``.
 
     Raises ``nbclient.exceptions.CellExecutionError`` (the failing cell and its traceback) on any error.
     """
@@ -61,8 +62,6 @@ def execute(
         started = time.perf_counter()
         client.execute(env=env)
         seconds = time.perf_counter() - started
-    for _ in extra_cells:
-        nb.cells.pop()
     return nb, seconds
 
 

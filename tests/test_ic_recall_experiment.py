@@ -513,3 +513,20 @@ def test_micro_controls_of_sample_complexity_algorithm1_and_the_pretrained_parts
     assert within["rule_spec"]["hi"] == pytest.approx(within["control"] / 2)
     assert rows["pretrained.best_head_score"]["class"] == "extension"
     assert results["pretrained"]["control"]["best_head_score"] != results["pretrained"]["best_head"]["score"]
+
+
+def test_a_sweep_on_a_cuda_machine_spawns_its_workers_and_gives_the_same_numbers(tmp_path, monkeypatch):
+    # Found on a GPU: forked workers fail in CUDA's initialisation or in autograd once the parent has touched CUDA.
+    import torch
+
+    from analyses.papers.ic_recall import runs
+    from analyses.papers.ic_recall.presets import Cell
+
+    assert runs._pool_context().get_start_method() == "fork"  # no CUDA here: the fast path
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert runs._pool_context().get_start_method() == "spawn"
+    cells = [Cell(n=5, m=10, N=4, seed=s, family="affine", lr=1e-2, steps=10, test_size=200) for s in (0, 1)]
+    spawned, info = runs.run_cells(cells, tmp_path / "spawn", workers=2)
+    monkeypatch.undo()
+    inline, _ = runs.run_cells(cells, tmp_path / "inline", workers=1)
+    assert info["ran"] == 2 and [r["v"] for r in spawned] == [r["v"] for r in inline]

@@ -128,6 +128,24 @@ def test_plan_and_options():
         plan_jobs("quick", only=["nope"])
 
 
+def test_only_takes_parts_of_an_experiment():
+    jobs = plan_jobs("smoke", only=["ic_recall:exact", "induction_emergence:exact", "ic_recall:pattern"], seeds=(0, 1))
+    assert sorted((j.name, j.parts, j.seed) for j in jobs) == [
+        ("ic_recall", ("exact",), 0),
+        ("ic_recall", ("exact",), 1),
+        ("ic_recall", ("pattern",), 0),
+        ("ic_recall", ("pattern",), 1),
+        ("induction_emergence", ("exact",), 0),
+        ("induction_emergence", ("exact",), 1),
+    ]
+    whole = plan_jobs("quick", only=["induction_emergence:exact", "induction_emergence"])  # the whole one wins
+    assert {j.parts[0] for j in whole} == {j.parts[0] for j in plan_jobs("quick", only=["induction_emergence"])}
+    with pytest.raises(UsageError, match=r"--only ic_recall:nope: ic_recall has no part 'nope' in the quick report"):
+        plan_jobs("quick", only=["ic_recall:nope"])
+    with pytest.raises(UsageError, match="no part 'finetune' in the quick report; expected one of main, theory"):
+        plan_jobs("quick", only=["noisy_icl:finetune"])  # a part of the paper report only
+
+
 @pytest.mark.parametrize("report_preset", ["quick", "smoke", "paper"])
 def test_every_report_judges_at_a_preset_comparable_to_the_papers(report_preset):
     from analyses.registry import experiment

@@ -7,6 +7,7 @@ module      what it holds
 ``runner``  one job per part and seed on an executor (local processes, Ray, Slurm), longest first; progress
 ``collect`` every ``results.json`` → one claims list (verdicts recomputed) and the report's sections
 ``render``  ``report.md``, the self-contained ``report.html``; the README's summary and ``docs/claims.md``
+``tables``  a report's claims as a table (``claims_table``), one claim per seed (``per_seed``, ``seeds_figure``)
 ==========  =============================================================================================
 """
 
@@ -16,6 +17,16 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+_TABLES = ("claim_rows", "claims_table", "per_seed", "seeds_figure")
+
+
+def __getattr__(name: str) -> Any:  # the tables' names, imported on first use (pandas stays out of --help)
+    if name in _TABLES:
+        from analyses.report import tables
+
+        return getattr(tables, name)
+    raise AttributeError(f"module 'analyses.report' has no attribute {name!r}")
 
 
 def reproduce(

@@ -73,6 +73,32 @@ def discover() -> list[str]:
     return experiments()
 
 
+def only_parts(only: Sequence[str], report_preset: str, names: Sequence[str]) -> dict[str, set[str]]:
+    """``--only`` entries (``EXPERIMENT`` or ``EXPERIMENT:PART``) → experiment → its chosen parts (empty: all of
+    the report preset's); a one-line :class:`UsageError` for an unknown experiment or a part the preset lacks."""
+    from analyses.registry import experiment
+    from mechrecall.errors import UsageError
+
+    chosen: dict[str, set[str]] = {}
+    for entry in only:
+        name, _, part = entry.partition(":")
+        if name not in names:
+            raise UsageError(f"--only {entry}: unknown experiment; expected some of {', '.join(names)}")
+        if part:
+            s = step(report_preset, name)
+            parts = experiment(name).select_parts(s.parts, s.preset)
+            if part not in parts:
+                raise UsageError(
+                    f"--only {entry}: {name} has no part {part!r} in the {report_preset} report; "
+                    f"expected one of {', '.join(parts)}"
+                )
+            if name not in chosen or chosen[name]:
+                chosen.setdefault(name, set()).add(part)
+        else:
+            chosen[name] = set()  # the whole experiment
+    return chosen
+
+
 def plan_jobs(
     report_preset: str, only: Sequence[str] | None = None, model: str | None = None, seeds: Sequence[int] = (0,)
 ) -> list[Job]:
@@ -81,15 +107,12 @@ def plan_jobs(
     (:meth:`~mechrecall.experiment.Experiment.seed_runs`). An experiment's own ``--workers`` (a sweep's process
     pool) is set to the job's one CPU: the report's executor is what fans the work out."""
     from analyses.registry import experiment
-    from mechrecall.errors import UsageError
 
     names = discover()
     off = offline(report_preset, model)
+    chosen = only_parts(only or (), report_preset, names)
     if only:
-        unknown = [n for n in only if n not in names]
-        if unknown:
-            raise UsageError(f"--only {' '.join(unknown)}: unknown experiment; expected some of {', '.join(names)}")
-        names = [n for n in names if n in only]
+        names = [n for n in names if n in chosen]
     jobs = []
     for name in names:
         s: Step = step(report_preset, name)
@@ -105,6 +128,8 @@ def plan_jobs(
         for seed, parts in runs:
             folder = f"seed{seed}" if len(seeds) > 1 else ""
             for part in parts or exp.select_parts(s.parts, s.preset):
+                if chosen.get(name) and part not in chosen[name]:
+                    continue
                 cost = next(p.cost(s.preset) for p in exp.parts if p.name == part)
                 jobs.append(Job(name, s.preset, (part,), options, seed=seed, folder=folder, minutes=cost, offline=off))
     return jobs

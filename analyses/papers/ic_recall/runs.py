@@ -288,8 +288,11 @@ def run_cell(cell: Cell) -> dict[str, Any]:
 
 
 def _pool_context() -> BaseContext:
+    """``fork`` where there is one (fast), but ``spawn`` on a machine with CUDA: once the parent has asked CUDA
+    anything (``torch.cuda.is_available()`` initialises the driver; a GPU part started its threads), a forked child
+    fails in CUDA's initialisation or in autograd — both seen on a GPU machine."""
     methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return multiprocessing.get_context("fork" if "fork" in methods and not torch.cuda.is_available() else "spawn")
 
 
 def run_cells(
