@@ -17,7 +17,7 @@ its package under ``analyses/papers/``).
 
 from typing import TYPE_CHECKING
 
-from mechrecall.lazy import lazy_getattr
+from pretrained._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained import mini, prompts, testing

@@ -101,13 +101,12 @@ def test_the_registry_names_every_entry_module_and_its_package():
 
 
 def test_entry_modules_are_a_table_of_contents():
-    """An entry module imports only the protocol (so --help is fast) and holds no logic: no functions. The paper's
-    public API (what its notebook uses) is named there and imported on first use (``mechrecall.lazy``)."""
+    """An entry module imports only the protocol (so --help is fast) and holds no logic: no functions."""
     assert {"noisy_icl", "laser_pythia", "induction_emergence"} <= ENTRY_MODULES
     for stem in ENTRY_MODULES:
         path = ROOT / "analyses" / f"{stem}.py"
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        assert imported_packages(path) <= {"__future__", "sys", "mechrecall.experiment", "mechrecall.lazy"}, stem
+        assert imported_packages(path) <= {"__future__", "sys", "mechrecall.experiment"}, stem
         assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))], stem
 
 

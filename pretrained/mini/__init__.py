@@ -10,7 +10,7 @@ model's recall beside it (:func:`read_ground_truth`).
 
 from typing import TYPE_CHECKING
 
-from mechrecall.lazy import lazy_getattr
+from pretrained._lazy import lazy_getattr
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained.mini.presets import PRESETS, MiniPreset

@@ -1,5 +1,4 @@
-"""Lazy module attributes (PEP 562): a module names what it exports and imports each on first use (``pretrained``,
-and each experiment's entry module, whose ``--help`` must not import torch)."""
+"""Lazy package attributes (PEP 562): a package names what it exports and imports each on first use."""
 
 from __future__ import annotations
 
