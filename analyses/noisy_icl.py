@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.experiment import Experiment, Option, Part, public_api
 
 PAPER = (
     "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
@@ -122,6 +122,25 @@ EXPERIMENT = Experiment(
 )
 
 main = EXPERIMENT.main
+
+# The paper's public API (notebooks/noisy_icl.ipynb uses it), each name imported from the paper package on first
+# use (``from analyses.noisy_icl import train_run``), so that ``--help`` still imports no torch:
+# the presets and one run's configuration, training (or resuming) the two-layer model of Eq. 1, its untrained
+# twin (the controls), the clean-test metrics p(ȳ), p(τ) (Fig 3), the layer-2 attention on ``[q, ȳ]`` vs
+# ``[q, τ]`` (Fig 4), a metric's curve over training and the figures of Figs 3 and 4.
+API = {
+    "NOISY_ICL_PRESETS": f"{PKG}.presets:NOISY_ICL_PRESETS",
+    "RunConfig": f"{PKG}.runs:RunConfig",
+    "train_run": f"{PKG}.runs:train_run",
+    "untrained_model": f"{PKG}.runs:untrained_model",
+    "series": f"{PKG}.runs:series",
+    "recall_metrics": f"{PKG}.metrics:recall_metrics",
+    "trigger_successor_attention": f"{PKG}.metrics:trigger_successor_attention",
+    "fig_truncation": f"{PKG}.figures:fig_truncation",
+    "fig_attention": f"{PKG}.figures:fig_attention",
+}
+__getattr__ = public_api(__name__, API)
+__all__ = ["EXPERIMENT", "main", *API]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -94,6 +94,27 @@ def _lookup(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def public_api(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` (PEP 562) serving ``names`` (``{name: "package.module:NAME"}``), each imported on
+    first use: an entry module re-exports its paper's functions (the notebooks' API) and still imports no torch::
+
+        API = {"train_run": "analyses.papers.distributional.runs:train_run"}
+        __getattr__ = public_api(__name__, API)
+        __all__ = ["EXPERIMENT", "main", *API]
+    """
+    table = dict(names)
+    bad = [ref for ref in table.values() if ":" not in ref]
+    if bad:
+        raise ValueError(f"public_api({module!r}): {bad[0]!r}; expected 'package.module:NAME'")
+
+    def __getattr__(name: str) -> Any:
+        if name not in table:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return _lookup(table[name])
+
+    return __getattr__
+
+
 @dataclass(frozen=True)
 class Option:
     """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``).

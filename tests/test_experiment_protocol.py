@@ -32,7 +32,7 @@ from mechrecall.claims import (
 )
 from mechrecall.claims import control_problems as problems
 from mechrecall.errors import UsageError
-from mechrecall.experiment import Experiment, Option, Part, PartResult
+from mechrecall.experiment import Experiment, Option, Part, PartResult, public_api
 from mechrecall.presets import Preset, describe_overrides, override
 from mechrecall.seeds import parse_seeds
 
@@ -517,3 +517,23 @@ def test_parts_written_by_another_run_meanwhile_are_kept(tmp_path):
     data = json.loads((tmp_path / "nested" / "results.json").read_text())
     assert list(data["parts"]) == ["first", "outer"] and all(p["status"] == "done" for p in data["parts"].values())
     assert [c["id"] for c in data["claims"]] == ["nested.first.value", "nested.outer.value"]
+
+
+# --------------------------------------------------------------------------- an entry module's public API
+
+
+def test_public_api_imports_each_name_on_first_use_and_refuses_others():
+    getattr_ = public_api("demo", {"dumps": "json:dumps", "Rule": "mechrecall.claims:Rule"})
+    assert getattr_("dumps") is json.dumps
+    from mechrecall.claims import Rule
+
+    assert getattr_("Rule") is Rule
+    with pytest.raises(AttributeError, match="module 'demo' has no attribute 'loads'"):
+        getattr_("loads")  # json has it, but the table does not name it
+    with pytest.raises(ValueError, match=r"expected 'package\.module:NAME'"):
+        public_api("demo", {"dumps": "json.dumps"})
+    code = (
+        "import sys, mechrecall.experiment as e; e.public_api('m', {'x': 'torch:zeros'}); print('torch' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "False", done.stderr  # nothing is imported until a name is asked for
