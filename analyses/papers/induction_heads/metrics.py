@@ -506,6 +506,7 @@ def task_a_scores(test: TokenICLBatch, device: str) -> Callable[[HookedTransform
     last = torch.zeros_like(label_keys)
     last[:, -1] = True
 
+    @torch.no_grad()
     def scores(model: HookedTransformer) -> dict[str, float]:
         logits = standard_forward(model, test.tokens.to(device), test.pos_offset.to(device))[:, -1]
         target = test.target.to(device)
