@@ -5,67 +5,13 @@ The paper's code lives in ``analyses/papers/induction_heads/``; this module is i
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import TYPE_CHECKING, Any
 
-from mechrecall.experiment import Experiment, Option, Part, comma_ints
-
-# The paper's public API (notebooks/induction_emergence.ipynb uses it): the §2 model's run and task (Task A), its
-# held-out scores, Figs 2 and 17; the disentangled transformer's SGD run (Figs 3-4: the 19 pseudo-parameters);
-# Fig 5 from the 3-parameter gradient-flow ODE. Imported on first use, so that ``--help`` and the report's planning
-# stay free of torch.
-if TYPE_CHECKING:
-    from analyses.papers.induction_heads.data import make_token_icl_batch
-    from analyses.papers.induction_heads.figures import (
-        interpretable_qk_figure,
-        loss_figure,
-        ode_figures,
-        trajectories_figure,
-    )
-    from analyses.papers.induction_heads.metrics import task_a_scores
-    from analyses.papers.induction_heads.runs import (
-        DisentangledRun,
-        StandardRun,
-        run_ode,
-        train_disentangled,
-        train_standard,
-    )
+from mechrecall.experiment import Experiment, Option, Part, comma_ints, public_api
 
 PAPER = "On the Emergence of Induction Heads for In-Context Learning (Musat et al.)"
 PKG = "analyses.papers.induction_heads"
 X = f"{PKG}.parts"
-
-_PUBLIC = {
-    **dict.fromkeys(("StandardRun", "train_standard", "DisentangledRun", "train_disentangled", "run_ode"), "runs"),
-    "make_token_icl_batch": "data",
-    "task_a_scores": "metrics",
-    **dict.fromkeys(("interpretable_qk_figure", "loss_figure", "trajectories_figure", "ode_figures"), "figures"),
-}
-__all__ = [
-    "EXPERIMENT",
-    "DisentangledRun",
-    "StandardRun",
-    "interpretable_qk_figure",
-    "loss_figure",
-    "main",
-    "make_token_icl_batch",
-    "ode_figures",
-    "run_ode",
-    "task_a_scores",
-    "train_disentangled",
-    "train_standard",
-    "trajectories_figure",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{PKG}.{_PUBLIC[name]}"), name)
-    globals()[name] = value
-    return value
-
 
 EXPERIMENT = Experiment(
     name="induction_emergence",
@@ -205,6 +151,26 @@ EXPERIMENT = Experiment(
 )
 
 main = EXPERIMENT.main
+
+# The paper's public API (notebooks/induction_emergence.ipynb uses it): the §2 model's run and task (Task A), its
+# held-out scores, Figs 2 and 17; the disentangled transformer's SGD run (Figs 3-4: the 19 pseudo-parameters);
+# Fig 5 from the 3-parameter gradient-flow ODE. Each name imported on first use, so that ``--help``
+# and the report's planning stay free of torch.
+API = {
+    "StandardRun": f"{PKG}.runs:StandardRun",
+    "train_standard": f"{PKG}.runs:train_standard",
+    "DisentangledRun": f"{PKG}.runs:DisentangledRun",
+    "train_disentangled": f"{PKG}.runs:train_disentangled",
+    "run_ode": f"{PKG}.runs:run_ode",
+    "make_token_icl_batch": f"{PKG}.data:make_token_icl_batch",
+    "task_a_scores": f"{PKG}.metrics:task_a_scores",
+    "interpretable_qk_figure": f"{PKG}.figures:interpretable_qk_figure",
+    "loss_figure": f"{PKG}.figures:loss_figure",
+    "trajectories_figure": f"{PKG}.figures:trajectories_figure",
+    "ode_figures": f"{PKG}.figures:ode_figures",
+}
+__getattr__ = public_api(__name__, API)
+__all__ = ["EXPERIMENT", "main", *API]
 
 if __name__ == "__main__":
     sys.exit(main())
