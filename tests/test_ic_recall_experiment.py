@@ -159,6 +159,21 @@ def test_help_lists_the_parts_and_the_entry_module_imports_no_torch():
     assert "analyses.papers.ic_recall.claims" in modules and "torch" not in modules
 
 
+def test_the_entry_module_re_exports_the_notebooks_api_on_first_use():
+    import importlib
+
+    names = [n for n in entry.__all__ if n not in ("EXPERIMENT", "main")]
+    assert len(names) == len(set(names)) and set(names) <= set(dir(entry))
+    for name in names:  # each name is the paper package's own object, not a copy
+        module = importlib.import_module(f"{entry.PKG}.{entry._API[name]}")
+        assert getattr(entry, name) is getattr(module, name)
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        entry.nope  # noqa: B018
+    code = "import sys, analyses.ic_recall as e; e.ICRecallTask; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr  # the lazy import did happen
+
+
 def test_options_override_config_b_and_mark_the_claims(tmp_path):
     from analyses.papers.ic_recall.presets import CONFIG_B, PRESETS, pattern_configs
 
