@@ -6,33 +6,31 @@ The paper's code lives in ``analyses/papers/ic_recall/``; this module is its tab
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import Any
 
-from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.experiment import Experiment, Option, Part, lazy_exports
+
+PAPER = "Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Huang, Nichani, Lee & Ge)"
+PKG = "analyses.papers.ic_recall"
 
 # The paper's public API (notebooks/ic_recall.ipynb uses it): the task and its exact Bayes ceiling, the
 # TransformerLens model over the Lemma 3.1 memory and its fine-tuning loss (eq. (1)), the accuracies, the
 # resumable sweep of fine-tuning cells (closed-form fast path), Fig 2 / Fig 3 and the n = 3 optimum a*(T).
-# Imported on first use (PEP 562), so that this module and ``--help`` stay free of torch.
+# Imported on first use (PEP 562: ``lazy_exports``), so that this module and ``--help`` stay free of torch.
 _API = {
-    "ICRecallSpec": "data",  # (n, m, k, relation family, seed) of a task
-    "ICRecallTask": "data",  # relation table, sampling (Definition 2.1), population, bayes_ceiling()
-    "build_model": "models",  # the one-layer TL model with the constructed memory; mode "partial" (§2.3)
-    "initial_scores": "models",  # θ0, ω0 ~ N(0, std²), the seeded start that breaks the pairs' symmetry
-    "set_scores": "models",  # write θ, ω into the position-position block of W^KQ
-    "cot_loss_fn": "runs",  # eq. (1): L1 (relation at EoS) + L2 (answer, r* appended), both over T
-    "Cell": "presets",  # one fine-tuning run of a sweep (sizes, N, seed, optimiser settings)
-    "run_cells": "runs",  # run the cells not finished in a folder (one JSON each; a rerun skips them)
-    "accuracy": "metrics",  # first / second step, end to end, and their ceilings on a test set
-    "attention_heatmaps": "figures",  # Fig 2 / Fig 4: attention from EoS and from r*
-    "accuracy_vs_samples": "figures",  # Fig 3: first-step accuracy against N, each n's ceiling dashed
-    "n3_pairwise_optimum": "theory",  # a*(T) of Theorem 4.2's optimum (a, a, 1/2 - a, 1/2 - a, 0, 0), n = 3
+    "ICRecallSpec": f"{PKG}.data",  # (n, m, k, relation family, seed) of a task
+    "ICRecallTask": f"{PKG}.data",  # relation table, sampling (Definition 2.1), population, bayes_ceiling()
+    "build_model": f"{PKG}.models",  # the one-layer TL model with the constructed memory; mode "partial" (§2.3)
+    "initial_scores": f"{PKG}.models",  # θ0, ω0 ~ N(0, std²), the seeded start that breaks the pairs' symmetry
+    "set_scores": f"{PKG}.models",  # write θ, ω into the position-position block of W^KQ
+    "cot_loss_fn": f"{PKG}.runs",  # eq. (1): L1 (relation at EoS) + L2 (answer, r* appended), both over T
+    "Cell": f"{PKG}.presets",  # one fine-tuning run of a sweep (sizes, N, seed, optimiser settings)
+    "run_cells": f"{PKG}.runs",  # run the cells not finished in a folder (one JSON each; a rerun skips them)
+    "accuracy": f"{PKG}.metrics",  # first / second step, end to end, and their ceilings on a test set
+    "attention_heatmaps": f"{PKG}.figures",  # Fig 2 / Fig 4: attention from EoS and from r*
+    "accuracy_vs_samples": f"{PKG}.figures",  # Fig 3: first-step accuracy against N, each n's ceiling dashed
+    "n3_pairwise_optimum": f"{PKG}.theory",  # a*(T) of Theorem 4.2's optimum (a, a, 1/2 - a, 1/2 - a, 0, 0), n = 3
 }
-
-PAPER = "Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Huang, Nichani, Lee & Ge)"
-PKG = "analyses.papers.ic_recall"
 
 EXPERIMENT = Experiment(
     name="ic_recall",
@@ -125,19 +123,7 @@ EXPERIMENT = Experiment(
 main = EXPERIMENT.main
 
 __all__ = ["EXPERIMENT", "main", *_API]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _API:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{PKG}.{_API[name]}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_API])
-
+__getattr__, __dir__ = lazy_exports(__name__, _API)
 
 if __name__ == "__main__":
     sys.exit(main())

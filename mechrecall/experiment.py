@@ -94,6 +94,27 @@ def _lookup(ref: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
+def lazy_exports(module: str, names: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """PEP 562 ``(__getattr__, __dir__)`` of an entry module that re-exports its paper's public API lazily:
+    ``names`` maps each exported name to the module defining it, imported on the name's first use (then cached in
+    ``module``), so the entry module and ``--help`` stay free of torch::
+
+        __getattr__, __dir__ = lazy_exports(__name__, {"build_model": f"{PKG}.models"})
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        value = _lookup(f"{names[name]}:{name}")
+        setattr(sys.modules[module], name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *names})
+
+    return __getattr__, __dir__
+
+
 @dataclass(frozen=True)
 class Option:
     """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``).

@@ -517,3 +517,21 @@ def test_parts_written_by_another_run_meanwhile_are_kept(tmp_path):
     data = json.loads((tmp_path / "nested" / "results.json").read_text())
     assert list(data["parts"]) == ["first", "outer"] and all(p["status"] == "done" for p in data["parts"].values())
     assert [c["id"] for c in data["claims"]] == ["nested.first.value", "nested.outer.value"]
+
+
+def test_lazy_exports_import_the_defining_module_on_first_use(tmp_path, monkeypatch):
+    import types
+
+    from mechrecall.experiment import lazy_exports
+
+    (tmp_path / "lazy_target_mod.py").write_text("VALUE = object()\nOTHER = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entry = types.ModuleType("lazy_entry_mod")
+    monkeypatch.setitem(sys.modules, "lazy_entry_mod", entry)
+    entry.__getattr__, entry.__dir__ = lazy_exports("lazy_entry_mod", {"VALUE": "lazy_target_mod"})
+    assert "lazy_target_mod" not in sys.modules and "VALUE" in dir(entry)
+    value = entry.VALUE
+    assert value is sys.modules["lazy_target_mod"].VALUE and vars(entry)["VALUE"] is value  # imported, cached
+    monkeypatch.delitem(sys.modules, "lazy_target_mod")
+    with pytest.raises(AttributeError, match="'lazy_entry_mod' has no attribute 'OTHER'"):
+        entry.OTHER  # noqa: B018  (defined there, but not exported)

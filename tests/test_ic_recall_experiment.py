@@ -165,7 +165,7 @@ def test_the_entry_module_re_exports_the_notebooks_api_on_first_use():
     names = [n for n in entry.__all__ if n not in ("EXPERIMENT", "main")]
     assert len(names) == len(set(names)) and set(names) <= set(dir(entry))
     for name in names:  # each name is the paper package's own object, not a copy
-        module = importlib.import_module(f"{entry.PKG}.{entry._API[name]}")
+        module = importlib.import_module(entry._API[name])
         assert getattr(entry, name) is getattr(module, name)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         entry.nope  # noqa: B018
