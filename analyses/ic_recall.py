@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.experiment import Experiment, Option, Part, public_api
 
 PAPER = "Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Huang, Nichani, Lee & Ge)"
 PKG = "analyses.papers.ic_recall"
@@ -102,6 +102,27 @@ EXPERIMENT = Experiment(
 )
 
 main = EXPERIMENT.main
+
+# The paper's public API (notebooks/ic_recall.ipynb uses it): the task and its exact Bayes ceiling, the
+# TransformerLens model over the Lemma 3.1 memory and its fine-tuning loss (eq. (1)), the accuracies, the
+# resumable sweep of fine-tuning cells (closed-form fast path), Fig 2 / Fig 3 and the n = 3 optimum a*(T).
+# Each name imported on first use (``public_api``), so that this module and ``--help`` stay free of torch.
+API = {
+    "ICRecallSpec": f"{PKG}.data:ICRecallSpec",
+    "ICRecallTask": f"{PKG}.data:ICRecallTask",
+    "build_model": f"{PKG}.models:build_model",
+    "initial_scores": f"{PKG}.models:initial_scores",
+    "set_scores": f"{PKG}.models:set_scores",
+    "cot_loss_fn": f"{PKG}.runs:cot_loss_fn",
+    "Cell": f"{PKG}.presets:Cell",
+    "run_cells": f"{PKG}.runs:run_cells",
+    "accuracy": f"{PKG}.metrics:accuracy",
+    "attention_heatmaps": f"{PKG}.figures:attention_heatmaps",
+    "accuracy_vs_samples": f"{PKG}.figures:accuracy_vs_samples",
+    "n3_pairwise_optimum": f"{PKG}.theory:n3_pairwise_optimum",
+}
+__getattr__ = public_api(__name__, API)
+__all__ = ["EXPERIMENT", "main", *API]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -247,21 +247,6 @@ def test_help_lists_every_part():
     assert torch.get_num_threads() == 1
 
 
-def test_the_public_api_is_the_packages_functions_imported_on_first_use():
-    """notebooks/induction_emergence.ipynb imports these from the entry module; importing it stays free of torch."""
-    import analyses.induction_emergence as entry
-    from analyses.papers.induction_heads import data, figures, runs
-
-    assert entry.train_standard is runs.train_standard and entry.make_token_icl_batch is data.make_token_icl_batch
-    assert entry.task_a_scores is em.task_a_scores and entry.ode_figures is figures.ode_figures
-    assert all(callable(getattr(entry, name)) for name in entry.__all__ if name != "EXPERIMENT")
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        entry.nothing  # noqa: B018
-    code = "import sys, analyses.induction_emergence; print('torch' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and done.stdout.strip() == "False", done.stderr
-
-
 def test_bad_input_through_the_library_is_a_usage_error_before_any_work(tmp_path):
     with pytest.raises(UsageError, match="--n-pairs 16"):
         EXPERIMENT.run(tmp_path, preset="micro", parts=["standard"], options={"n_pairs": 16})

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,6 +111,29 @@ def test_entry_modules_are_a_table_of_contents():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         assert imported_packages(path) <= {"__future__", "sys", "mechrecall.experiment"}, stem
         assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))], stem
+
+
+def test_entry_modules_serve_their_papers_public_api_on_first_use():
+    """An entry module's ``API`` (what its notebook uses) names objects of its own paper package, each served as the
+    package's own object and nothing else; importing every entry module still loads no torch (``--help``)."""
+    served = 0
+    for stem in ENTRY_MODULES:
+        entry = importlib.import_module(f"analyses.{stem}")
+        api = getattr(entry, "API", None)
+        if api is None:
+            continue
+        assert set(entry.__all__) == {"EXPERIMENT", "main", *api}, stem
+        for name, ref in api.items():
+            module, attr = ref.split(":")
+            assert module.startswith(entry.EXPERIMENT.package + ".") and attr == name, ref
+            assert getattr(entry, name) is getattr(importlib.import_module(module), attr), ref
+            served += 1
+        with pytest.raises(AttributeError, match="has no attribute 'check'"):
+            entry.check  # noqa: B018 -- a package function that the API does not name
+    assert served >= 4 * 4  # the four papers' notebooks
+    code = f"import sys\nfor s in {sorted(ENTRY_MODULES)}: __import__('analyses.' + s)\nprint('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_a_paper_never_imports_another_paper():

@@ -278,24 +278,6 @@ def test_help_documents_every_option_and_part(capsys):
     assert "spec" not in text.lower() and "``" not in text
 
 
-def test_the_entry_module_serves_the_papers_api_without_importing_torch():
-    """``analyses.noisy_icl`` re-exports the functions the notebook uses (``API``), each the package's own object,
-    imported on first use: importing the entry module (``--help``, the report's plan) still loads no torch."""
-    import analyses.noisy_icl as entry
-    from analyses.papers.distributional import figures, metrics, presets, runs
-
-    assert set(entry.__all__) == {"EXPERIMENT", "main", *entry.API}
-    packages = (figures, metrics, presets, runs)
-    for name in entry.API:
-        assert any(getattr(m, name, None) is getattr(entry, name) for m in packages), name
-    with pytest.raises(AttributeError, match="has no attribute 'part_main'"):
-        entry.part_main  # noqa: B018 -- only the API's names, not the package's every function
-    code = "import sys, analyses.noisy_icl as e; e.EXPERIMENT.parser(); print('torch' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "False", done.stderr
-
-
-@pytest.fixture(scope="module")
 def micro_all(tmp_path_factory):
     """Every part at the micro preset, in-process, once for the tests below (≈ 45 s on one core)."""
     from analyses.noisy_icl import EXPERIMENT
