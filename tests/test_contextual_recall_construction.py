@@ -298,6 +298,8 @@ def test_two_step_cascade_in_the_theorems_setting_where_the_condition_holds():
     )  # fmt: skip
     assert r["population"].startswith("exact") and r["condition_holds"]
     assert r["grad_norm_kq_rel_step1"] == 0.0 and r["grad_norm_kq_rel_step2"] > 0.01  # the cascade
+    assert r["grad_norm_kq_subj_step1"] > 0.01 and r["grad_norm_ov_rel_step1"] > 0.01  # step 1 moves these two
+    assert r["grad_norm_kq_rel_step2_ov_frozen"] == 0.0  # without step 1's W_OV^rel update, step 2 moves nothing
     assert r["acc_step0"]["heldout_query@beta=inf"] == 0.0
     for step in (1, 2):
         assert r[f"acc_step{step}"]["heldout_query@beta=inf"] == 1.0 == r[f"acc_step{step}"]["all_heldout@beta=inf"]

@@ -353,12 +353,23 @@ def _cascade_steps(run: _Cascade, w0: Weights, eta: Steps) -> tuple[Weights, dic
     kt_subj1 = kt_subj - eta.kq_subj * g_subj
     ov_rel1 = ov_rel - eta.ov_rel * g_ov @ proj
     out.update(
-        loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(), grad_norm_kq_subj_step1=g_subj.norm().item()
+        loss_step0=loss0,
+        grad_norm_kq_rel_step1=g_rel.norm().item(),
+        grad_norm_kq_subj_step1=g_subj.norm().item(),
+        grad_norm_ov_rel_step1=(g_ov @ proj).norm().item(),  # the projected gradient the step applies
     )
     out["acc_step1"] = run.accuracies(kt_rel, kt_subj1, ov_rel1)
     loss1, (g_rel2, _, _), _ = run.grads(kt_rel, kt_subj1, ov_rel1)
     kt_rel2 = kt_rel - eta.kq_rel * g_rel2
-    out.update(loss_step1=loss1, grad_norm_kq_rel_step2=g_rel2.norm().item())
+    # the cascade's control: step 2's W̃_rel gradient with W_OV^rel left at Prop. 1's (only step 1's W̃_subj step
+    # taken): the relation head then writes nothing on ICL_rel, so W̃_rel gets no gradient — step 1's OV update is
+    # what gives it one. (The plain population / sample gradient: zero for every sequence.)
+    _, _, (g_rel2_frozen, _, _) = replace(run, rows=None).grads(kt_rel, kt_subj1, ov_rel)
+    out.update(
+        loss_step1=loss1,
+        grad_norm_kq_rel_step2=g_rel2.norm().item(),
+        grad_norm_kq_rel_step2_ov_frozen=g_rel2_frozen.norm().item(),
+    )
     out["acc_step2"] = run.accuracies(kt_rel2, kt_subj1, ov_rel1)
     return (kt_rel2, kt_subj1, ov_rel1), out
 
