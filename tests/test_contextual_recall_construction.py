@@ -298,6 +298,8 @@ def test_two_step_cascade_in_the_theorems_setting_where_the_condition_holds():
     )  # fmt: skip
     assert r["population"].startswith("exact") and r["condition_holds"]
     assert r["grad_norm_kq_rel_step1"] == 0.0 and r["grad_norm_kq_rel_step2"] > 0.01  # the cascade
+    assert r["grad_norm_kq_subj_step1"] > 0.01 and r["grad_norm_ov_rel_step1"] > 0.01  # step 1 moves these two
+    assert r["grad_norm_kq_rel_step2_ov_frozen"] == 0.0  # without step 1's W_OV^rel update, step 2 moves nothing
     assert r["acc_step0"]["heldout_query@beta=inf"] == 0.0
     for step in (1, 2):
         assert r[f"acc_step{step}"]["heldout_query@beta=inf"] == 1.0 == r[f"acc_step{step}"]["all_heldout@beta=inf"]
@@ -305,6 +307,14 @@ def test_two_step_cascade_in_the_theorems_setting_where_the_condition_holds():
     assert co["alpha1_kq_subj_prev_token"] == pytest.approx(predicted_alpha1(r["eta"]["kq_subj"], 3, 2), abs=0.03)
     assert co["ov_rel_same_type_attr_mean"] > 0 > co["ov_rel_cross_type_attr_mean"]
     assert co["kq_rel_attr_positions_mean"] > 0 and co["kq_rel_heldout_subject_tokens_mean"] == 0.0
+    th = r["coef_theorem2"]  # the theorem's weights at M=16, L=2, U_L=2, m=4, T=11, α = (0.5, 0.25, 1)
+    assert th["ov_rel_same_type_attr_mean"] == 0.75 and th["kq_rel_attr_positions_mean"] == pytest.approx(
+        1 / 3 - 1 / 11
+    )
+    assert th["kq_rel_attr_tokens_mean"] == pytest.approx(1 / 6) and th["kq_rel_ft_subject_tokens_mean"] == -1 / 48
+    assert th["alpha1_kq_subj_prev_token"] == 0.5 and set(th) <= set(co)
+    assert co["ov_rel_same_type_attr_mean"] == pytest.approx(th["ov_rel_same_type_attr_mean"], abs=0.05)
+    assert co["kq_rel_attr_tokens_mean"] == pytest.approx(th["kq_rel_attr_tokens_mean"], abs=0.03)
 
 
 def test_cascade_collapses_after_step_2_where_the_condition_fails():

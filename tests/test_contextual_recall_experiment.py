@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from analyses.contextual_recall import EXPERIMENT
 from mechrecall.claims import control_problems, rule_of
@@ -134,6 +135,28 @@ def test_micro_run_end_to_end(tmp_path):
     fig = F.clustering_figure(g["clustering_ft_icl"], "Figs. 8, 16, 17")
     assert "Fig. 16" in _titles(fig) and len(fig.axes[1].lines) == len(REP_SITES)
     assert list(fig.axes[0].lines[0].get_ydata()) == g["clustering_ft_icl"]["accuracy"]
+
+
+def test_finetune_g_adds_a_control_finetuning_and_a_finished_run_loads_without_writing(tmp_path):
+    from analyses.contextual_recall import PRESETS, finetune_g, train_g
+    from analyses.papers.contextual_recall.presets import WorldConfigError
+
+    run = PRESETS["micro"].run_g(0)
+    tr = train_g(run, 0, tmp_path, finetune=("ICL",))
+    m = finetune_g(tr, run, 0, tmp_path, "ICL_shuffled_subjects")
+    assert tr.models_ft["ICL_shuffled_subjects"] is m and set(tr.history_ft) == {"ICL", "ICL_shuffled_subjects"}
+    assert [r["step"] for r in tr.history_ft["ICL_shuffled_subjects"]["eval"]] == [0, 2, 4]
+    assert tr.history_ft["ICL_shuffled_subjects"]["eval"][0] == tr.history_ft["ICL"]["eval"][0]  # same start
+    w_pt, w_ft = tr.model_pt.state_dict(), m.state_dict()
+    assert any(not torch.equal(w_pt[k], w_ft[k]) for k in w_pt)  # it trained a copy
+    with pytest.raises(WorldConfigError, match="finetuning kind 'ICL_typo'"):
+        finetune_g(tr, run, 0, tmp_path, "ICL_typo")
+    files = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()}
+    again = train_g(run, 0, tmp_path, finetune=("ICL", "ICL_shuffled_subjects"))  # finished: loads, trains nothing
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*") if p.is_file()} == files
+    assert again.history_ft["ICL_shuffled_subjects"] == tr.history_ft["ICL_shuffled_subjects"]
+    for k, v in again.models_ft["ICL"].state_dict().items():
+        assert torch.equal(v, tr.models_ft["ICL"].state_dict()[k])
 
 
 def test_pretrained_extension_on_a_tiny_checkpoint_and_not_run_without_weights(tmp_path):

@@ -129,6 +129,24 @@ def test_icl_and_iclgrm_layouts():
     )
 
 
+def test_shuffled_subjects_keep_the_attributes_but_break_every_stored_pair():
+    w = build_world(G_CFG)
+    ft, ho = split_subjects(w, 16, 0)
+    plain = sample_icl(w, 256, 4, gen(3), demo_subjects=ft, query_subjects=ho)
+    shuf = sample_icl(w, 256, 4, gen(3), demo_subjects=ft, query_subjects=ho, shuffle_subjects=True)
+    # the same draw of subjects, types and attributes: only the subject tokens shown differ
+    assert torch.equal(shuf.tokens[:, 1::3], plain.tokens[:, 1::3])
+    for key in ("target", "subject", "attr_type"):
+        assert torch.equal(shuf.extras[key], plain.extras[key])
+    shown = shuf.tokens[:, 0::3]
+    assert torch.isin(shown[:, :-1], ft).all() and torch.isin(shown[:, -1], ho).all()  # same pools
+    ell = shuf.extras["attr_type"]
+    stored = w.attributes[shown[:, :-1], ell[:, None].expand(-1, 4)]
+    assert (stored == shuf.tokens[:, 1::3]).float().mean() < 0.5  # pairs match a stored fact only by chance
+    assert (shuf.targets[:, 0::3] == plain.targets[:, 0::3]).all()  # each subject position still predicts its a
+    assert (shown != plain.tokens[:, 0::3]).float().mean() > 0.8
+
+
 def test_world_r_sequences():
     w = build_world(R_CFG)
     c = R_CFG

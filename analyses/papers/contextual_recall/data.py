@@ -294,6 +294,7 @@ def sample_icl(
     query_subjects: torch.Tensor | None = None,
     grammar_len: int | tuple[int, int] = 0,
     attr_type: int | None = None,
+    shuffle_subjects: bool = False,
 ) -> Batch:
     """World-G ICL (``grammar_len=0``) or ICL+Grm sequences (§2).
 
@@ -301,7 +302,9 @@ def sample_icl(
     ICL+Grm: each pair gets a grammar run of length S_ft from TM_ℓ between subject and attribute; ``grammar_len``
     ``(lo, hi)`` draws S_ft ~ U{lo..hi} once per sequence (right-padded batch, padded targets ``-100``).
     Demonstration subjects come from ``demo_subjects``, the query from ``query_subjects`` (default the same
-    pool), i.i.d. with replacement.
+    pool), i.i.d. with replacement. ``shuffle_subjects`` (a control, not in the paper): every subject token shown is
+    replaced by an independent draw from the same pool while the attributes stay those of the drawn subjects, so no
+    pair in the prompt is a stored fact (``extras["subject"]`` stays the subject whose attribute is the target).
     """
     c = world.cfg
     if c.relation_tokens:
@@ -328,7 +331,10 @@ def sample_icl(
     full = torch.full((batch, T + 1), c.sep, dtype=torch.long)
     rows = torch.arange(batch)[:, None]
     starts = unit[:, None] * torch.arange(m)[None, :]  # [B, m]
-    full[rows, starts] = subj
+    shown = subj
+    if shuffle_subjects:
+        shown = torch.cat([_pick(demo_subjects, (batch, n_demos), gen), _pick(query_subjects, (batch, 1), gen)], 1)
+    full[rows, starts] = shown
     full[rows, starts + s_ft[:, None] + 1] = attrs
     if hi > 0:
         k = torch.arange(hi)[None, None, :]

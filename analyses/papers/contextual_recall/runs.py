@@ -110,45 +110,31 @@ def _recall(model: HookedTransformer, *, batch: Batch, world: World) -> dict[str
     return M.recall_metrics(model, batch, world)
 
 
-def _icl_sampler(
-    world: World, run: RunG, ft: torch.Tensor, grm: int | tuple[int, int]
-) -> Callable[[int, torch.Generator], Batch]:
+#: the finetuning distributions of Model A: ``ICL`` (Fig. 3), ``ICL+Grm`` with S_ft ~ U{1..5} (Fig. 4), and a
+#: control (not in the paper): ICL prompts whose subject tokens are redrawn, so that no pair is a stored fact
+FINETUNE_KINDS = ("ICL", "ICLGrm", "ICL_shuffled_subjects")
+
+
+def _icl_sampler(world: World, run: RunG, ft: torch.Tensor, kind: str) -> Callable[[int, torch.Generator], Batch]:
+    if kind not in FINETUNE_KINDS:
+        raise WorldConfigError(f"finetuning kind {kind!r}; expected one of {FINETUNE_KINDS}")
+    grm = run.grm_len if kind == "ICLGrm" else 0
+    shuffle = kind == "ICL_shuffled_subjects"
+
     def sample(step: int, gen: torch.Generator) -> Batch:
-        return sample_icl(world, run.batch, run.n_demos, gen, demo_subjects=ft, grammar_len=grm)
+        return sample_icl(
+            world, run.batch, run.n_demos, gen, demo_subjects=ft, grammar_len=grm, shuffle_subjects=shuffle
+        )
 
     return sample
 
 
-def train_g(
-    run: RunG,
-    seed: int,
-    out: Path,
-    *,
-    device: str | None = None,
-    progress: bool = False,
-    finetune: Sequence[str] = ("ICL", "ICLGrm"),
-) -> Trained:
-    """Pretrain Model A on PT, then finetune copies on ICL and/or ICL+Grm over the finetuning subjects."""
-    world = check_run_g(run)
-    ft, ho = split_subjects(world, run.n_finetune, seed)
-    n_ctx = g_ctx(run)
-    model = build_model_a(world.V, n_ctx, run.d_model, seed=seed)
-    if device:
-        model.to(device)
-    eg = torch.Generator().manual_seed(EVAL_SEED + seed)
-    N = run.n_demos
-    batches = {
-        "PT": sample_pt(world, run.n_eval, eg, force_last_factual=True),
-        "ICL_seen": sample_icl(world, run.n_eval, N, eg, demo_subjects=ft),
-        "ICL_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho),
-        "ICLGrm1_seen": sample_icl(world, run.n_eval, N, eg, demo_subjects=ft, grammar_len=1),
-        "ICLGrm1_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho, grammar_len=1),
-    }
-    evals = _metric_evals(world, batches)
+def _g_config(run: RunG, seed: int, progress: bool) -> TrainConfig:
+    """Model A's pretraining recipe (minGPT's AdamW and decay groups); finetuning changes steps, lr and seed."""
     no_decay = (
         {"params": ("embed.W_E", "pos_embed.W_pos", "blocks.*.ln*", "ln_final.*", "*.b_*"), "weight_decay": 0.0},
     )  # minGPT's decay groups
-    tc = TrainConfig(
+    return TrainConfig(
         steps=run.pt_steps,
         optimizer="adamw",
         lr=run.pt_lr,
@@ -162,16 +148,65 @@ def train_g(
         seed=seed,
         progress=progress,
     )
-    res = train(model, lambda step, gen: sample_pt(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
-    models_ft: dict[str, HookedTransformer] = {}
-    hist_ft: dict[str, dict[str, Any]] = {}
+
+
+def train_g(
+    run: RunG,
+    seed: int,
+    out: Path,
+    *,
+    device: str | None = None,
+    progress: bool = False,
+    finetune: Sequence[str] = ("ICL", "ICLGrm"),
+) -> Trained:
+    """Pretrain Model A on PT (``out/pt``), then finetune copies on each of ``finetune`` (:data:`FINETUNE_KINDS`)
+    over the finetuning subjects (``out/ft_<kind>``, :func:`finetune_g`). Resumable: a finished run is loaded from
+    its checkpoints without training."""
+    world = check_run_g(run)
+    ft, ho = split_subjects(world, run.n_finetune, seed)
+    model = build_model_a(world.V, g_ctx(run), run.d_model, seed=seed)
+    if device:
+        model.to(device)
+    eg = torch.Generator().manual_seed(EVAL_SEED + seed)
+    N = run.n_demos
+    batches = {
+        "PT": sample_pt(world, run.n_eval, eg, force_last_factual=True),
+        "ICL_seen": sample_icl(world, run.n_eval, N, eg, demo_subjects=ft),
+        "ICL_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho),
+        "ICLGrm1_seen": sample_icl(world, run.n_eval, N, eg, demo_subjects=ft, grammar_len=1),
+        "ICLGrm1_heldout": sample_icl(world, run.n_eval, N, eg, demo_subjects=ho, grammar_len=1),
+    }
+    tc = _g_config(run, seed, progress)
+    res = train(
+        model,
+        lambda step, gen: sample_pt(world, run.batch, gen),
+        tc,
+        evals=_metric_evals(world, batches),
+        out_dir=out / "pt",
+    )
+    tr = Trained(world, ft, ho, model, {}, res.history, {}, batches)
     for kind in finetune:
-        m = _copy(model)
-        grm = 0 if kind == "ICL" else run.grm_len
-        tcf = replace(tc, steps=run.ft_steps, lr=run.ft_lr, eval_every=run.ft_eval_every, seed=seed + 1)
-        r = train(m, _icl_sampler(world, run, ft, grm), tcf, evals=evals, out_dir=out / f"ft_{kind}")
-        models_ft[kind], hist_ft[kind] = m, r.history
-    return Trained(world, ft, ho, model, models_ft, res.history, hist_ft, batches)
+        finetune_g(tr, run, seed, out, kind, progress=progress)
+    return tr
+
+
+def finetune_g(tr: Trained, run: RunG, seed: int, out: Path, kind: str, *, progress: bool = False) -> HookedTransformer:
+    """Finetune a copy of the pretrained Model A ``tr.model_pt`` on ``kind`` (one of :data:`FINETUNE_KINDS`) over
+    the finetuning subjects ``tr.ft`` (§3.2: ``run.ft_steps`` steps at ``run.ft_lr``, the pretraining recipe
+    otherwise), tracked on ``tr.evals``; resumable in ``out/ft_<kind>``. Stores the model and its history in
+    ``tr.models_ft[kind]`` / ``tr.history_ft[kind]`` and returns the model."""
+    tc = _g_config(run, seed, progress)
+    tcf = replace(tc, steps=run.ft_steps, lr=run.ft_lr, eval_every=run.ft_eval_every, seed=seed + 1)
+    m = _copy(tr.model_pt)
+    r = train(
+        m,
+        _icl_sampler(tr.world, run, tr.ft, kind),
+        tcf,
+        evals=_metric_evals(tr.world, tr.evals),
+        out_dir=out / f"ft_{kind}",
+    )
+    tr.models_ft[kind], tr.history_ft[kind] = m, r.history
+    return m
 
 
 def train_r(
@@ -240,10 +275,11 @@ THEOREM_BETA, THEOREM_ALPHAS = 40.0, (0.5, 0.25, 1.0)
 CONSTRUCTION_BETA, CONSTRUCTION_DEMOS, CONSTRUCTION_FT = 20.0, 5, 32
 
 
-def run_construction(params: ContextualRecallPreset, seed: int) -> dict[str, Any]:
+def run_construction(params: ContextualRecallPreset, seed: int, *, sensitivity: bool = True) -> dict[str, Any]:
     """§4's constructions (Prop. 1-4) in a HookedTransformer, scored on PT_rel / ICL_rel with their controls, and
     Theorem 2's cascade in the preset's two worlds: in the theorem's setting (``cascade/holds``,
-    ``cascade/paper_scale``) and in the earlier sensitivity setting (``cascade/sensitivity_*``)."""
+    ``cascade/paper_scale``) and, unless ``sensitivity=False``, in the earlier sensitivity setting
+    (``cascade/sensitivity_*``, the ablation rows of the claims table)."""
     torch.manual_seed(seed)
     cfg = replace(CONSTRUCTION_WORLD, seed=seed)
     res: dict[str, Any] = {"world": asdict(cfg), "beta": CONSTRUCTION_BETA, "n_demos": CONSTRUCTION_DEMOS}
@@ -252,9 +288,12 @@ def run_construction(params: ContextualRecallPreset, seed: int) -> dict[str, Any
     res["cascade"] = {
         "holds": _cascade(holds, params, seed, expect_condition=True),
         "paper_scale": _cascade(paper_scale, params, seed, expect_condition=False),
-        "sensitivity_holds": _cascade(holds, params, seed, expect_condition=True, theorem=False),
-        "sensitivity_paper_scale": _cascade(paper_scale, params, seed, expect_condition=False, theorem=False),
     }
+    if sensitivity:
+        res["cascade"]["sensitivity_holds"] = _cascade(holds, params, seed, expect_condition=True, theorem=False)
+        res["cascade"]["sensitivity_paper_scale"] = _cascade(
+            paper_scale, params, seed, expect_condition=False, theorem=False
+        )
     res["cascade_settings"] = {
         "theorem": {"beta_grad": THEOREM_BETA, "alphas": list(THEOREM_ALPHAS), "beta_eval": [THEOREM_BETA, "inf"]},
         "sensitivity": {

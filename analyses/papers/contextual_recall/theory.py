@@ -38,6 +38,31 @@ def predicted_alpha1(eta_kq_subj: float, n_demos: int, n_values: int) -> float:
     return eta_kq_subj / m * (1 - 1 / n_values) * (1 - 1 / m)
 
 
+def theorem2_coefficients(
+    M: int, L: int, U_L: int, n_demos: int, alpha1: float, alpha2: float, alpha3: float
+) -> dict[str, float]:
+    """Theorem 2's updated weights (App. C.2) read at the coefficients :func:`gd_cascade` measures (its ``coef``
+    keys; ``W̃ = W_KQ / β`` units, change from the Prop. 1 weights): ``W̃_subj`` gains ``α_1 h(p_{-1})`` and nothing
+    at the demonstration subjects' offsets; ``W_OV^rel`` gains ``(m-1) α_2`` on every same-type attribute pair and
+    nothing across types; ``W̃_rel`` gains ``α_3 (2/(3 L U_L)) u + 1/(m-1) Σ_i p_attr_i - p/T - 1/(3M) Σ_s h(s))``,
+    so ``α_3/(m-1) - α_3/T`` at an attribute position, ``-α_3/T`` at the query-subject offset ``p_{-1}`` (no term of
+    its own), ``2α_3/(3 L U_L)`` on an attribute token and ``-α_3/(3M)`` on every subject token. ``α_1`` is the
+    printed one (without the ``(1 - 1/m)`` our measurement finds, :func:`predicted_alpha1`); ``m = N_ft + 1``,
+    ``T = 3m - 1``."""
+    m, T = n_demos + 1, 3 * (n_demos + 1) - 1
+    return {
+        "alpha1_kq_subj_prev_token": alpha1,
+        "kq_subj_demo_subject_offsets_mean": 0.0,
+        "ov_rel_same_type_attr_mean": (m - 1) * alpha2,
+        "ov_rel_cross_type_attr_mean": 0.0,
+        "kq_rel_attr_positions_mean": alpha3 / (m - 1) - alpha3 / T,
+        "kq_rel_attr_tokens_mean": 2 * alpha3 / (3 * L * U_L),
+        "kq_rel_ft_subject_tokens_mean": -alpha3 / (3 * M),
+        "kq_rel_heldout_subject_tokens_mean": -alpha3 / (3 * M),
+        "kq_rel_query_offset": -alpha3 / T,
+    }
+
+
 # ------------------------------------------------------------------------- exact population gradient, large worlds
 
 
@@ -318,6 +343,10 @@ def gd_cascade(
         world, ft, heldout, n_demos, T_max, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), weights
     )
     out["coef"]["alpha1_predicted"] = predicted_alpha1(eta.kq_subj, n_demos, max(world.cfg.n_values))
+    c = world.cfg
+    out["coef_theorem2"] = theorem2_coefficients(
+        c.n_subjects, c.n_types, max(c.n_values), n_demos, out["alpha1"], out["alpha2"], out["alpha3"]
+    )
     out["weights"] = {"kt_rel": weights[0], "kt_subj": weights[1], "ov_rel": weights[2], "ov_subj": run.ov_subj}
     return out
 
@@ -353,12 +382,23 @@ def _cascade_steps(run: _Cascade, w0: Weights, eta: Steps) -> tuple[Weights, dic
     kt_subj1 = kt_subj - eta.kq_subj * g_subj
     ov_rel1 = ov_rel - eta.ov_rel * g_ov @ proj
     out.update(
-        loss_step0=loss0, grad_norm_kq_rel_step1=g_rel.norm().item(), grad_norm_kq_subj_step1=g_subj.norm().item()
+        loss_step0=loss0,
+        grad_norm_kq_rel_step1=g_rel.norm().item(),
+        grad_norm_kq_subj_step1=g_subj.norm().item(),
+        grad_norm_ov_rel_step1=(g_ov @ proj).norm().item(),  # the projected gradient the step applies
     )
     out["acc_step1"] = run.accuracies(kt_rel, kt_subj1, ov_rel1)
     loss1, (g_rel2, _, _), _ = run.grads(kt_rel, kt_subj1, ov_rel1)
     kt_rel2 = kt_rel - eta.kq_rel * g_rel2
-    out.update(loss_step1=loss1, grad_norm_kq_rel_step2=g_rel2.norm().item())
+    # the cascade's control: step 2's W̃_rel gradient with W_OV^rel left at Prop. 1's (only step 1's W̃_subj step
+    # taken): the relation head then writes nothing on ICL_rel, so W̃_rel gets no gradient — step 1's OV update is
+    # what gives it one. (The plain population / sample gradient: zero for every sequence.)
+    _, _, (g_rel2_frozen, _, _) = replace(run, rows=None).grads(kt_rel, kt_subj1, ov_rel)
+    out.update(
+        loss_step1=loss1,
+        grad_norm_kq_rel_step2=g_rel2.norm().item(),
+        grad_norm_kq_rel_step2_ov_frozen=g_rel2_frozen.norm().item(),
+    )
     out["acc_step2"] = run.accuracies(kt_rel2, kt_subj1, ov_rel1)
     return (kt_rel2, kt_subj1, ov_rel1), out
 
