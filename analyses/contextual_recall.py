@@ -6,51 +6,9 @@ The paper's code lives in ``analyses/papers/contextual_recall/``; this module is
 
 from __future__ import annotations
 
-import importlib
 import sys
-from typing import TYPE_CHECKING, Any
 
-from mechrecall.experiment import Experiment, Option, Part
-
-# The paper's public API (notebooks/contextual_recall.ipynb uses it), imported on first use (PEP 562) so that this
-# module and ``--help`` stay free of torch:
-#   PRESETS           the micro / smoke / paper presets (``PRESETS["smoke"].run_g(seed)``: the World-G run of §3)
-#   train_g           pretrain Model A on World-G PT, then finetune copies on ICL / ICL+Grm (Figs. 2-4); resumable
-#   finetune_g        one more finetuning of the pretrained model (the shuffled-subject control)
-#   chance_exact      the exact-match chance of a uniform guess within the right attribute type
-#   run_construction  §4: Prop. 1-4's weights scored with their controls, and Theorem 2's two-step cascade
-#   metric_curves     Fig. 1's four final-token metrics vs training step (Figs. 2-4, 15)
-#   cascade_figure    ICL_rel accuracy after the cascade's steps 0 / 1 / 2
-if TYPE_CHECKING:
-    from analyses.papers.contextual_recall.figures import cascade_figure, metric_curves
-    from analyses.papers.contextual_recall.presets import PRESETS
-    from analyses.papers.contextual_recall.runs import chance_exact, finetune_g, run_construction, train_g
-
-_PUBLIC = {
-    "PRESETS": "presets",
-    **dict.fromkeys(("train_g", "finetune_g", "chance_exact", "run_construction"), "runs"),
-    **dict.fromkeys(("metric_curves", "cascade_figure"), "figures"),
-}
-__all__ = [
-    "EXPERIMENT",
-    "PRESETS",
-    "cascade_figure",
-    "chance_exact",
-    "finetune_g",
-    "main",
-    "metric_curves",
-    "run_construction",
-    "train_g",
-]
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{PKG}.{_PUBLIC[name]}"), name)
-    globals()[name] = value
-    return value
-
+from mechrecall.experiment import Experiment, Option, Part, public_api
 
 PAPER = (
     "Understanding Contextual Recall in Transformers: How Finetuning Enables In-Context Reasoning over "
@@ -160,6 +118,27 @@ EXPERIMENT = Experiment(
 )
 
 main = EXPERIMENT.main
+
+# The paper's public API (notebooks/contextual_recall.ipynb uses it), each imported on first use (``public_api``) so
+# that this module and ``--help`` stay free of torch:
+#   PRESETS           the micro / smoke / paper presets (``PRESETS["smoke"].run_g(seed)``: the World-G run of §3)
+#   train_g           pretrain Model A on World-G PT, then finetune copies on ICL / ICL+Grm (Figs. 2-4); resumable
+#   finetune_g        one more finetuning of the pretrained model (the shuffled-subject control)
+#   chance_exact      the exact-match chance of a uniform guess within the right attribute type
+#   run_construction  §4: Prop. 1-4's weights scored with their controls, and Theorem 2's two-step cascade
+#   metric_curves     Fig. 1's four final-token metrics vs training step (Figs. 2-4, 15)
+#   cascade_figure    ICL_rel accuracy after the cascade's steps 0 / 1 / 2
+API = {
+    "PRESETS": f"{PKG}.presets:PRESETS",
+    "train_g": f"{PKG}.runs:train_g",
+    "finetune_g": f"{PKG}.runs:finetune_g",
+    "chance_exact": f"{PKG}.runs:chance_exact",
+    "run_construction": f"{PKG}.runs:run_construction",
+    "metric_curves": f"{PKG}.figures:metric_curves",
+    "cascade_figure": f"{PKG}.figures:cascade_figure",
+}
+__getattr__ = public_api(__name__, API)
+__all__ = ["EXPERIMENT", "main", *API]
 
 if __name__ == "__main__":
     sys.exit(main())
