@@ -339,16 +339,31 @@ def gd_cascade(
     out = _cascade_header(world, ft, n_demos, eta, how)
     weights, steps = _cascade_steps(run, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), eta)
     out.update(steps)
-    out["coef"] = _coefficients(
-        world, ft, heldout, n_demos, T_max, (w0["relation"][0], w0["subject"][0], w0["relation"][1]), weights
-    )
-    out["coef"]["alpha1_predicted"] = predicted_alpha1(eta.kq_subj, n_demos, max(world.cfg.n_values))
-    c = world.cfg
-    out["coef_theorem2"] = theorem2_coefficients(
-        c.n_subjects, c.n_types, max(c.n_values), n_demos, out["alpha1"], out["alpha2"], out["alpha3"]
-    )
+    start = (w0["relation"][0], w0["subject"][0], w0["relation"][1])
+    out.update(_learned_vs_theorem(world, ft, heldout, n_demos, T_max, start, weights, eta, out))
     out["weights"] = {"kt_rel": weights[0], "kt_subj": weights[1], "ov_rel": weights[2], "ov_subj": run.ov_subj}
     return out
+
+
+def _learned_vs_theorem(
+    world: World,
+    ft: torch.Tensor,
+    heldout: torch.Tensor,
+    n_demos: int,
+    T_max: int,
+    start: tuple[torch.Tensor, ...],
+    weights: tuple[torch.Tensor, ...],
+    eta: Steps,
+    out: dict[str, Any],
+) -> dict[str, Any]:
+    """The coefficients the cascade learned (``coef``) beside Theorem 2's (``coef_theorem2``)."""
+    coef = _coefficients(world, ft, heldout, n_demos, T_max, start, weights)
+    coef["alpha1_predicted"] = predicted_alpha1(eta.kq_subj, n_demos, max(world.cfg.n_values))
+    c = world.cfg
+    theorem = theorem2_coefficients(
+        c.n_subjects, c.n_types, max(c.n_values), n_demos, out["alpha1"], out["alpha2"], out["alpha3"]
+    )
+    return {"coef": coef, "coef_theorem2": theorem}
 
 
 def _cascade_header(world: World, ft: torch.Tensor, n_demos: int, eta: Steps, how: str) -> dict[str, Any]:
