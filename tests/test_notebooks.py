@@ -143,3 +143,13 @@ def test_the_runner_refuses_a_path_that_is_not_a_notebook(capsys):
         _runner().main([str(ROOT / "README.md")])
     assert exit_.value.code == 2
     assert "README.md: not a notebook file" in capsys.readouterr().err
+
+
+def test_the_readme_quotes_each_notebooks_full_run_time():
+    """The README's table gives each notebook's full-mode wall time as its saved run recorded it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in NOTEBOOKS:
+        row = re.search(rf"^\| \[`{path.name}`\]\(notebooks/{path.name}\) \|[^|]*\| (\d+) s", readme, re.M)
+        assert row, f"README.md has no row for {path.name}"
+        recorded = json.loads(path.read_text(encoding="utf-8"))["metadata"]["mechrecall"]["seconds"]
+        assert int(row.group(1)) == recorded, path.name
