@@ -99,9 +99,13 @@ def report(result: dict) -> int:
     print(f"wrote {', '.join(result['paths'].values())}")
     for job in result["failed"]:
         print(f"failed: {job['folder']}: {job['error']} (see its log)", file=sys.stderr)
+    named = result["measures_named"]
     for name, why in result["missing"].items():
-        print(f"{PROG}: error: --measure {name}: {why} (in every job; the jobs are kept)", file=sys.stderr)
-    return 2 if result["missing"] else 1 if result["failed"] else 0
+        if named:
+            print(f"{PROG}: error: --measure {name}: {why} (in every job; the jobs are kept)", file=sys.stderr)
+        else:
+            print(f"note: claim {name} has no value in any job: {why}", file=sys.stderr)
+    return 2 if result["missing"] and named else 1 if result["failed"] else 0
 
 
 if __name__ == "__main__":

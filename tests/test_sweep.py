@@ -220,3 +220,36 @@ def test_a_sweep_end_to_end_table_summary_figure_resume(tmp_path):
         "2 job(s) to run, 2 finished earlier",
         "0 job(s) to run, 4 finished earlier",
     ]
+
+
+def test_cli_help_imports_no_torch_and_mechrecall_sweep_is_the_same_command():
+    import subprocess
+    import sys
+
+    code = "import sys\nfrom analyses.sweep import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+    code += "print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip().endswith("False") and "--grid NAME=V1,V2" in done.stdout, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "analyses.registry", "sweep", "noisy_icl:main", "--grid", "steps=0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "--steps 0; expected an integer >= 1" in done.stderr
+
+
+@pytest.mark.parametrize("named,code", [(True, 2), (False, 0)])
+def test_a_measure_in_no_job_is_an_error_when_named_and_a_note_otherwise(capsys, named, code):
+    from analyses.sweep import report
+
+    result = {
+        "summary": _summary([]),
+        "paths": {"table": "t.csv"},
+        "failed": [],
+        "missing": {"final.accuracy": "not measured: the results have no entry 'final.accuracy'"},
+        "measures_named": named,
+    }
+    assert report(result) == code
+    err = capsys.readouterr().err
+    assert ("error: --measure final.accuracy" in err) == named and ("note: claim" in err) == (not named)

@@ -87,6 +87,7 @@ class Sweep:
     measures: list[Measure]
     folder: Path
     jobs: list[SweepJob]
+    named: bool = True  # the measures were named (--measure): one that no job holds is an error, not a note
 
     @property
     def grid(self) -> dict[str, list[Any]]:
@@ -235,7 +236,8 @@ def plan_sweep(
         raise UsageError(f"--seeds {list(seeds)}; expected distinct seeds >= 0")
     axes = parse_grid(exp, grid)
     folder = Path(out) / "sweeps" / (name or f"{exp.name}.{part}")
-    sweep = Sweep(exp.name, part, preset, axes, tuple(seeds), resolve_measures(exp, part, measures), folder, [])
+    chosen = resolve_measures(exp, part, measures)
+    sweep = Sweep(exp.name, part, preset, axes, tuple(seeds), chosen, folder, [], named=bool(measures))
     sweep.jobs = _jobs(exp, sweep)
     return sweep
 
@@ -336,6 +338,7 @@ def write_sweep(sweep: Sweep, records: Mapping[str, Mapping[str, Any]], command:
         "seeds": list(sweep.seeds),
         "measures": [{"name": m.name, "kind": m.kind, "reads": m.ref} for m in sweep.measures],
         "missing": missing,
+        "measures_named": sweep.named,
         "jobs": jobs,
         "paths": {k: str(p) for k, p in paths.items()},
     }
