@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(usage)
         return 0 if argv else 2
-    if argv[0] not in EXPERIMENTS:
+    if argv[0] not in (*EXPERIMENTS, "sweep"):  # mechrecall sweep = python -m analyses.sweep
         print(
             f"mechrecall: error: unknown experiment {argv[0]!r}; expected one of {', '.join(EXPERIMENTS)}",
             file=sys.stderr,

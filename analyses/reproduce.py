@@ -48,6 +48,28 @@ def parser() -> argparse.ArgumentParser:
         "quick and paper, 0-2 for smoke)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
+    add_executor_options(p)
+    p.add_argument(
+        "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
+    )
+    p.add_argument(
+        "--claims-doc",
+        metavar="FILE",
+        default=None,
+        help="write every claim of OUT/report/claims.json to FILE (docs/claims.md) and exit (runs nothing)",
+    )
+    p.add_argument(
+        "--update-readme",
+        metavar="FILE",
+        default=None,
+        help="rewrite the per-paper summary between FILE's <!-- report-summary:start/end --> markers from "
+        "OUT/report/claims.json and exit (runs nothing); with --claims-doc, links to it",
+    )
+    return p
+
+
+def add_executor_options(p: argparse.ArgumentParser) -> None:
+    """``--executor`` and each executor's options (``analyses.reproduce`` and ``analyses.sweep`` share them)."""
     run = p.add_argument_group(
         "where the jobs run",
         "one job per experiment part and seed, the longest first; a job whose worker died is retried once",
@@ -70,23 +92,6 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--slurm-local", action="store_true", help="slurm: run the sbatch jobs as local processes (a dry run)"
     )
-    p.add_argument(
-        "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
-    )
-    p.add_argument(
-        "--claims-doc",
-        metavar="FILE",
-        default=None,
-        help="write every claim of OUT/report/claims.json to FILE (docs/claims.md) and exit (runs nothing)",
-    )
-    p.add_argument(
-        "--update-readme",
-        metavar="FILE",
-        default=None,
-        help="rewrite the per-paper summary between FILE's <!-- report-summary:start/end --> markers from "
-        "OUT/report/claims.json and exit (runs nothing); with --claims-doc, links to it",
-    )
-    return p
 
 
 def write_docs(out: str, claims_doc: str | None, readme: str | None) -> int:
@@ -118,8 +123,9 @@ EXECUTOR_OPTIONS = {
 }
 
 
-def executor_options_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``--executor``'s options from the command line; an option of another executor is one line."""
+def executor_options_of(args: argparse.Namespace, slurm_folder: str | None = None) -> dict[str, Any]:
+    """The ``--executor``'s options from the command line; an option of another executor is one line. Slurm's
+    scripts and logs go to ``slurm_folder`` (default ``OUT/report/slurm``)."""
     from mechrecall.errors import UsageError
     from mechrecall.executors.base import check_package
 
@@ -140,7 +146,7 @@ def executor_options_of(args: argparse.Namespace) -> dict[str, Any]:
     if args.executor == "ray":
         return {"address": args.address or "auto", "gpus_per_job": args.gpus_per_job or 0.0}
     return {
-        "folder": os.path.join(args.out, "report", "slurm"),
+        "folder": slurm_folder or os.path.join(args.out, "report", "slurm"),
         "partition": args.slurm_partition,
         "minutes": 120 if args.slurm_minutes is None else args.slurm_minutes,
         "gpus_per_job": int(args.gpus_per_job or 0),

@@ -8,6 +8,7 @@ module      what it holds
 ``collect`` every ``results.json`` → one claims list (verdicts recomputed) and the report's sections
 ``render``  ``report.md``, the self-contained ``report.html``; the README's summary and ``docs/claims.md``
 ``tables``  a report's claims as a table (``claims_table``), one claim per seed (``per_seed``, ``seeds_figure``)
+``sweep``   one part over a grid of its options x seeds on the same executors: its table, summary and figure
 ==========  =============================================================================================
 """
 

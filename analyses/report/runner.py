@@ -293,13 +293,14 @@ def run_all(
     workers: int = 1,
     progress: bool = True,
     executor: Executor | None = None,
+    log_dir: str = "report",
 ) -> dict[str, dict[str, Any]]:
     """Run ``jobs`` on ``executor`` (default: ``workers`` local processes), longest first (by the time the same part
     took on another seed in ``out`` where it did, else by its declared cost), skipping the finished ones; returns the
     records merged per experiment run (:func:`merge_records`, by :attr:`Job.key`). Every job event is a line of
-    ``OUT/report/progress.log``."""
+    ``OUT/<log_dir>/progress.log`` (``OUT/report/progress.log``)."""
     out = Path(out)
-    (out / "report").mkdir(parents=True, exist_ok=True)
+    (out / log_dir).mkdir(parents=True, exist_ok=True)
     records: dict[str, dict[str, Any]] = {}
     todo = []
     for job in jobs:
@@ -334,7 +335,7 @@ def run_all(
         tasks = [
             make_task(job, out, shared, measured.get((job.name, job.preset, (job.parts or ("",))[0]))) for job in todo
         ]
-        display = Progress(tasks, executor.capacity(), log=out / "report" / "progress.log", enabled=progress)
+        display = Progress(tasks, executor.capacity(), log=out / log_dir / "progress.log", enabled=progress)
         display.event(f"{len(todo)} job(s) to run, {len(jobs) - len(todo)} finished earlier; {executor.describe()}")
         stack.callback(display.close)
         run_tasks(executor, tasks, on_event=finish)
