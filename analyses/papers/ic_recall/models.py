@@ -285,7 +285,8 @@ def cancel_cross_terms(model: HookedTransformer, spec: ICRecallSpec, ids: Int[to
     ids = ids.tolist()
     old = model.cfg.d_mlp
     pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
-    out = build_model(spec, "full", memory="random", dtype="float32", n_ctx=model.cfg.n_ctx, d_mlp=old + 2 * len(pairs))
+    dtype = str(model.cfg.dtype).removeprefix("torch.")
+    out = build_model(spec, "full", memory="random", dtype=dtype, n_ctx=model.cfg.n_ctx, d_mlp=old + 2 * len(pairs))
     out.load_state_dict({k: v for k, v in model.state_dict().items() if ".mlp." not in k}, strict=False)
     B, E = pair_terms(model, torch.tensor(ids), torch.tensor(ids)), model.embed.W_E
     W_in, W_out = out.blocks[0].mlp.W_in, out.blocks[0].mlp.W_out
