@@ -301,7 +301,9 @@ def test_cancelling_subject_cross_terms_on_a_hand_built_mlp_is_exact():
     assert (f(cancelled, x) - expected).abs().max() < 1e-9
     a = task.answer_id(torch.arange(spec.n))
     assert torch.allclose(pair_terms(cancelled, subjects, a), pair_terms(model, subjects, a), atol=1e-10)
-    assert cross_term_sizes(cancelled, task)["subject_subject"] < 1e-9 < cross_term_sizes(model, task)["subject_subject"]
+    assert (
+        cross_term_sizes(cancelled, task)["subject_subject"] < 1e-9 < cross_term_sizes(model, task)["subject_subject"]
+    )
     for name in ("blocks.0.attn.W_K", "embed.W_E", "unembed.W_U"):  # the attention and embeddings are copied
         assert torch.equal(cancelled.get_parameter(name), model.get_parameter(name))
     assert cancelled.blocks[0].mlp.W_in.requires_grad is False and cancelled.mechrecall_entry_masks

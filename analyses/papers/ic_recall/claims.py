@@ -500,7 +500,7 @@ def _cross_term_note(prefix: str) -> Callable[[Results], str]:
             f"pretraining weight decay {_settings(p).get('weight_decay', 0.1):g}; the MLP's subject×subject cross "
             f"terms on the relation logits = {p['subject_subject_cross_terms']:.3f} × the subject×answer ones"
         )
-        c = p["cancelled"]
+        c = p.get("cancelled", {})
         if "first_step_vs_ceiling" in c:
             text += f"; with them cancelled: {c['first_step_vs_ceiling']:.3f} (pretrained_mlp.cancelled_cross_terms)"
         return text
