@@ -51,9 +51,9 @@ EXPERIMENT = Experiment(
         Part(
             "pretrained_mlp",
             f"{PKG}.parts:part_pretrained_mlp",
-            "Fig 4: pretrained MLP, full attention fine-tuning",
+            "Fig 4 (both panels): pretrained MLP, full attention fine-tuning; cross terms cancelled",
             reports=("quick", "smoke", "paper"),
-            minutes={"smoke": 3.0},
+            minutes={"smoke": 7.0},
         ),
         Part(
             "pretrained",
@@ -92,6 +92,14 @@ EXPERIMENT = Experiment(
             low=1,
             field="samples",
             help="pattern part, config B: fine-tuning samples N",
+        ),
+        Option(
+            "--pretrain-weight-decay",
+            type=float,
+            default=None,
+            low=0,
+            field="pretrain_weight_decay",
+            help="pretrained_mlp part (Fig 4): AdamW weight decay of the pretraining (default: the preset's, 0.1)",
         ),
         Option("--n-ctx", type=int, default=None, low=1, help="context length of the model (default 2k+3)"),
         Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF directory"),

@@ -229,7 +229,10 @@ def test_micro_run_fills_the_claims_table(tmp_path):
     assert not any(key.startswith("pattern.C_") for key in rows)  # a config micro does not run
     assert rows["exact.memory_recall"]["seeds"] == [0] and rows["exact.memory_recall"]["spread"] is None
     fig4 = rows["pretrained_mlp.across_pairs"]
-    assert fig4["claim"].startswith("n=3, m=6, N=16, full W^KQ fine-tuning: ") and fig4["ours"] is not None
+    assert fig4["claim"].startswith("Fig 4 left (2-ICL, n=3, m=6, T=0.05, N=16), full W^KQ fine-tuning: ")
+    assert fig4["ours"] is not None and rows["pretrained_mlp.right_across_pairs"]["ours"] is not None
+    assert rows["pretrained_mlp.right_pair_score"]["claim"].startswith("Fig 4 right (3-ICL, n=4, m=8, T=0.01, N=16)")
+    assert rows["pretrained_mlp.cancelled_cross_terms"]["class"] == "ablation"
     eos = rows["pretrained_mlp.eos_in_second_step"]
     assert eos["spread"] == [eos["ours"], eos["ours"]] and fig4["spread"] is None  # one seed at micro
     assert "150 full-batch steps" in rows["pretrained_mlp.pretrain_recall"]["note"]
@@ -530,3 +533,78 @@ def test_a_sweep_on_a_cuda_machine_spawns_its_workers_and_gives_the_same_numbers
     monkeypatch.undo()
     inline, _ = runs.run_cells(cells, tmp_path / "inline", workers=1)
     assert info["ran"] == 2 and [r["v"] for r in spawned] == [r["v"] for r in inline]
+
+
+def test_fig4_right_panel_is_the_papers_and_the_weight_decay_option_reaches_both_panels():
+    """Fig 4 right as the paper's caption states it (3-ICL, n = 8, m = 512, T = 0.01) at the paper preset, m shrunk
+    to 64 at smoke; --pretrain-weight-decay (default 0.1, today's) overrides both panels and notes the change."""
+    from analyses.papers.ic_recall.parts import _fig4_config
+    from analyses.papers.ic_recall.presets import PRESETS
+
+    right = PRESETS["paper"].pretrained_mlp.right
+    assert right is not None and (right.k, right.n, right.m, right.T, right.family) == (3, 8, 512, 0.01, "random")
+    left = PRESETS["paper"].pretrained_mlp
+    assert (left.k, left.n, left.m, left.T) == (2, 8, 64, 0.05) and left.cancel_cross_terms
+    smoke = PRESETS["smoke"].pretrained_mlp.right
+    assert smoke is not None and (smoke.k, smoke.m, smoke.T) == (3, 64, 0.01)
+    assert all(p.pretrain_weight_decay == 0.1 for p in PRESETS.values())
+    ctx, _ = entry.EXPERIMENT.prepare("unused", preset="smoke", options={"pretrain_weight_decay": 0.0})
+    cfg = _fig4_config(ctx.params)
+    assert cfg.weight_decay == 0.0 and cfg.right is not None and cfg.right.weight_decay == 0.0
+    assert ctx.overrides == {"pretrain_weight_decay": (0.0, 0.1)}
+    with pytest.raises(UsageError, match="-1"):
+        entry.EXPERIMENT.prepare("unused", preset="smoke", options={"pretrain_weight_decay": -1.0})
+
+
+def _fig4_panel(ratio: float, score: float, score_before: float, k: int) -> dict:
+    q = [0.1] * (2 * k + 3)
+    q[2 * k + 1] = 0.2  # EoS: 0.1 above the context answers
+    run = {"seed": 0, "q_mean": q, "v_mean": [0.1] * (2 * k + 2), "first_step_vs_ceiling": ratio}
+    return {
+        "settings": {"n": 8, "m": 64 if k == 2 else 512, "k": k, "T": 0.05 if k == 2 else 0.01, "N": 256,
+                     "pretrain_steps": 1500, "weight_decay": 0.1},
+        "seeds": [0, 1], "runs": [run], "pretrain_recall": 1.0, "within_pair": 0.05, "across_pairs": 0.2,
+        "pair_score": score, "eos_in_second_step": 0.1, "eos_in_second_step_spread": [0.1, 0.1],
+        "first_step_vs_ceiling": ratio, "first_step_vs_ceiling_spread": [ratio - 0.01, ratio + 0.01],
+        "subject_subject_cross_terms": 0.6,
+        "control": {"pretrain_recall": 0.1, "within_pair": 0.3, "across_pairs": 0.05, "pair_score": score_before,
+                    "eos_in_second_step": 0.0, "first_step_vs_ceiling": 0.1},
+    }  # fmt: skip
+
+
+def test_fig4_claims_on_fabricated_results():
+    """Both panels' pattern claims against the pattern before fine-tuning (vacuous when that passes too), the
+    accuracy rows as extensions with the cross-term numbers beside them, the cancellation as an ablation whose
+    control is the uncancelled model; a preset without the right panel leaves its claims out."""
+    from analyses.papers.ic_recall.claims import CLAIMS
+    from analyses.papers.ic_recall.runs import not_applicable
+    from mechrecall.claims import evaluate
+
+    def rows(results: dict) -> dict:
+        claims = evaluate(CLAIMS, "pretrained_mlp", results, experiment="x")
+        return {c.id.removeprefix("x.pretrained_mlp."): c.row() for c in claims}
+
+    results = _fig4_panel(0.5, 0.2, 0.02, 2)
+    results["right"] = _fig4_panel(0.6, 0.2, 0.15, 3)
+    results["cancelled"] = {"first_step_vs_ceiling": 0.65, "first_step_vs_ceiling_spread": [0.6, 0.7],
+                            "uncancelled": 0.5, "subject_subject": 1e-8}  # fmt: skip
+    r = rows(results)
+    assert r["pair_score"]["verdict"] == "reproduced" and r["pair_score"]["rule_spec"]["lo"] == pytest.approx(0.05)
+    assert r["right_pair_score"]["verdict"] == "not reproduced"  # 0.2 after vs 0.15 before: not built by fine-tuning
+    assert r["right_pair_score"]["rule_spec"]["lo"] == pytest.approx(0.3) and r["right_pair_score"]["ours"] == 0.2
+    assert r["right_within_pair"]["claim"].startswith("Fig 4 right (3-ICL, n=8, m=512, T=0.01, N=256)")
+    assert r["right_eos_in_second_step"]["verdict"] == "reproduced"  # q_EoS over the k = 3 answers
+    for prefix in ("", "right_"):
+        ext = r[f"{prefix}first_step_vs_ceiling"]
+        assert ext["class"] == "extension" and ext["verdict"] == "partial" and ext["paper"] is None
+        assert "subject×subject cross terms on the relation logits = 0.600" in ext["note"]
+    assert "with them cancelled: 0.650" in r["first_step_vs_ceiling"]["note"]
+    assert "cancelled" not in r["right_first_step_vs_ceiling"]["note"]
+    cancel = r["cancelled_cross_terms"]
+    assert cancel["class"] == "ablation" and cancel["control"] == 0.5 and cancel["verdict"] == "partial"
+    assert cancel["spread"] == [0.6, 0.7] and "after cancelling 1.0e-08" in cancel["note"]
+    for value, verdict in ((0.97, "reproduced"), (0.55, "not reproduced")):
+        results["cancelled"]["first_step_vs_ceiling"] = value
+        assert rows(results)["cancelled_cross_terms"]["verdict"] == verdict
+    results["right"] = not_applicable("this preset runs Fig 4's left panel only")
+    assert not any(key.startswith("right_") for key in rows(results))

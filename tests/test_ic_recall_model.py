@@ -253,3 +253,89 @@ def test_n3_optimum_minimises_the_first_step_loss_on_the_line():
     assert 0.1331 < a < 0.1333  # Table 2's logits at T = 0.05 (App. B's root (4 − √6)/10 ≈ 0.155 is not it)
     with pytest.raises(ValueError, match="T=0"):
         n3_pairwise_optimum(0)
+
+
+# ------------------------------------------------------------------ Fig 4: the MLP's cross terms
+
+
+def _hand_built_mlp(spec: ICRecallSpec, dtype: str = "float32") -> torch.nn.Module:
+    """A pretrain-mode model whose MLP weights are set by hand: seeded N(0, 1) entries on the token block only."""
+    model = build_model(spec, "full", memory="random", dtype=dtype, seed=5)
+    d, dP = spec.d_vocab, model.cfg.n_ctx
+    g = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        mlp = model.blocks[0].mlp
+        mlp.W_in.zero_(), mlp.W_out.zero_()
+        mlp.W_in[dP : dP + d] = torch.randn(d, model.cfg.d_mlp, generator=g).to(mlp.W_in.dtype)
+        mlp.W_out[:, dP + d :] = torch.randn(model.cfg.d_mlp, d, generator=g).to(mlp.W_out.dtype)
+    return model
+
+
+def test_cancelling_subject_cross_terms_on_a_hand_built_mlp_is_exact():
+    """After cancelling, the MLP's output on two subjects s ≠ s' is the sum of its outputs on each alone (the pair
+    writes nothing, along any answer or relation direction); every other input keeps its output minus exactly
+    2 c_s c_s' B(s, s'), B by polarisation of the original MLP (an independent computation)."""
+    from analyses.papers.ic_recall.metrics import cross_term_sizes
+    from analyses.papers.ic_recall.models import cancel_cross_terms, pair_terms
+
+    spec = ICRecallSpec(4, 8, 2, "random", 0)
+    task = ICRecallTask(spec)
+    model = _hand_built_mlp(spec, "float64")
+    subjects = torch.arange(spec.n)
+    cancelled = cancel_cross_terms(model, spec, subjects)
+    assert cancelled.cfg.dtype == torch.float64
+    E = model.embed.W_E.double()
+    f = lambda m, x: (x @ m.blocks[0].mlp.W_in.double()) ** 2 @ m.blocks[0].mlp.W_out.double()  # noqa: E731
+    W_U = model.unembed.W_U.double()
+    for s, t in itertools.combinations(range(spec.n), 2):
+        interaction = f(cancelled, E[s] + E[t]) - f(cancelled, E[s]) - f(cancelled, E[t])
+        assert (interaction @ W_U).abs().max() < 1e-10  # no component on any token's direction
+        before = (f(model, E[s] + E[t]) - f(model, E[s]) - f(model, E[t])) @ W_U
+        assert before[spec.n : 2 * spec.n].abs().max() > 1e-2  # the hand-built MLP had them, on the answers too
+    c = torch.randn(16, spec.d_vocab, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    x = c @ E
+    expected = f(model, x)
+    for s, t in itertools.combinations(range(spec.n), 2):
+        B = (f(model, E[s] + E[t]) - f(model, E[s]) - f(model, E[t])) / 2
+        expected -= 2 * c[:, s, None] * c[:, t, None] * B
+    assert (f(cancelled, x) - expected).abs().max() < 1e-9
+    a = task.answer_id(torch.arange(spec.n))
+    assert torch.allclose(pair_terms(cancelled, subjects, a), pair_terms(model, subjects, a), atol=1e-10)
+    assert (
+        cross_term_sizes(cancelled, task)["subject_subject"] < 1e-9 < cross_term_sizes(model, task)["subject_subject"]
+    )
+    for name in ("blocks.0.attn.W_K", "embed.W_E", "unembed.W_U"):  # the attention and embeddings are copied
+        assert torch.equal(cancelled.get_parameter(name), model.get_parameter(name))
+    assert cancelled.blocks[0].mlp.W_in.requires_grad is False and cancelled.mechrecall_entry_masks
+
+
+def test_the_cancelled_model_changes_only_the_mlp_output_by_the_cross_terms():
+    """The whole TL forward: the same residual before the MLP, and the MLP output differs by −Σ 2 c_s c_s' B(s, s')
+    with c read off the residual (float32)."""
+    from analyses.papers.ic_recall.models import cancel_cross_terms, pair_terms
+
+    spec = ICRecallSpec(4, 8, 2, "random", 1)
+    task = ICRecallTask(spec)
+    model = _hand_built_mlp(spec)
+    subjects = torch.arange(spec.n)
+    cancelled = cancel_cross_terms(model, spec, subjects)
+    tokens = task.sample(32, torch.Generator().manual_seed(0)).tokens
+    _, cache = model.run_with_cache(tokens)
+    _, cache2 = cancelled.run_with_cache(tokens)
+    assert torch.equal(cache["blocks.0.hook_resid_mid"], cache2["blocks.0.hook_resid_mid"])
+    coef = cache["blocks.0.hook_resid_mid"] @ model.embed.W_E[subjects].T  # [B, pos, n]: c_s
+    B = pair_terms(model, subjects, subjects)
+    mask = torch.triu(torch.ones(spec.n, spec.n, dtype=torch.bool), 1).float()
+    correction = 2 * torch.einsum("bps,bpt,st,std->bpd", coef, coef, mask, B)
+    diff = cache2["blocks.0.hook_mlp_out"] - cache["blocks.0.hook_mlp_out"]
+    assert (diff + correction).abs().max() < 1e-4 * (1 + correction.abs().max())
+
+
+def test_lemma_3_1_memory_has_no_subject_cross_terms():
+    """The constructed memory stores one (s, a) pair per row: no subject×subject or answer×answer cross term writes
+    on the relation logits, while the subject×answer terms carry R(s, a)."""
+    from analyses.papers.ic_recall.metrics import cross_term_sizes
+
+    task = ICRecallTask(ICRecallSpec(5, 12, 2, "random", 0))
+    sizes = cross_term_sizes(build_model(task.spec, "full", dtype="float64"), task)
+    assert sizes["subject_subject"] < 1e-12 and sizes["answer_answer"] < 1e-12 and sizes["subject_answer_rms"] > 0.1

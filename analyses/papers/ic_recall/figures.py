@@ -75,10 +75,11 @@ def accuracy_vs_samples(rows: Sequence[Mapping[str, Any]], title: str, metric: s
 
 def fig4_panel(settings: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
     """The Fig 4 heatmap panel of one pretrained-MLP run (mean attention over test prompts)."""
+    k = settings.get("k", 2)
     return {
-        "label": f"pretrained MLP, n={settings['n']}, m={settings['m']}, N={settings['N']} (seed {run['seed']}; "
-        "mean over test prompts)",
-        "k": 2,
+        "label": f"pretrained MLP, {k}-ICL, n={settings['n']}, m={settings['m']}, T={settings.get('T', 0.05):g}, "
+        f"N={settings['N']}\n(seed {run['seed']}; mean over test prompts)",
+        "k": k,
         "v": run["v_mean"],
         "q": run["q_mean"],
     }

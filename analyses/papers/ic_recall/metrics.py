@@ -36,8 +36,10 @@ from analyses.papers.ic_recall.models import (
     memory_readout,
     memory_recall,
     orthonormal_embeddings,
+    pair_terms,
     set_scores,
 )
+from mechrecall._tl import HookedTransformer
 
 TL_CHECK = 4096  # test sequences on which the TL model and the fast path are compared
 
@@ -306,20 +308,53 @@ def tl_readout(
     }
 
 
+def crossed_roles(k: int) -> Int[torch.Tensor, " pos"]:
+    """Roles pairing s_i with a_{i+1} (cyclically; k = 2: s1 with a2, s2 with a1): the within-pair score's control."""
+    roles = []
+    for i in range(k):
+        roles += [2 * i, 2 * ((i - 1) % k) + 1]
+    return torch.tensor([*roles, QUERY, END])
+
+
 def pretrained_mlp_pattern(model: torch.nn.Module, task: ICRecallTask, test: ICRecallData) -> dict[str, Any]:
     """Fig 4's readings on the first 2048 test prompts: mean attention from EoS (v) and from r* (q), the
-    pair scores (means), the within-pair score of the crossed pairs (s1 with a2, s2 with a1; ``within_crossed``)
-    and the share of prompts whose pattern is pairwise."""
+    pair scores (means; ``score`` the generic pairwise score), the within-pair score of the crossed pairs
+    (:func:`crossed_roles`; ``within_crossed``) and the share of prompts whose pattern is pairwise."""
+    k = task.k
     pat = attention_patterns(model, test.subset(slice(0, 2048)).tokens)[0, :, 0]
-    v = pat[:, task.relation_pos, :6].double()
-    stats = pair_attention_stats(v, pair_roles(2))
-    crossed = pair_attention_stats(v, torch.tensor([0, 3, 2, 1, QUERY, END]))
+    v = pat[:, task.relation_pos, : 2 * k + 2].double()
+    stats = pair_attention_stats(v, pair_roles(k))
+    crossed = pair_attention_stats(v, crossed_roles(k))
     return {
         "v_mean": v.mean(0).tolist(),
-        "q_mean": pat[:, task.answer_pos, :7].double().mean(0).tolist(),
+        "q_mean": pat[:, task.answer_pos, : 2 * k + 3].double().mean(0).tolist(),
         "within": float(stats.within.mean()),
         "within_crossed": float(crossed.within.mean()),
         "across": float(stats.across.mean()),
         "rest": float(stats.rest.mean()),
+        "score": float(stats.score.mean()),
         "pairwise_share": float(is_pairwise(stats).double().mean()),
+    }
+
+
+@torch.no_grad()
+def cross_term_sizes(model: HookedTransformer, task: ICRecallTask) -> dict[str, float]:
+    """How much the MLP's cross terms (:func:`.models.pair_terms`) write on the relation logits the first step reads,
+    against the signal: RMS over pairs of the relation read-out ``Φ_Rᵀ B(u, u')`` centred over the m relations, for
+    subject×subject (s ≠ s') and answer×answer (a ≠ a') pairs, each divided by the subject×answer one (the (s, a)
+    terms that carry R(s, a), the relations consistent with a context pair). 0 for Lemma 3.1's memory."""
+    n, m = task.n, task.m
+    subjects, answers = task.subject_id(torch.arange(n)), task.answer_id(torch.arange(n))
+
+    def readout(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        logits = pair_terms(model, first, second).double() @ model.unembed.W_U[:, 2 * n : 2 * n + m].double()
+        return logits - logits.mean(-1, keepdim=True)
+
+    off = ~torch.eye(n, dtype=torch.bool)
+    rms = lambda x: float(x.pow(2).mean().sqrt())  # noqa: E731
+    signal = rms(readout(subjects, answers))
+    return {
+        "subject_subject": rms(readout(subjects, subjects)[off]) / signal,
+        "answer_answer": rms(readout(answers, answers)[off]) / signal,
+        "subject_answer_rms": signal,
     }

@@ -209,6 +209,7 @@ def model_recipe(
     memory: str = "constructed",
     dtype: str = "float32",
     n_ctx: int | None = None,
+    d_mlp: int | None = None,
 ) -> tuple[dict, list[Surgery]]:
     """(config, surgeries) of the IC-recall model; ``build_toy_model(*model_recipe(...))`` builds it.
 
@@ -217,7 +218,7 @@ def model_recipe(
     if mode not in MODES:
         raise ValueError(f"mode={mode!r}; expected one of {MODES}")
     spec.validate()
-    cfg = model_config(spec, dtype=dtype, n_ctx=n_ctx)
+    cfg = model_config(spec, dtype=dtype, n_ctx=n_ctx, d_mlp=d_mlp)
     lay = Layout(cfg["n_ctx"], spec.d_vocab)
     attn = ("blocks.0.attn.W_Q", "blocks.0.attn.W_K", "blocks.0.attn.W_V", "blocks.0.attn.W_O")
     surgeries: list[Surgery] = [
@@ -248,10 +249,54 @@ def build_model(
     dtype: str = "float32",
     seed: int = 0,
     n_ctx: int | None = None,
+    d_mlp: int | None = None,
 ) -> HookedTransformer:
-    """The IC-recall transformer (see :func:`model_recipe`)."""
-    cfg, surgeries = model_recipe(spec, mode, embedding=embedding, memory=memory, dtype=dtype, n_ctx=n_ctx)
+    """The IC-recall transformer (see :func:`model_recipe`; ``d_mlp`` default 3n²)."""
+    cfg, surgeries = model_recipe(spec, mode, embedding=embedding, memory=memory, dtype=dtype, n_ctx=n_ctx, d_mlp=d_mlp)
     return build_toy_model(cfg, surgeries, seed=seed)
+
+
+# ------------------------------------------------------------------ the MLP's cross terms (Fig 4)
+
+
+def pair_terms(
+    model: HookedTransformer, first: Int[torch.Tensor, " a"], second: Int[torch.Tensor, " b"]
+) -> Float[torch.Tensor, "a b d_model"]:
+    """The bilinear terms of the MLP, ``B(u, u') = W_outᵀ[(W_inᵀ e_u) ⊙ (W_inᵀ e_u')]`` (residual space) for the
+    token ids ``first`` × ``second`` (``e_u`` = the token's embedding row of ``W_E``).
+
+    With σ(x) = x², no biases and an MLP input ``x = Σ_u c_u e_u`` (the attention's mix of orthonormal token
+    embeddings, the residual EoS included; ``W_in`` reads only the token block), the MLP's output is exactly
+    ``Σ_{u,u'} c_u c_u' B(u, u')``: the pair {u, u'} (u ≠ u') enters as the **cross term** ``2 c_u c_u' B(u, u')``.
+    The first step reads relation logits off it. In Lemma 3.1's memory every row stores one (s, a) pair, so the
+    subject×subject terms B(s, s') vanish; a pretrained MLP need not make them vanish (interference)."""
+    mlp = model.blocks[0].mlp
+    h1, h2 = model.embed.W_E[first] @ mlp.W_in, model.embed.W_E[second] @ mlp.W_in
+    return torch.einsum("ak,bk,kd->abd", h1, h2, mlp.W_out)
+
+
+@torch.no_grad()
+def cancel_cross_terms(model: HookedTransformer, spec: ICRecallSpec, ids: Int[torch.Tensor, " g"]) -> HookedTransformer:
+    """A copy of the (pretrained, ``full``-mode) IC-recall ``model`` whose MLP has every cross term between two
+    distinct tokens of ``ids`` cancelled exactly: for each pair {u, u'} two frozen neurons with input
+    ``(e_u ± e_u')/2`` and output ``∓2 B(u, u')``, since ((α+β)/2)² − ((α−β)/2)² = αβ, so the MLP's output becomes
+    ``f(x) − Σ_{u<u'} 2 c_u c_u' B(u, u')`` (every other term, squares included, unchanged). The attention is
+    copied (W^KQ trainable, as in ``full`` mode); the MLP is frozen."""
+    ids = ids.tolist()
+    old = model.cfg.d_mlp
+    pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
+    dtype = str(model.cfg.dtype).removeprefix("torch.")
+    out = build_model(spec, "full", memory="random", dtype=dtype, n_ctx=model.cfg.n_ctx, d_mlp=old + 2 * len(pairs))
+    out.load_state_dict({k: v for k, v in model.state_dict().items() if ".mlp." not in k}, strict=False)
+    B, E = pair_terms(model, torch.tensor(ids), torch.tensor(ids)), model.embed.W_E
+    W_in, W_out = out.blocks[0].mlp.W_in, out.blocks[0].mlp.W_out
+    W_in.zero_(), W_out.zero_()
+    W_in[:, :old], W_out[:old] = model.blocks[0].mlp.W_in, model.blocks[0].mlp.W_out
+    for p, (i, j) in enumerate(pairs):
+        plus, minus = old + 2 * p, old + 2 * p + 1
+        W_in[:, plus], W_in[:, minus] = (E[ids[i]] + E[ids[j]]) / 2, (E[ids[i]] - E[ids[j]]) / 2
+        W_out[plus], W_out[minus] = -2 * B[i, j], 2 * B[i, j]
+    return out
 
 
 def merged_wkq(model: HookedTransformer) -> torch.Tensor:

@@ -8,7 +8,8 @@ Factual Recall in Transformers"): each ``part_*(ctx) -> PartResult``, glue over 
 * ``pattern``: Fig 2, the pairwise attention pattern, first / second step accuracy against their ceilings.
 * ``sample_complexity``: Fig 3, accuracy against the number of fine-tuning samples N.
 * ``algorithm1``: Algorithm 1 (perturbed GD), Stage-1 shape (Lemma C.1) and the second step (Lemma 4.5).
-* ``pretrained_mlp``: Fig 4, pretraining the whole transformer, then fine-tuning the whole W^KQ.
+* ``pretrained_mlp``: Fig 4 (both panels), pretraining the whole transformer, then fine-tuning the whole W^KQ; the
+  left panel again with the MLP's subject×subject cross terms cancelled (the ablation).
 * ``pretrained`` (extension, not in the paper): the pairwise-attention score for every head of a real LM.
 
 The sweeps' trial seeds are the preset's at ``--seed 0`` and shift with ``--seed`` (:func:`.presets.trial_seeds`).
@@ -17,9 +18,16 @@ The sweeps' trial seeds are the preset's at ``--seed 0`` and shift with ``--seed
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from analyses.papers.ic_recall.presets import PATTERN_OPTIONS, ICRecallPreset, pattern_configs, trial_seeds
+from analyses.papers.ic_recall.presets import (
+    PATTERN_OPTIONS,
+    ICRecallPreset,
+    PretrainedMLP,
+    pattern_configs,
+    trial_seeds,
+)
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
 
@@ -146,21 +154,33 @@ def part_algorithm1(ctx: Context) -> PartResult:
     return PartResult(results)
 
 
+def _fig4_config(p: ICRecallPreset) -> PretrainedMLP:
+    """The preset's Fig 4 panels with ``--pretrain-weight-decay`` (``pretrain_weight_decay``) applied to both."""
+    cfg, wd = p.pretrained_mlp, p.pretrain_weight_decay
+    right = replace(cfg.right, weight_decay=wd) if cfg.right is not None else None
+    return replace(cfg, weight_decay=wd, right=right)
+
+
 def part_pretrained_mlp(ctx: Context) -> PartResult:
-    """Fig 4: pretrain the whole transformer on fact pairs, freeze the MLP, fine-tune the whole W^KQ."""
+    """Fig 4, both panels: pretrain the whole transformer on fact pairs, freeze the MLP, fine-tune the whole W^KQ;
+    the left panel again with the MLP's subject×subject cross terms cancelled."""
     from analyses.papers.ic_recall.figures import attention_heatmaps, fig4_panel
     from analyses.papers.ic_recall.runs import pretrained_mlp_run
 
-    cfg = _params(ctx).pretrained_mlp
+    cfg = _fig4_config(_params(ctx))
     r = pretrained_mlp_run(cfg, trial_seeds(cfg.seeds, ctx.seed), ctx.run_dir("pretrained_mlp"), ctx.progress)
-    title = "Fig 4 (Huang et al.): pretrained MLP, full attention fine-tuning"
-    figure = attention_heatmaps([fig4_panel(r["settings"], r["runs"][0])], title)
+    panels = [fig4_panel(r["settings"], r["runs"][0])]
+    if "runs" in r["right"]:
+        panels.append(fig4_panel(r["right"]["settings"], r["right"]["runs"][0]))
+    title = "Fig 4 (Huang et al.): pretrained MLP, full attention fine-tuning (left: 2-ICL, right: 3-ICL)"
+    cancelled = r["cancelled"].get("first_step_vs_ceiling")
     ctx.say(
         f"pretrained MLP: recall {r['pretrain_recall']:.3f}; acc1 {r['acc_relation_exact']:.3f} "
         f"(ceiling {r['bayes_ceiling']:.3f}); within {r['within_pair']:.3f}, across {r['across_pairs']:.3f}; "
-        f"q = {[round(x, 3) for x in r['runs'][0]['q_mean']]}"
+        f"s×s cross terms {r['subject_subject_cross_terms']:.3f}; acc1/ceiling {r['first_step_vs_ceiling']:.3f}, "
+        f"cancelled {cancelled}; right: {r['right'].get('first_step_vs_ceiling', 'not run')}"
     )
-    return PartResult(r, {"fig4_pretrained_mlp_attention.png": figure})
+    return PartResult(r, {"fig4_pretrained_mlp_attention.png": attention_heatmaps(panels, title)})
 
 
 def part_pretrained(ctx: Context) -> PartResult:

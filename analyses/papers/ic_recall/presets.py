@@ -6,7 +6,8 @@
   then rebuilt from them, config C dropped).
 * ``sample_complexity``: Fig 3 (affine relations in partial mode, full-W^KQ ablation, the paper preset's
   random-relation sweep ``fig3``).
-* ``algorithm1``: Algorithm 1's cells and seeds; ``pretrained_mlp``: Fig 4; ``fast_path_steps``: Adam steps of
+* ``algorithm1``: Algorithm 1's cells and seeds; ``pretrained_mlp``: Fig 4, both panels (the right one's m is 512
+  at the paper preset, 64 at smoke), and ``pretrain_weight_decay`` its pretraining's; ``fast_path_steps``: Adam steps of
   the fast-path-vs-TL training check (``exact``); ``prompts``: few-shot prompts of the extension (``pretrained``).
 
 A seed list is the trial seeds at ``--seed 0``; another ``--seed`` shifts them (:func:`trial_seeds`).
@@ -81,7 +82,10 @@ class SampleComplexity:
 
 @dataclass(frozen=True)
 class PretrainedMLP:
-    """Fig 4: pretrain the whole transformer, freeze the MLP, fine-tune the whole W^KQ."""
+    """One panel of Fig 4: pretrain the whole transformer (AdamW, ``weight_decay``), freeze the MLP, fine-tune the
+    whole W^KQ (Adam 1e-3, temperature ``T``) on ``N`` prompts with ``k`` in-context pairs. ``cancel_cross_terms``:
+    also fine-tune the same pretrained model with its MLP's subject×subject cross terms cancelled (the ablation);
+    ``right``: Fig 4's right panel (3-ICL), run beside this one (the left)."""
 
     n: int = 8
     m: int = 64
@@ -90,6 +94,16 @@ class PretrainedMLP:
     N: int = 256
     steps: int = 3000
     seeds: tuple[int, ...] = (0,)
+    k: int = 2
+    T: float = 0.05
+    weight_decay: float = 0.1
+    cancel_cross_terms: bool = True
+    right: PretrainedMLP | None = None
+
+
+# Fig 4 right as the paper states it: 3 in-context examples, n = 8, m = 512, T = 0.01 (paper preset); the smoke
+# preset shrinks m to 64 (pretraining on 6nm = 24,576 pairs at d_model 1,067 is ~1 TFLOP a step: a GPU's job).
+FIG4_RIGHT = PretrainedMLP(m=512, k=3, T=0.01, pretrain_steps=2000, cancel_cross_terms=False)
 
 
 CONFIG_A = Cell(n=3, m=6, N=4, seed=0, family="all_bijections", T=0.05, lr=1e-2, steps=1000, test_size=50_000)
@@ -115,7 +129,8 @@ class ICRecallPreset(Preset):
     sample_complexity: SampleComplexity = SampleComplexity()
     algorithm1: tuple[Cell, ...] = (ALGORITHM1_N7,)
     algorithm1_seeds: tuple[int, ...] = tuple(range(5))
-    pretrained_mlp: PretrainedMLP = PretrainedMLP()
+    pretrained_mlp: PretrainedMLP = PretrainedMLP(right=replace(FIG4_RIGHT, m=64, pretrain_steps=1500))
+    pretrain_weight_decay: float = 0.1  # Fig 4's pretraining AdamW weight decay (both panels; --pretrain-weight-decay)
     prompts: int = 120
 
 
@@ -141,7 +156,15 @@ PRESETS: dict[str, ICRecallPreset] = {
         ),
         algorithm1=(replace(ALGORITHM1_N7, steps=100),),
         algorithm1_seeds=(0,),
-        pretrained_mlp=PretrainedMLP(n=3, m=6, family="all_bijections", pretrain_steps=150, N=16, steps=100),
+        pretrained_mlp=PretrainedMLP(
+            n=3,
+            m=6,
+            family="all_bijections",
+            pretrain_steps=150,
+            N=16,
+            steps=100,
+            right=PretrainedMLP(n=4, m=8, k=3, T=0.01, pretrain_steps=150, N=16, steps=100, cancel_cross_terms=False),
+        ),
         prompts=24,
     ),
     "smoke": SMOKE,
@@ -153,7 +176,7 @@ PRESETS: dict[str, ICRecallPreset] = {
         sample_complexity=replace(SMOKE.sample_complexity, fig3=Fig3()),
         algorithm1=(ALGORITHM1_N7, Cell(n=13, m=78, N=8, seed=0, family="affine", optimizer="pgd", steps=2000)),
         algorithm1_seeds=tuple(range(10)),
-        pretrained_mlp=PretrainedMLP(pretrain_steps=2000, seeds=(0, 1)),
+        pretrained_mlp=PretrainedMLP(pretrain_steps=2000, seeds=(0, 1), right=replace(FIG4_RIGHT, seeds=(0, 1))),
         prompts=300,
     ),
 }

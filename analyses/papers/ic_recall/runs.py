@@ -37,13 +37,21 @@ from analyses.papers.ic_recall.data import check_sample_count as check_spec_samp
 from analyses.papers.ic_recall.metrics import (
     accuracy,
     closed_form_check,
+    cross_term_sizes,
     eos_tie_check,
     pattern_stats,
     pretrained_mlp_pattern,
     readout_check,
     tl_readout,
 )
-from analyses.papers.ic_recall.models import AnalyticICRecall, build_model, initial_scores, scores, set_scores
+from analyses.papers.ic_recall.models import (
+    AnalyticICRecall,
+    build_model,
+    cancel_cross_terms,
+    initial_scores,
+    scores,
+    set_scores,
+)
 from analyses.papers.ic_recall.presets import Cell, Fig3, PretrainedMLP, SampleComplexity, trial_seeds
 from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, polylog_fit
 from mechrecall._tl import HookedTransformer
@@ -795,34 +803,65 @@ def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, si
 # ---------------------------------------------------------------------------------- pretrained MLP
 
 
-def pretrained_mlp_seed(cfg: PretrainedMLP, seed: int, progress: bool = False) -> dict[str, Any]:
-    """Fig 4, one seed: pretrain the whole transformer on fact pairs, freeze the MLP, fine-tune the whole W^KQ;
-    the recall after pretraining, the accuracies and the attention pattern after fine-tuning."""
-    started = time.perf_counter()
-    task = ICRecallTask(ICRecallSpec(cfg.n, cfg.m, 2, cfg.family, seed))
+def _pretrained_model(
+    cfg: PretrainedMLP, seed: int, progress: bool
+) -> tuple[HookedTransformer, ICRecallTask, dict[str, Any]]:
+    """Pretrain the whole transformer of one Fig 4 panel (AdamW, ``cfg.weight_decay``), then freeze its MLP."""
+    task = ICRecallTask(ICRecallSpec(cfg.n, cfg.m, cfg.k, cfg.family, seed))
     model = build_model(task.spec, "pretrain", memory="random", dtype="float32", seed=seed)
-    ph = pretrain(model, task, PretrainConfig(steps=cfg.pretrain_steps, seed=seed), progress=progress)
+    pc = PretrainConfig(steps=cfg.pretrain_steps, weight_decay=cfg.weight_decay, seed=seed)
+    history = pretrain(model, task, pc, progress=progress)
     for name in ("blocks.0.mlp.W_in", "blocks.0.mlp.W_out"):  # fine-tuning: the MLP is frozen
         model.get_parameter(name).requires_grad_(False)
     masks = model.mechrecall_entry_masks
     model.mechrecall_entry_masks = {k: v for k, v in masks.items() if "mlp" not in k}
+    return model, task, history
+
+
+def _finetuned(
+    model: HookedTransformer, task: ICRecallTask, cfg: PretrainedMLP, seed: int, test: ICRecallData, progress: bool
+) -> dict[str, Any]:
+    """Fine-tune the whole W^KQ of ``model`` in place (Adam 1e-3, §5); its accuracies and attention pattern."""
+    data = task.sample(cfg.N, torch.Generator().manual_seed(1_000 * seed + 7))
+    finetune(model, task, data, FinetuneConfig(T=cfg.T, lr=1e-3, steps=cfg.steps, seed=seed), progress=progress)
+    acc = accuracy(model, task, test, cfg.T)
+    return {
+        **acc,
+        **pretrained_mlp_pattern(model, task, test),
+        "first_step_vs_ceiling": acc["acc_relation_exact"] / acc["bayes_ceiling"],
+    }
+
+
+def pretrained_mlp_seed(cfg: PretrainedMLP, seed: int, progress: bool = False) -> dict[str, Any]:
+    """Fig 4, one seed of one panel: pretrain the whole transformer on fact pairs, freeze the MLP, fine-tune the
+    whole W^KQ; the recall after pretraining, the MLP's cross-term sizes, the accuracies and the attention pattern
+    after fine-tuning; with ``cfg.cancel_cross_terms`` the same fine-tuning from the same start with the MLP's
+    subject×subject cross terms cancelled (``cancelled``)."""
+    started = time.perf_counter()
+    model, task, ph = _pretrained_model(cfg, seed, progress)
     test = task.population(20_000, torch.Generator().manual_seed(99_991 + seed))
     before = pretrained_mlp_pattern(model, task, test)  # the controls: attention as fine-tuning starts
-    data = task.sample(cfg.N, torch.Generator().manual_seed(1_000 * seed + 7))
-    finetune(model, task, data, FinetuneConfig(T=0.05, lr=1e-3, steps=cfg.steps, seed=seed), progress=progress)
-    return {
+    cancelled = (
+        cancel_cross_terms(model, task.spec, task.subject_id(torch.arange(task.n))) if cfg.cancel_cross_terms else None
+    )
+    result: dict[str, Any] = {
         "seed": seed,
         "pretrain_recall": ph["eval"][-1]["recall"],
         "pretrain_final_loss": ph["train"][-1]["loss"],
-        **accuracy(model, task, test, 0.05),
-        **pretrained_mlp_pattern(model, task, test),
+        "cross_terms": cross_term_sizes(model, task),
+        **_finetuned(model, task, cfg, seed, test, progress),
         "control": {
             "untrained_recall": ph["eval"][0]["recall"],
             "before_finetuning": before,
-            "untrained_memory": accuracy(_with_untrained_memory(model, task, seed), task, test, 0.05),
+            "untrained_memory": accuracy(_with_untrained_memory(model, task, seed), task, test, cfg.T),
         },
-        "seconds": time.perf_counter() - started,
     }
+    if cancelled is not None:
+        result["cancelled"] = {
+            "cross_terms": cross_term_sizes(cancelled, task),
+            **_finetuned(cancelled, task, cfg, seed, test, progress),
+        }
+    return {**result, "seconds": time.perf_counter() - started}
 
 
 def _with_untrained_memory(model: HookedTransformer, task: ICRecallTask, seed: int) -> HookedTransformer:
@@ -835,8 +874,10 @@ def _with_untrained_memory(model: HookedTransformer, task: ICRecallTask, seed: i
 
 
 def _eos_extra(q: Sequence[float]) -> float:
-    """Step-2 attention on EoS minus its mean on the context answers a1, a2 (q over s1, a1, s2, a2, s3, EoS, r*)."""
-    return q[5] - (q[1] + q[3]) / 2
+    """Step-2 attention on EoS minus its mean on the context answers (which carry no step-2 information); q over
+    s1, a1, ..., sk, ak, s_{k+1}, EoS, r* (k = (len(q) − 3) / 2)."""
+    k = (len(q) - 3) // 2
+    return q[2 * k + 1] - statistics.mean(q[1 : 2 * k : 2])
 
 
 def _pretrained_mlp_controls(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -848,34 +889,72 @@ def _pretrained_mlp_controls(runs: Sequence[Mapping[str, Any]]) -> dict[str, flo
         "pretrain_recall": mean(c["untrained_recall"] for c in controls),
         "within_pair": mean(r["within_crossed"] for r in runs),
         "across_pairs": mean(c["before_finetuning"]["across"] for c in controls),
+        "pair_score": mean(c["before_finetuning"]["score"] for c in controls),
         "eos_in_second_step": mean(_eos_extra(c["before_finetuning"]["q_mean"]) for c in controls),
         "first_step_vs_ceiling": mean(c["untrained_memory"]["acc_relation_exact"] for c in controls)
         / mean(r["bayes_ceiling"] for r in runs),
     }
 
 
-def pretrained_mlp_run(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, progress: bool = False) -> dict:
-    """Fig 4 over ``seeds`` (each finished seed is kept in ``out/seed<s>.json``; a rerun resumes) and the
-    numbers its claims read (means over seeds)."""
+def _panel_runs(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, prefix: str, progress: bool) -> list[dict]:
+    """One Fig 4 panel over ``seeds``, each finished seed kept in ``out/<prefix>seed<s>.json`` (a rerun resumes)."""
     runs = []
     for seed in seeds:
-        done = out / f"seed{seed}.json"
-        if not done.is_file() or "control" not in json.loads(done.read_text()):  # a run from before the controls
+        done = out / f"{prefix}seed{seed}.json"
+        if not done.is_file() or "cross_terms" not in json.loads(done.read_text()):  # a run from before them
             atomic_write_json(done, pretrained_mlp_seed(cfg, seed, progress))
         runs.append(json.loads(done.read_text()))
+    return runs
+
+
+def _cancelled_summary(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ablation: first-step accuracy / ceiling with the subject×subject cross terms cancelled, beside the
+    uncancelled model's (its control), and the cross-term sizes of each (means over seeds)."""
+    ratio = [r["cancelled"]["first_step_vs_ceiling"] for r in runs]
+    return {
+        "first_step_vs_ceiling": statistics.mean(ratio),
+        "first_step_vs_ceiling_spread": spread(ratio),
+        "acc_relation_exact": statistics.mean(r["cancelled"]["acc_relation_exact"] for r in runs),
+        "subject_subject": statistics.mean(r["cancelled"]["cross_terms"]["subject_subject"] for r in runs),
+        "uncancelled": statistics.mean(r["first_step_vs_ceiling"] for r in runs),
+        "within": statistics.mean(r["cancelled"]["within"] for r in runs),
+        "across": statistics.mean(r["cancelled"]["across"] for r in runs),
+    }
+
+
+def _panel_summary(cfg: PretrainedMLP, seeds: Sequence[int], runs: Sequence[dict]) -> dict[str, Any]:
+    """The numbers one panel's claims read (means over seeds, [min, max] where a claim names one)."""
     mean = lambda key: statistics.mean(r[key] for r in runs)  # noqa: E731
-    eos_extra = [_eos_extra(r["q_mean"]) for r in runs]
+    eos_extra, ratio = [_eos_extra(r["q_mean"]) for r in runs], [r["first_step_vs_ceiling"] for r in runs]
     return {
         "control": _pretrained_mlp_controls(runs),
-        "runs": runs,
+        "runs": list(runs),
         "seeds": list(seeds),
-        "settings": dataclasses.asdict(cfg),
+        "settings": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "right"},
         "pretrain_recall": mean("pretrain_recall"),
         "within_pair": mean("within"),
         "across_pairs": mean("across"),
+        "pair_score": mean("score"),
         "eos_in_second_step": statistics.mean(eos_extra),
         "eos_in_second_step_spread": spread(eos_extra),
         "first_step_vs_ceiling": mean("acc_relation_exact") / mean("bayes_ceiling"),
+        "first_step_vs_ceiling_spread": spread(ratio),
         "acc_relation_exact": mean("acc_relation_exact"),
         "bayes_ceiling": mean("bayes_ceiling"),
+        "subject_subject_cross_terms": statistics.mean(r["cross_terms"]["subject_subject"] for r in runs),
+        "cancelled": _cancelled_summary(runs)
+        if cfg.cancel_cross_terms
+        else not_applicable("this panel runs no cross-term cancellation"),
     }
+
+
+def pretrained_mlp_run(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, progress: bool = False) -> dict:
+    """Fig 4 over ``seeds``: the left panel's numbers at the top level, the right panel's (3-ICL) under ``right``
+    (``{"not_applicable": why}`` where the preset has none); each finished seed is kept (a rerun resumes)."""
+    results = _panel_summary(cfg, seeds, _panel_runs(cfg, seeds, out, "", progress))
+    if cfg.right is None:
+        results["right"] = not_applicable("this preset runs Fig 4's left panel only")
+    else:
+        right = cfg.right
+        results["right"] = _panel_summary(right, seeds, _panel_runs(right, seeds, out, "right_", progress))
+    return results
