@@ -107,6 +107,15 @@ EXPERIMENT = Experiment(
             field="div_method",
             help="how World-G hits --div (default: the preset's, interpolate)",
         ),
+        Option(
+            "--ft-loss",
+            default=None,
+            choices=("all", "attributes", "last"),
+            field="ft_loss",
+            help="World-G: loss positions of every finetuning mix: all (the preset's; grammar targets included), "
+            "attributes (attribute targets only) or last (the final answer); the world_g part also finetunes "
+            "ICL+Grm at the attribute-target reading",
+        ),
         Option("--n-ctx", type=int, default=None, low=1, help="fail unless every sequence fits this context length"),
         Option(
             "--model", default="pythia-160m", help="pretrained part: hub name or local HF dir (default %(default)s)"
