@@ -49,7 +49,7 @@ EXPERIMENT = Experiment(
             f"{PKG}.parts:part_world_g",
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
             reports=("smoke", "paper"),
-            minutes={"smoke": 3.8},
+            minutes={"smoke": 4.5},  # 3.8 before the second ICL+Grm finetuning (attribute targets): + 400 FT steps
         ),
         Part(
             "pretrained",

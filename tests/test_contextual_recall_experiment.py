@@ -186,7 +186,7 @@ def test_ft_loss_option_sets_every_finetuning_mix_and_is_named(tmp_path):
     note = rows["world_g.ft_iclgrm_transfers_to_icl"]["note"]
     assert "ft_loss last (preset all)" in note and "loss positions: last (the final answer only)" in note
     assert "loss positions: attributes" in rows["world_g.ft_iclgrm_attributes_transfers_to_icl"]["note"]
-    with pytest.raises(Exception, match="--ft-loss"):
+    with pytest.raises(Exception, match="ft_loss='grammar'"):
         EXPERIMENT.run(tmp_path / "bad", preset="micro", parts=["world_g"], options={"ft_loss": "grammar"})
 
 
