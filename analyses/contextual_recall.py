@@ -132,7 +132,7 @@ main = EXPERIMENT.main
 # that this module and ``--help`` stay free of torch:
 #   PRESETS           the micro / smoke / paper presets (``PRESETS["smoke"].run_g(seed)``: the World-G run of §3)
 #   train_g           pretrain Model A on World-G PT, then finetune copies on ICL / ICL+Grm (Figs. 2-4); resumable
-#   finetune_g        one more finetuning of the pretrained model (the shuffled-subject control)
+#   finetune_g        one more finetuning of the pretrained model (the shuffled-subject control; loss= a reading)
 #   chance_exact      the exact-match chance of a uniform guess within the right attribute type
 #   run_construction  §4: Prop. 1-4's weights scored with their controls, and Theorem 2's two-step cascade
 #   metric_curves     Fig. 1's four final-token metrics vs training step (Figs. 2-4, 15)
