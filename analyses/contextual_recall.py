@@ -49,7 +49,7 @@ EXPERIMENT = Experiment(
             f"{PKG}.parts:part_world_g",
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
             reports=("smoke", "paper"),
-            minutes={"smoke": 3.8},
+            minutes={"smoke": 4.5},  # 3.8 before the second ICL+Grm finetuning (attribute targets): + 400 FT steps
         ),
         Part(
             "pretrained",
@@ -107,6 +107,15 @@ EXPERIMENT = Experiment(
             field="div_method",
             help="how World-G hits --div (default: the preset's, interpolate)",
         ),
+        Option(
+            "--ft-loss",
+            default=None,
+            choices=("all", "attributes", "last"),
+            field="ft_loss",
+            help="World-G: loss positions of every finetuning mix: all (the preset's; grammar targets included), "
+            "attributes (attribute targets only) or last (the final answer); the world_g part also finetunes "
+            "ICL+Grm at the attribute-target reading",
+        ),
         Option("--n-ctx", type=int, default=None, low=1, help="fail unless every sequence fits this context length"),
         Option(
             "--model", default="pythia-160m", help="pretrained part: hub name or local HF dir (default %(default)s)"
@@ -123,7 +132,7 @@ main = EXPERIMENT.main
 # that this module and ``--help`` stay free of torch:
 #   PRESETS           the micro / smoke / paper presets (``PRESETS["smoke"].run_g(seed)``: the World-G run of §3)
 #   train_g           pretrain Model A on World-G PT, then finetune copies on ICL / ICL+Grm (Figs. 2-4); resumable
-#   finetune_g        one more finetuning of the pretrained model (the shuffled-subject control)
+#   finetune_g        one more finetuning of the pretrained model (the shuffled-subject control; loss= a reading)
 #   chance_exact      the exact-match chance of a uniform guess within the right attribute type
 #   run_construction  §4: Prop. 1-4's weights scored with their controls, and Theorem 2's two-step cascade
 #   metric_curves     Fig. 1's four final-token metrics vs training step (Figs. 2-4, 15)

@@ -15,7 +15,12 @@ from analyses.papers.contextual_recall.data import (
     sample_icl,
     sample_pt,
 )
-from analyses.papers.contextual_recall.metrics import metrics_of_predictions
+from analyses.papers.contextual_recall.metrics import (
+    BREAKDOWN,
+    breakdown_of_logits,
+    metrics_of_predictions,
+    prediction_breakdown,
+)
 from analyses.papers.contextual_recall.models import build_model_a
 from analyses.task_vectors import class_cosine_matrix, cosine_silhouette_score, replace_and_rank
 from mechrecall.batch import Batch
@@ -52,6 +57,35 @@ def test_metrics_on_hand_made_predictions():
     assert m["attr_type"] == 0.5  # predictions 0 and 1 are of the target's type
     assert m["subject"] == 0.5  # predictions 0 and 2 are the subject's own attributes
     assert m["attribute"] == 0.75
+
+
+def test_prediction_breakdown_on_hand_built_logits():
+    w = build_world(CFG)
+    target = torch.tensor([int(w.attributes[0, 1]), int(w.attributes[1, 1]), int(w.attributes[2, 2])] * 2)
+    ell = torch.tensor([1, 1, 2] * 2)
+    same_type = next(int(v) for v in w.value_ids(1) if v != target[1])
+    answers = [
+        target[0],  # the attribute
+        same_type,  # another value of the right type
+        CFG.grammar_offset + 2,  # a grammar token
+        CFG.sep,  # other
+        int(w.value_ids(0)[0]),  # a value of another type: other
+        3,  # a subject: other
+    ]
+    logits = torch.randn(6, w.V) * 0.1
+    logits[torch.arange(6), torch.tensor(answers)] = 5.0
+    b = breakdown_of_logits(logits, target, ell, w)
+    assert list(b) == list(BREAKDOWN) and sum(b.values()) == pytest.approx(1.0)
+    assert b == pytest.approx({"attribute": 1 / 6, "right_type": 1 / 6, "grammar": 1 / 6, "other": 3 / 6})
+    tie = torch.zeros(1, w.V)  # all equal: the first index (subject 0) is the answer -> other
+    assert breakdown_of_logits(tie, target[:1], ell[:1], w)["other"] == 1.0
+    model = build_model_a(w.V, 8, 16, seed=0)
+    tokens = torch.randint(w.V, (6, 5))
+    pos = torch.tensor([4, 3, 2, 4, 1, 0])
+    batch = Batch(tokens, tokens, None, {"target": target, "attr_type": ell, "pred_pos": pos})
+    with torch.no_grad():
+        expect = breakdown_of_logits(model(tokens)[torch.arange(6), pos], target, ell, w)
+    assert prediction_breakdown(model, batch, w) == expect
 
 
 def _brute_silhouette(x, labels):

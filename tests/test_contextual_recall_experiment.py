@@ -101,7 +101,7 @@ def test_micro_run_end_to_end(tmp_path):
     # world_r / world_g: every claim has its control and no rule passes it. Excepted: "ICL ≈ 0 after pretraining",
     # whose control is the model finetuned on ICL; micro's 4 finetuning steps teach it nothing (smoke: 0.17-0.35)
     trained = [r for r in run["claims"] if r["id"].split(".")[1] in ("world_r", "world_g")]
-    assert len(trained) == 15 and all(r.get("control_is") for r in trained)
+    assert len(trained) == 16 and all(r.get("control_is") for r in trained)
     assert control_problems(trained) == [
         "contextual_recall.world_g.pt_icl_near_zero: control 0 passes the rule '≤ 0.05'"
     ]
@@ -116,6 +116,7 @@ def test_micro_run_end_to_end(tmp_path):
     step0 = g["history_pt"][0]
     assert g["at_init"]["control"]["stagewise_gap"] == step0["PT.attr_type"] - step0["PT.exact"]
     assert len(g["clustering_ft_icl"]["t"]) == 4 and len(g["steering_ft_icl"]["beta"]) == 11
+    _check_finding3(tmp_path, g, rows)
     for f in (
         "fig02_pretraining.png",
         "fig03_finetune_icl.png",
@@ -135,6 +136,58 @@ def test_micro_run_end_to_end(tmp_path):
     fig = F.clustering_figure(g["clustering_ft_icl"], "Figs. 8, 16, 17")
     assert "Fig. 16" in _titles(fig) and len(fig.axes[1].lines) == len(REP_SITES)
     assert list(fig.axes[0].lines[0].get_ydata()) == g["clustering_ft_icl"]["accuracy"]
+
+
+def _check_finding3(tmp_path, g, rows):
+    """Finding 3 under both loss readings: two ICL+Grm finetunings from one pretrained model, their rows, the
+    held-out breakdown and the Fig. 4 figure."""
+    from analyses.papers.contextual_recall import figures as F
+
+    assert g["ft_loss"] == "all" and g["samples_per_ft_step"] == 8
+    runs = tmp_path / "contextual_recall" / "runs" / "world_g"
+    assert sorted(p.name for p in runs.iterdir()) == ["ft_ICL", "ft_ICLGrm", "ft_ICLGrm_loss_attributes", "pt"]
+    assert g["history_ft_iclgrm_attributes"][0] == g["history_ft_iclgrm"][0]  # the same pretrained start
+    assert set(g["query_breakdown"]) == {"pretrained", "ft_icl", "ft_iclgrm", "ft_iclgrm_attributes"}
+    for name, b in g["query_breakdown"].items():
+        assert sum(b.values()) == pytest.approx(1.0)
+        exact = {"pretrained": g["after_pt"], "ft_icl": g["after_ft_icl"], "ft_iclgrm": g["after_ft_iclgrm"]}
+        exact["ft_iclgrm_attributes"] = g["after_ft_iclgrm_attributes"]
+        assert b["attribute"] == pytest.approx(exact[name]["ICL_heldout.exact"])  # the same sequences, same model
+    lit, attr = rows["world_g.ft_iclgrm_transfers_to_icl"], rows["world_g.ft_iclgrm_attributes_transfers_to_icl"]
+    assert lit["ours"] == g["after_ft_iclgrm"]["ICL_heldout.exact"] and lit["class"] == attr["class"] == "paper"
+    assert attr["ours"] == g["after_ft_iclgrm_attributes"]["ICL_heldout.exact"]
+    assert "loss positions: all (the literal reading" in lit["note"]
+    assert "loss positions: attributes (the attribute-target reading" in attr["note"]
+    assert (
+        "FT on ICL (loss: all) at the same 32 samples" in attr["note"] and "held-out answers: attribute" in attr["note"]
+    )
+    assert lit["control"] == attr["control"] == g["after_pt"]["ICL_heldout.exact"]
+    fig = F.finding3_figure([g, g])
+    assert "Fig. 4" in _titles(fig)
+    means = [ln for ln in fig.axes[0].lines if ln.get_linewidth() == 2]
+    assert len(means) == 3 and list(means[2].get_ydata()) == [
+        r["ICL_heldout.exact"] for r in g["history_ft_iclgrm_attributes"]
+    ]
+    assert list(means[0].get_xdata()) == [8 * r["step"] for r in g["history_ft_icl"]]  # finetuning samples
+    assert (tmp_path / "contextual_recall" / "fig04_sample_efficiency.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_ft_loss_option_sets_every_finetuning_mix_and_is_named(tmp_path):
+    run = EXPERIMENT.run(tmp_path, preset="micro", parts=["world_g"], options={"ft_loss": "last"})
+    rows = {r["id"].split(".", 1)[1]: r for r in run["claims"]}
+    runs = tmp_path / "contextual_recall" / "runs" / "world_g"
+    assert sorted(p.name for p in runs.iterdir()) == [
+        "ft_ICLGrm_loss_attributes",
+        "ft_ICLGrm_loss_last",
+        "ft_ICL_loss_last",
+        "pt",
+    ]
+    note = rows["world_g.ft_iclgrm_transfers_to_icl"]["note"]
+    assert "ft_loss last (preset all)" in note and "loss positions: last (the final answer only)" in note
+    assert "loss positions: attributes" in rows["world_g.ft_iclgrm_attributes_transfers_to_icl"]["note"]
+    with pytest.raises(Exception, match="ft_loss='grammar'"):
+        EXPERIMENT.run(tmp_path / "bad", preset="micro", parts=["world_g"], options={"ft_loss": "grammar"})
 
 
 def test_finetune_g_adds_a_control_finetuning_and_a_finished_run_loads_without_writing(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from analyses.papers.contextual_recall.data import (
+    IGNORE,
     WorldConfig,
     WorldConfigError,
     all_icl_rel,
@@ -20,6 +21,7 @@ from analyses.papers.contextual_recall.data import (
     sample_pt,
     sample_pt_rel,
     split_subjects,
+    with_loss,
 )
 
 G_CFG = WorldConfig(
@@ -127,6 +129,39 @@ def test_icl_and_iclgrm_layouts():
     assert torch.equal(
         g.tokens[torch.arange(64), g.extras["pred_pos"] + 1 - 1], g.tokens[torch.arange(64), g.extras["lengths"] - 1]
     )
+
+
+def test_loss_readings_on_a_hand_built_prompt():
+    from analyses.papers.contextual_recall.data import _next_token_batch
+
+    w = build_world(G_CFG)
+    g0, sep = G_CFG.grammar_offset, G_CFG.sep
+    a = w.attributes
+    # [s3 g g a] [sep] [s5 g a] ... as two ICL+Grm rows: S_ft = 2 (length 9) and S_ft = 1 (length 7, padded)
+    row0 = [3, g0, g0 + 1, int(a[3, 1]), sep, 5, g0 + 2, g0, int(a[5, 1])]
+    row1 = [7, g0 + 3, int(a[7, 2]), sep, 9, g0 + 4, int(a[9, 2])]
+    full = torch.tensor([row0, [*row1, sep, sep]])
+    b = _next_token_batch(full, torch.tensor([9, 7]), torch.tensor([5, 9]), torch.tensor([1, 2]))
+    on = {r: [torch.nonzero(m).flatten().tolist() for m in with_loss(b, w, r).loss_mask] for r in ("all", "attributes")}
+    assert on["all"] == [list(range(8)), list(range(6))]  # every next token inside the sequence, grammar included
+    assert on["attributes"] == [[2, 7], [1, 5]]  # the last grammar token before each attribute
+    last = with_loss(b, w, "last")
+    assert [torch.nonzero(m).flatten().tolist() for m in last.loss_mask] == [[7], [5]]  # pred_pos only
+    assert torch.equal(last.tokens, b.tokens) and torch.equal(last.targets, b.targets)  # only the mask changes
+    with pytest.raises(WorldConfigError, match="loss reading 'grammar'"):
+        with_loss(b, w, "grammar")
+
+
+def test_loss_readings_on_sampled_mixes():
+    w = build_world(G_CFG)
+    ft, _ = split_subjects(w, 16, 0)
+    for grm in (0, (1, 4)):
+        b = sample_icl(w, 64, 3, gen(3), demo_subjects=ft, grammar_len=grm)
+        assert torch.equal(with_loss(b, w, "all").loss_mask, b.targets != IGNORE)  # today's mask
+        attr = with_loss(b, w, "attributes").loss_mask
+        assert (attr.sum(1) == 4).all()  # one attribute per demonstration and the query
+        assert (w.type_of_token()[b.targets[attr]] == b.extras["attr_type"].repeat_interleave(4)).all()
+        assert attr[torch.arange(64), b.extras["pred_pos"]].all()
 
 
 def test_shuffled_subjects_keep_the_attributes_but_break_every_stored_pair():

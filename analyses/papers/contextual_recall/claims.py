@@ -348,6 +348,53 @@ def _g_chance(r: Results) -> float:
     return float(_num(r, "chance_exact"))
 
 
+#: the readings of the finetuning loss (``data.LOSS_READINGS``; the paper: "the standard next-token prediction
+#: objective", §3.2), as the Finding 3 claims name them
+LOSS_WORDS = {
+    "all": "the literal reading: every next token, grammar targets included",
+    "attributes": "the attribute-target reading: only positions whose next token is an attribute",
+    "last": "the final answer only",
+}
+
+
+def _finding3_notes(at: str, reading: str | None) -> Callable[[Results], str]:
+    """The loss reading of a Finding 3 row, FT on ICL at the same number of samples (its comparison), what the
+    model answers at the held-out queries, its ICL+Grm (S_ft=1) accuracy and chance."""
+
+    def notes(r: Results) -> str:
+        loss = reading or r.get("ft_loss", "all")
+        icl = r["after_ft_icl"]
+        words = [f"loss positions: {loss} ({LOSS_WORDS[loss]})"]
+        words.append(
+            f"FT on ICL (loss: {r.get('ft_loss', 'all')}) at the same {icl['step'] * r.get('samples_per_ft_step', 0)} "
+            f"samples: {icl['ICL_heldout.exact']:.3f}"
+        )
+        b = r.get("query_breakdown", {}).get(at)
+        if b:
+            words.append("held-out answers: " + " / ".join(f"{k} {v:.2f}" for k, v in b.items()))
+        words.append(f"ICL+Grm (S_ft=1) held-out {r[f'after_{at}']['ICLGrm1_heldout.exact']:.3f}")
+        return "; ".join([*words, f"chance {r['chance_exact']:.3f}"])
+
+    return notes
+
+
+def _finding3_claim(name: str, text: str, at: str, reading: str | None) -> ClaimSpec:
+    """Finding 3 at one loss reading of the ICL+Grm finetuning (``reading``; ``None``: the run's ``--ft-loss``,
+    default ``all``, the literal reading), judged by the level FT on ICL reaches in the same samples (the smoke
+    floor of ``world_g.ft_icl_heldout`` over seeds 0-4)."""
+    return ClaimSpec(
+        f"world_g.{name}",
+        "finetuning on ICL+Grm gives contextual recall on held-out subjects with sample efficiency comparable to "
+        f"finetuning on ICL directly (ICL exact after the same finetuning samples){text}",
+        f"after_{at}/ICL_heldout.exact",
+        lambda r: at_least(G_FT_HELDOUT_MIN, partial=_g_chance(r)),
+        where="§3.2, Figs. 4 and 15 (Finding 3)",
+        control="after_pt/ICL_heldout.exact",
+        control_is=_BEFORE_FT,
+        notes=_finding3_notes(at, reading),
+    )
+
+
 _WORLD_G = [
     ClaimSpec(
         "world_g.pt_factual_recall",
@@ -399,18 +446,17 @@ _WORLD_G = [
         control_is=_BEFORE_FT,
         notes=lambda r: f"chance {r['chance_exact']:.3f}; before FT {r['after_pt']['ICL_heldout.exact']:.3f}",
     ),
-    ClaimSpec(
-        "world_g.ft_iclgrm_transfers_to_icl",
-        "finetuning on ICL+Grm raises ICL exact on held-out subjects as finetuning on ICL does (format transfer)",
-        "after_ft_iclgrm/ICL_heldout.exact",
-        lambda r: at_least(G_FT_HELDOUT_MIN, partial=_g_chance(r)),
-        where="§3.2, Fig. 4 (Finding 3)",
-        control="after_pt/ICL_heldout.exact",
-        control_is=_BEFORE_FT,
-        notes=lambda r: (
-            f"ICL+Grm (S_ft=1) held-out {r['after_ft_iclgrm']['ICLGrm1_heldout.exact']:.3f}; "
-            f"chance {r['chance_exact']:.3f}"
-        ),
+    *(
+        _finding3_claim(name, text, at, reading)
+        for name, text, at, reading in (
+            ("ft_iclgrm_transfers_to_icl", "", "ft_iclgrm", None),
+            (
+                "ft_iclgrm_attributes_transfers_to_icl",
+                " [loss on attribute targets only]",
+                "ft_iclgrm_attributes",
+                "attributes",
+            ),
+        )
     ),
     ClaimSpec(
         "world_g.silhouette_rises_with_demos",

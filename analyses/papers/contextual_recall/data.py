@@ -252,6 +252,31 @@ def _next_token_batch(
     )
 
 
+#: where the loss of a finetuning mix sits (the paper says only "the standard next-token prediction objective" for
+#: World-G, §3.2; "last-token" for World-R, §4): ``all`` every next token of the sequence, grammar targets included
+#: (the literal reading); ``attributes`` only the positions whose next token is an attribute value (the attribute-
+#: target reading); ``last`` only the final answer (at ``pred_pos``)
+LOSS_READINGS = ("all", "attributes", "last")
+
+
+def with_loss(batch: Batch, world: World, reading: str) -> Batch:
+    """``batch`` with its loss mask on the positions of ``reading`` (:data:`LOSS_READINGS`), inside each sequence
+    (padded targets ``-100`` never carry loss); tokens and targets unchanged."""
+    if reading not in LOSS_READINGS:
+        raise WorldConfigError(f"loss reading {reading!r}; expected one of {LOSS_READINGS}")
+    targets = batch.targets
+    valid = targets != IGNORE
+    if reading == "all":
+        mask = valid
+    elif reading == "attributes":
+        types = world.type_of_token().to(targets.device)
+        mask = valid & (types[targets.clamp(min=0)] >= 0)
+    else:
+        pos = torch.arange(targets.shape[1], device=targets.device)[None, :]
+        mask = pos == batch.extras["pred_pos"].to(targets.device)[:, None]
+    return Batch(batch.tokens, targets, mask, dict(batch.extras))
+
+
 def sample_pt(
     world: World,
     batch: int,

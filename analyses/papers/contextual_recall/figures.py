@@ -278,9 +278,52 @@ def world_r_figures(tr: "Trained", res: Mapping[str, Any], positions: str) -> di
     return figs
 
 
+#: Finding 3's curves: (results key of the history, label, colour); the label's ``{loss}`` is the run's ``ft_loss``
+FINDING3_CURVES = (
+    ("history_ft_icl", "FT on ICL (loss: {loss})", "C0"),
+    ("history_ft_iclgrm", "FT on ICL+Grm (loss: {loss})", "C3"),
+    ("history_ft_iclgrm_attributes", "FT on ICL+Grm (loss: attributes)", "C2"),
+)
+BREAKDOWN_STYLE = {"attribute": "C2", "right_type": "C1", "grammar": "C3", "other": "0.6"}
+
+
+def finding3_figure(results: Sequence[Mapping[str, Any]], title: str = "") -> Figure:
+    """Fig. 4's layout over one or more seeds' World-G results: ICL exact match on held-out query subjects vs
+    finetuning samples for FT on ICL and FT on ICL+Grm under both loss readings (thin: each seed; thick: their
+    mean), and what the models answer at those queries (mean shares over seeds, :data:`metrics.BREAKDOWN`)."""
+    fig, (ax, bx) = subplots(1, 2, figsize=(10.5, 3.6))
+    loss = results[0]["ft_loss"]
+    for key, label, colour in FINDING3_CURVES:
+        curves = [[row["ICL_heldout.exact"] for row in r[key]] for r in results]
+        x = [row["step"] * results[0]["samples_per_ft_step"] for row in results[0][key]]
+        for c in curves:
+            ax.plot(x, c, color=colour, lw=0.6, alpha=0.5)
+        ax.plot(x, np.mean(curves, 0), color=colour, lw=2, label=label.format(loss=loss))
+    ax.axhline(results[0]["chance_exact"], color="k", ls=":", lw=1, label="chance (right type)")
+    ax.set(xlabel="finetuning samples", ylabel="ICL exact, held-out subjects", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=7)
+    names = list(results[0]["query_breakdown"])
+    bottom = np.zeros(len(names))
+    for cls, colour in BREAKDOWN_STYLE.items():
+        share = np.array([np.mean([r["query_breakdown"][n][cls] for r in results]) for n in names])
+        bx.bar(range(len(names)), share, bottom=bottom, color=colour, label=cls)
+        bottom += share
+    ticks = {"pretrained": "before FT", "ft_icl": f"FT ICL\n({loss})", "ft_iclgrm": f"FT ICL+Grm\n({loss})"}
+    ticks["ft_iclgrm_attributes"] = "FT ICL+Grm\n(attributes)"
+    bx.set_xticks(range(len(names)), [ticks.get(n, n) for n in names], fontsize=7)
+    bx.set(ylabel="share of answers at the held-out query", ylim=(0, 1), title=f"after finetuning (loss: {loss})")
+    bx.legend(fontsize=7)
+    seeds = f"{len(results)} seed{'s' if len(results) > 1 else ''}"
+    fig.suptitle(title or f"Fig. 4: sample efficiency of FT on ICL+Grm vs ICL, both loss readings ({seeds})")
+    fig.tight_layout()
+    return fig
+
+
 def world_g_figures(tr: "Trained", res: Mapping[str, Any]) -> dict[str, Figure]:
     """The World-G part's figures (Figs. 2-4, 8, 15-18) from its training histories and results."""
     seen_held = [("ICL_seen", "seen query subjects"), ("ICL_heldout", "held-out query subjects")]
+    ft_icl, ft_grm = {"eval": res["history_ft_icl"]}, {"eval": res["history_ft_iclgrm"]}
+    loss = f"loss: {res['ft_loss']}"
     return {
         "fig02_pretraining.png": metric_curves(
             tr.history_pt,
@@ -288,16 +331,15 @@ def world_g_figures(tr: "Trained", res: Mapping[str, Any]) -> dict[str, Figure]:
             "Fig. 2: pretraining on PT (World-G, Model A)",
             "PT step",
         ),
-        "fig03_finetune_icl.png": metric_curves(
-            tr.history_ft["ICL"], seen_held, "Fig. 3: finetuning on ICL", "FT step"
-        ),
+        "fig03_finetune_icl.png": metric_curves(ft_icl, seen_held, f"Fig. 3: finetuning on ICL ({loss})", "FT step"),
         "fig04_finetune_iclgrm.png": metric_curves(
-            tr.history_ft["ICLGrm"], seen_held, "Fig. 4: finetuning on ICL+Grm, evaluated on ICL", "FT step"
+            ft_grm, seen_held, f"Fig. 4: finetuning on ICL+Grm ({loss}), evaluated on ICL", "FT step"
         ),
+        "fig04_sample_efficiency.png": finding3_figure([res]),
         "fig15_iclgrm_vs_icl.png": metric_curves(
-            tr.history_ft["ICLGrm"],
+            ft_grm,
             [("ICLGrm1_heldout", "ICL+Grm (S_ft=1), held-out"), ("ICL_heldout", "ICL, held-out")],
-            "Fig. 15: finetuning on ICL+Grm — ICL+Grm vs ICL",
+            f"Fig. 15: finetuning on ICL+Grm ({loss}) — ICL+Grm vs ICL",
             "FT step",
         ),
         "fig08_16_17_clustering.png": clustering_figure(

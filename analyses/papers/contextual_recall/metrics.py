@@ -66,6 +66,44 @@ def recall_metrics(model: HookedTransformer, batch: Batch, world: World) -> dict
         model.train(was)
 
 
+#: what the model answers at a query (Finding 3's miss, §3.2): the target ``attribute``; another value of the
+#: ``right_type``; a ``grammar`` token; ``other`` (a value of another type, a subject, ``[sep]``)
+BREAKDOWN = ("attribute", "right_type", "grammar", "other")
+
+
+def breakdown_of_logits(
+    logits: Float[torch.Tensor, "B V"],
+    target: Int[torch.Tensor, " B"],
+    attr_type: Int[torch.Tensor, " B"],
+    world: World,
+) -> dict[str, float]:
+    """The share of each :data:`BREAKDOWN` class among the argmax answers (first index on ties) of ``logits`` at
+    the query; the four shares sum to 1."""
+    pred = logits.argmax(-1).cpu()
+    target, attr_type = target.cpu(), attr_type.cpu()
+    c = world.cfg
+    exact = pred == target
+    right_type = (world.type_of_token()[pred] == attr_type) & ~exact
+    grammar = (pred >= c.grammar_offset) & (pred < c.grammar_offset + c.n_grammar)
+    other = ~(exact | right_type | grammar)
+    return {k: v.float().mean().item() for k, v in zip(BREAKDOWN, (exact, right_type, grammar, other))}
+
+
+@torch.no_grad()
+def prediction_breakdown(model: HookedTransformer, batch: Batch, world: World) -> dict[str, float]:
+    """:func:`breakdown_of_logits` of the model's logits at ``pred_pos`` of ``batch``."""
+    was = model.training
+    model.eval()
+    try:
+        b = batch.to(model.cfg.device or "cpu")
+        logits = model(b.tokens)
+        rows = torch.arange(b.tokens.shape[0], device=logits.device)
+        e = batch.extras
+        return breakdown_of_logits(logits[rows, b.extras["pred_pos"]], e["target"], e["attr_type"], world)
+    finally:
+        model.train(was)
+
+
 # ----------------------------------------------------------------------------------------------- §3.4
 
 #: (layer, site) read for Fig. 16; the paper's main one is layer-2 attention = (1, "attn_out").

@@ -92,14 +92,17 @@ def part_world_g(ctx: Context) -> PartResult:
 
     run = _params(ctx).run_g(ctx.seed)
     started = time.perf_counter()
-    tr = train_g(run, ctx.seed, ctx.run_dir("world_g"), device=ctx.device, progress=ctx.progress)
+    out = ctx.run_dir("world_g")
+    tr = train_g(run, ctx.seed, out, device=ctx.device, progress=ctx.progress, iclgrm_losses=("attributes",))
     res = measure_world_g(tr, run, ctx.seed, time.perf_counter() - started)
     gap = res["stagewise_max_gap"]
     ctx.say(
         f"world_g: PT exact {res['after_pt']['PT.exact']:.3f}, max type-exact gap {gap['type_minus_exact']:.2f} at "
         f"step {gap['step']}; ICL held-out after PT {res['after_pt']['ICL_heldout.exact']:.3f}, after FT-ICL "
         f"{res['after_ft_icl']['ICL_heldout.exact']:.3f}, after FT-ICL+Grm "
-        f"{res['after_ft_iclgrm']['ICL_heldout.exact']:.3f}; {res['train_seconds']:.0f} s"
+        f"{res['after_ft_iclgrm']['ICL_heldout.exact']:.3f} (loss: {run.ft_loss}), "
+        f"{res['after_ft_iclgrm_attributes']['ICL_heldout.exact']:.3f} (loss: attributes); "
+        f"{res['train_seconds']:.0f} s"
     )
     return PartResult(res, F.world_g_figures(tr, res))
 

@@ -132,6 +132,7 @@ class RunG:
     n_demos: int = 16  # N = N_ft
     n_finetune: int = 128
     grm_len: tuple[int, int] = (1, 5)  # S_ft ~ U{1..5} for ICL+Grm
+    ft_loss: str = "all"  # loss positions of every finetuning mix (data.LOSS_READINGS; "all": the literal reading)
     n_eval: int = 1024
     pt_eval_every: int = 250
     ft_eval_every: int = 50
@@ -227,6 +228,7 @@ class ContextualRecallPreset(Preset):
     n_demos: int | PerRun = 0
     div: float | None = None  # World-G target Div
     div_method: str = "interpolate"
+    ft_loss: str = "all"  # World-G: loss positions of every finetuning mix (all / attributes / last)
     construction_samples: int = 1024  # PT_rel / ICL_rel sequences the Prop. 1-4 weights are scored on
     cascade: tuple[CascadeWorld, CascadeWorld] = (CASCADE_HOLDS, CASCADE_PAPER)  # (condition holds, paper scale)
     cascade_mc: int = 4096  # Monte-Carlo draws of the cascade's population where it is too large to enumerate
@@ -244,6 +246,7 @@ class ContextualRecallPreset(Preset):
             ft_steps=per_run(self.ft_steps, "g"),
             n_finetune=per_run(self.n_finetune, "g"),
             n_demos=per_run(self.n_demos, "g"),
+            ft_loss=self.ft_loss,
         )
 
     def run_r(self, seed: int) -> RunR:
@@ -273,6 +276,7 @@ def _preset(g: RunG, r: RunR, **kwargs: Any) -> ContextualRecallPreset:
         n_demos=_both(g.n_demos, r.n_demos),
         div=g.world.target_div,
         div_method=g.world.div_method,
+        ft_loss=g.ft_loss,
         **kwargs,
     )
 

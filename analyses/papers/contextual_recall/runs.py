@@ -29,6 +29,7 @@ from mechrecall.trainer import TrainConfig, train
 
 from . import metrics as M
 from .data import (
+    LOSS_READINGS,
     World,
     build_world,
     check_task,
@@ -38,6 +39,7 @@ from .data import (
     sample_pt,
     sample_pt_rel,
     split_subjects,
+    with_loss,
 )
 from .models import (
     Basis,
@@ -86,6 +88,8 @@ def check_run_g(run: RunG) -> World:
     if len(ho) == 0:
         raise WorldConfigError(f"n_finetune={run.n_finetune} leaves no held-out subject (M={run.world.n_subjects})")
     check_task(world, n_demos=run.n_demos, pools=(ft, ho))
+    if run.ft_loss not in LOSS_READINGS:
+        raise WorldConfigError(f"ft_loss={run.ft_loss!r}; expected one of {LOSS_READINGS}")
     return world
 
 
@@ -115,16 +119,26 @@ def _recall(model: HookedTransformer, *, batch: Batch, world: World) -> dict[str
 FINETUNE_KINDS = ("ICL", "ICLGrm", "ICL_shuffled_subjects")
 
 
-def _icl_sampler(world: World, run: RunG, ft: torch.Tensor, kind: str) -> Callable[[int, torch.Generator], Batch]:
+def ft_key(kind: str, loss: str) -> str:
+    """The name of a finetuning of ``kind`` with its loss on the positions of ``loss`` (:data:`LOSS_READINGS`):
+    ``kind`` itself under the literal reading ``all`` (the names, folders and results keys of earlier runs),
+    ``<kind>_loss_<loss>`` otherwise — the key of ``Trained.models_ft`` / ``history_ft`` and ``out/ft_<key>``."""
+    return kind if loss == "all" else f"{kind}_loss_{loss}"
+
+
+def _icl_sampler(
+    world: World, run: RunG, ft: torch.Tensor, kind: str, loss: str
+) -> Callable[[int, torch.Generator], Batch]:
     if kind not in FINETUNE_KINDS:
         raise WorldConfigError(f"finetuning kind {kind!r}; expected one of {FINETUNE_KINDS}")
+    if loss not in LOSS_READINGS:
+        raise WorldConfigError(f"loss reading {loss!r}; expected one of {LOSS_READINGS}")
     grm = run.grm_len if kind == "ICLGrm" else 0
     shuffle = kind == "ICL_shuffled_subjects"
 
     def sample(step: int, gen: torch.Generator) -> Batch:
-        return sample_icl(
-            world, run.batch, run.n_demos, gen, demo_subjects=ft, grammar_len=grm, shuffle_subjects=shuffle
-        )
+        b = sample_icl(world, run.batch, run.n_demos, gen, demo_subjects=ft, grammar_len=grm, shuffle_subjects=shuffle)
+        return with_loss(b, world, loss)
 
     return sample
 
@@ -158,10 +172,12 @@ def train_g(
     device: str | None = None,
     progress: bool = False,
     finetune: Sequence[str] = ("ICL", "ICLGrm"),
+    iclgrm_losses: Sequence[str] = (),
 ) -> Trained:
     """Pretrain Model A on PT (``out/pt``), then finetune copies on each of ``finetune`` (:data:`FINETUNE_KINDS`)
-    over the finetuning subjects (``out/ft_<kind>``, :func:`finetune_g`). Resumable: a finished run is loaded from
-    its checkpoints without training."""
+    over the finetuning subjects with the loss on ``run.ft_loss``'s positions, and on ICL+Grm once more under each
+    other reading of ``iclgrm_losses`` (``out/ft_<key>``, :func:`finetune_g`, :func:`ft_key`). Resumable: a
+    finished run is loaded from its checkpoints without training."""
     world = check_run_g(run)
     ft, ho = split_subjects(world, run.n_finetune, seed)
     model = build_model_a(world.V, g_ctx(run), run.d_model, seed=seed)
@@ -187,25 +203,28 @@ def train_g(
     tr = Trained(world, ft, ho, model, {}, res.history, {}, batches)
     for kind in finetune:
         finetune_g(tr, run, seed, out, kind, progress=progress)
+    for loss in iclgrm_losses:
+        if loss != run.ft_loss:
+            finetune_g(tr, run, seed, out, "ICLGrm", loss=loss, progress=progress)
     return tr
 
 
-def finetune_g(tr: Trained, run: RunG, seed: int, out: Path, kind: str, *, progress: bool = False) -> HookedTransformer:
+def finetune_g(
+    tr: Trained, run: RunG, seed: int, out: Path, kind: str, *, loss: str | None = None, progress: bool = False
+) -> HookedTransformer:
     """Finetune a copy of the pretrained Model A ``tr.model_pt`` on ``kind`` (one of :data:`FINETUNE_KINDS`) over
-    the finetuning subjects ``tr.ft`` (§3.2: ``run.ft_steps`` steps at ``run.ft_lr``, the pretraining recipe
-    otherwise), tracked on ``tr.evals``; resumable in ``out/ft_<kind>``. Stores the model and its history in
-    ``tr.models_ft[kind]`` / ``tr.history_ft[kind]`` and returns the model."""
+    the finetuning subjects ``tr.ft`` with the loss on the positions of ``loss`` (:data:`LOSS_READINGS`; default
+    ``run.ft_loss``) (§3.2: ``run.ft_steps`` steps at ``run.ft_lr``, the pretraining recipe otherwise), tracked on
+    ``tr.evals``; resumable in ``out/ft_<key>`` (:func:`ft_key`). Stores the model and its history in
+    ``tr.models_ft[key]`` / ``tr.history_ft[key]`` and returns the model."""
+    loss = run.ft_loss if loss is None else loss
+    key = ft_key(kind, loss)
     tc = _g_config(run, seed, progress)
     tcf = replace(tc, steps=run.ft_steps, lr=run.ft_lr, eval_every=run.ft_eval_every, seed=seed + 1)
+    sampler = _icl_sampler(tr.world, run, tr.ft, kind, loss)
     m = _copy(tr.model_pt)
-    r = train(
-        m,
-        _icl_sampler(tr.world, run, tr.ft, kind),
-        tcf,
-        evals=_metric_evals(tr.world, tr.evals),
-        out_dir=out / f"ft_{kind}",
-    )
-    tr.models_ft[kind], tr.history_ft[kind] = m, r.history
+    r = train(m, sampler, tcf, evals=_metric_evals(tr.world, tr.evals), out_dir=out / f"ft_{key}")
+    tr.models_ft[key], tr.history_ft[key] = m, r.history
     return m
 
 
@@ -489,19 +508,20 @@ def measure_world_g(tr: Trained, run: RunG, seed: int, seconds: float) -> dict[s
     gen = torch.Generator().manual_seed(20_000 + seed)
     subj, ell = prefix_subjects(tr.world, run.K, run.max_t, gen, demo_subjects=tr.heldout)
     ts = list(range(run.max_t + 1))
-    model = tr.models_ft["ICL"]
+    icl, grm = ft_key("ICL", run.ft_loss), ft_key("ICLGrm", run.ft_loss)
+    model = tr.models_ft[icl]
     model.eval()
     clu = M.clustering_vs_demos(model, tr.world, subj, ell, ts)
     steer = M.steering_ranks(model, tr.world, subj, ell, STEERING_BETAS)
-    clu_grm = M.clustering_vs_demos(tr.models_ft["ICLGrm"].eval(), tr.world, subj, ell, ts)
+    clu_grm = M.clustering_vs_demos(tr.models_ft[grm].eval(), tr.world, subj, ell, ts)
     return {
         "config": asdict(run),
         "train_seconds": seconds,
         "div": {n: tr.world.div(n) for n in ("row_mean_l1", "entry_l1", "induced_l1")},
         "chance_exact": chance_exact(run.world),
         "after_pt": final(pt_h),
-        "after_ft_icl": final(tr.history_ft["ICL"]),
-        "after_ft_iclgrm": final(tr.history_ft["ICLGrm"]),
+        "after_ft_icl": final(tr.history_ft[icl]),
+        "after_ft_iclgrm": final(tr.history_ft[grm]),
         "stagewise_max_gap": {"step": max_gap_step, "type_minus_exact": max_gap},
         "clustering_ft_icl": clu,
         "clustering_ft_iclgrm": clu_grm,
@@ -510,9 +530,34 @@ def measure_world_g(tr: Trained, run: RunG, seed: int, seconds: float) -> dict[s
         "steering_target_over_orig": steer["rank_target"][-1] / steer["rank_orig"][-1],
         "steering_crossing_beta": M.crossing_beta(steer),
         "history_pt": pt_h["eval"],
-        "history_ft_icl": tr.history_ft["ICL"]["eval"],
-        "history_ft_iclgrm": tr.history_ft["ICLGrm"]["eval"],
+        "history_ft_icl": tr.history_ft[icl]["eval"],
+        "history_ft_iclgrm": tr.history_ft[grm]["eval"],
         "at_init": world_g_controls(tr, run, seed, subj, ell, ts),
+        **finding3(tr, run),
+    }
+
+
+def finding3(tr: Trained, run: RunG) -> dict[str, Any]:
+    """Finding 3 (§3.2, Figs. 4, 15) under both readings of the finetuning loss: ``ft_loss`` (the reading of
+    ``after_ft_icl`` / ``after_ft_iclgrm``), the ICL+Grm finetuning at the attribute-target reading
+    (``after_ft_iclgrm_attributes`` and its history; the same run where ``ft_loss`` is ``attributes``), the
+    samples one finetuning step sees (Fig. 4's x axis), and ``query_breakdown``: what each model answers at the
+    held-out ICL queries (:func:`metrics.prediction_breakdown`: attribute / right type / grammar / other) —
+    pretrained (before finetuning), finetuned on ICL, on ICL+Grm at ``ft_loss``, at ``attributes``."""
+    attr = ft_key("ICLGrm", "attributes")
+    models = {
+        "pretrained": tr.model_pt,
+        "ft_icl": tr.models_ft[ft_key("ICL", run.ft_loss)],
+        "ft_iclgrm": tr.models_ft[ft_key("ICLGrm", run.ft_loss)],
+        "ft_iclgrm_attributes": tr.models_ft[attr],
+    }
+    held = tr.evals["ICL_heldout"]
+    return {
+        "ft_loss": run.ft_loss,
+        "samples_per_ft_step": run.batch,
+        "after_ft_iclgrm_attributes": final(tr.history_ft[attr]),
+        "history_ft_iclgrm_attributes": tr.history_ft[attr]["eval"],
+        "query_breakdown": {k: M.prediction_breakdown(m, held, tr.world) for k, m in models.items()},
     }
 
 
