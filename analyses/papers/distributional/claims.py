@@ -275,11 +275,11 @@ def _counting_note(c: Results) -> str:
     def fmt(xs: Any) -> str:
         return " / ".join("—" if x is None else f"{x:.2f}" for x in xs)
 
-    others = ", ".join(f"{k} {v:.3f}" for k, v in c["baselines"].items())
+    others, best = ", ".join(f"{k} {v:.3f}" for k, v in c["baselines"].items()), c["best_baseline"]
     return (
         f"IO preferred over S with IO the {'/'.join(POSITIONS)} successor: ours {fmt(c['ours_by_position'])} "
-        f"(all {c['ours']:.3f}), best baseline ({c['best_baseline']}) {fmt(c['baselines_by_position'][c['best_baseline']])};"
-        f" baselines overall: {others}"
+        f"(all {c['ours']:.3f}), best baseline ({best}) {fmt(c['baselines_by_position'][best])}; "
+        f"baselines overall: {others}"
     )
 
 

@@ -275,8 +275,11 @@ def ioi_baselines(
 def io_preferred(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, " batch"]:
     """1 where the model's logit of IO (ȳ) exceeds that of S (the distractor) at the sequence's measured position
     (the per-sequence ``io_over_s`` of :func:`recall_metrics`), else 0."""
-    rows = batch.loss_mask.nonzero()[:, 0]
-    logits = model(batch.tokens)[batch.loss_mask]
+    mask = batch.loss_mask
+    if mask is None:
+        raise ValueError("io_preferred needs a batch with a loss_mask (the measured position of each sequence)")
+    rows = mask.nonzero()[:, 0]
+    logits = model(batch.tokens)[mask]
     io, s = batch.extras["ybar"].to(rows.device)[rows], batch.extras["y_distractor"].to(rows.device)[rows]
     return (logits.gather(-1, io[:, None]) > logits.gather(-1, s[:, None])).float()[:, 0]
 
