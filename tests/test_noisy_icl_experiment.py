@@ -278,6 +278,7 @@ def test_help_documents_every_option_and_part(capsys):
     assert "spec" not in text.lower() and "``" not in text
 
 
+@pytest.fixture(scope="module")
 def micro_all(tmp_path_factory):
     """Every part at the micro preset, in-process, once for the tests below (≈ 45 s on one core)."""
     from analyses.noisy_icl import EXPERIMENT
