@@ -498,6 +498,12 @@ def test_micro_ioi_and_theory_rules_reject_their_controls(micro_all):
     assert sgd["control"]["accuracy_gain"] == pytest.approx(sgd["drop_F1.acc"] - sgd["full.acc"], abs=1e-9)
     assert sgd["control"]["noise_removed_first_mlp"] == pytest.approx(sgd["drop_F1.p_noise"] / sgd["full.p_noise"])
     assert 0.4 < sgd["control"]["io_over_s"] < 0.6  # untrained: no counting (seeds 0-4 at micro: 0.45-0.54)
+    # counting (issue 25): judged against the no-counting baselines computed on the same test set, by IO position
+    counting, row = sgd["counting"], rows["ioi.sgd_L3_counts"]
+    assert row["class"] == "extension" and row["control"] == sgd["control"]["counting_margin"] == 0.0
+    assert row["ours"] == pytest.approx(min(counting["margin_by_position"])) and row["ours"] == counting["margin"]
+    assert counting["baselines"]["proportional"] == 0.0 and sum(counting["n_by_position"]) == 256
+    assert "ioi_counting_by_position.png" in micro_all["parts"]["ioi"]["figures"]
 
 
 def test_theory_part_refuses_another_seed(tmp_path):
@@ -718,4 +724,4 @@ def test_a_diverging_ioi_run_is_reported_not_run_and_the_others_go_on(tmp_path, 
     }
     adam = data["parts"]["ioi"]["results"]["adam_L3"]
     assert claims["adam_L3_accuracy_gain"]["ours"] == pytest.approx(adam["F3_rho0.01.acc"] - adam["full.acc"])
-    assert data["figures"] == ["fig20_ioi_adam.png"]
+    assert data["figures"] == ["fig20_ioi_adam.png", "ioi_counting_by_position.png"]

@@ -255,9 +255,36 @@ def _margin_kept(removed: float | None) -> Rule:
     return near(0.0, 0.25 * tol, partial_tol=0.5 * tol, words=words)
 
 
+#: The counting rule: strictly above the best no-counting baseline (``metrics.IOI_BASELINES``, the one of highest
+#: mean) at each position of IO among the trigger's successors. ``metrics.counting_summary`` shows no baseline can
+#: pass it (the best one's margin is 0). Not a number the paper gave: App. J says only that the task "requires
+#: counting"; the former rule, IO over S on ≥ 0.9 of sequences, was ours, and "the name seen less often anywhere
+#: in the context" already scores 0.925 on it at T = 16.
+COUNTING_RULE = at_least(1e-9, words="> 0: above the best no-counting baseline at every position of IO")
+COUNTING_CONTROL = (
+    "the no-counting baselines on the same test set (most recent / first successor of the trigger, a coin flip "
+    "between the two names, successors copied in proportion, the name seen less often in the context): the "
+    "highest of their margins"
+)
+POSITIONS = ("1st", "2nd", "3rd")
+
+
+def _counting_note(c: Results) -> str:
+    """IO over S by IO's position, ours beside the best baseline, and every baseline's overall fraction."""
+
+    def fmt(xs: Any) -> str:
+        return " / ".join("—" if x is None else f"{x:.2f}" for x in xs)
+
+    others, best = ", ".join(f"{k} {v:.3f}" for k, v in c["baselines"].items()), c["best_baseline"]
+    return (
+        f"IO preferred over S with IO the {'/'.join(POSITIONS)} successor: ours {fmt(c['ours_by_position'])} "
+        f"(all {c['ours']:.3f}), best baseline ({best}) {fmt(c['baselines_by_position'][best])}; "
+        f"baselines overall: {others}"
+    )
+
+
 #: What each IOI claim's control is (``runs.ioi_controls`` measures them; none needs training).
 IOI_CONTROLS = {
-    "io_over_s": "the untrained model (step 0 of the same run)",
     "accuracy_gain": "the same edit on the first MLP (F₁) instead of the last",
     "noise_removed": "the same edit on the untrained model (step 0 of the same run: no τ association yet)",
     "io_s_margin_change": "every attention layer's output zeroed instead of the MLP edited (no in-context "
@@ -282,17 +309,16 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
     return [
         ClaimSpec(
             f"ioi.{entry}_counts",
-            f"{run}: the trained model counts — logit(IO) > logit(S), IO following the trigger once and S twice "
-            "(fraction of test sequences, full model)",
-            f"{entry}/full.io_over_s",
-            at_least(0.9, partial=0.6),
-            where='App. J ("this task also requires counting")',
-            **_ioi_control(entry, "io_over_s"),
-            notes=lambda r: (
-                "0.5: no counting (the model copies the trigger's successors without telling IO from S)"
-                if "full.io_over_s" in f(r)
-                else ""
-            ),
+            f"{run}: the trained model counts — it prefers IO (which follows the trigger once) to S (twice) more "
+            "often than the best no-counting baseline, wherever IO sits among the trigger's three successors "
+            "(ours minus that baseline, at the worst of the three positions)",
+            f"{entry}/measures/counting_margin",
+            COUNTING_RULE,
+            where='App. J ("this task also requires counting"; the paper gives no number)',
+            kind="extension",
+            control=f"{entry}/control/counting_margin",
+            control_is=COUNTING_CONTROL,
+            notes=lambda r: _counting_note(f(r)["counting"]),
         ),
         ClaimSpec(
             f"ioi.{entry}_accuracy_gain",

@@ -192,6 +192,28 @@ def fig_ioi(histories: Mapping[int, History], optimizer: str) -> Figure:
     return fig
 
 
+def fig_ioi_counting(results: Mapping[str, Mapping[str, Any]]) -> Figure:
+    """App. J's counting, by position (ours, not a paper figure): "IO preferred over S" with IO the 1st / 2nd /
+    3rd successor of the trigger, ours beside each no-counting baseline on the same test set (``metrics.ioi_counting``;
+    ``results``: the runs' results by run id, those with a ``counting`` entry)."""
+    runs = {k: v["counting"] for k, v in results.items() if isinstance(v, Mapping) and "counting" in v}
+    fig, axes = subplots(1, max(1, len(runs)), figsize=(5.5 * max(1, len(runs)), 3.6), squeeze=False)
+    for ax, (run_id, c) in zip(axes[0], runs.items()):
+        series_ = {"ours": c["ours_by_position"], **c["baselines_by_position"]}
+        width = 0.8 / len(series_)
+        for i, (name, values) in enumerate(series_.items()):
+            xs = [k + (i - (len(series_) - 1) / 2) * width for k in range(3)]
+            ys = [float("nan") if v is None else v for v in values]
+            best = " (best)" if name == c["best_baseline"] else ""
+            ax.bar(xs, ys, width, label=f"{name}{best}", color="black" if name == "ours" else None)
+        ax.set(xticks=range(3), xticklabels=["IO 1st", "IO 2nd", "IO 3rd"], ylim=(0, 1.05), title=run_id)
+        ax.set_ylabel("IO preferred over S")
+    axes[0][0].legend(fontsize=6)
+    fig.suptitle("App. J (Figs 19-20's task): counting by where IO sits among the trigger's successors")
+    fig.tight_layout()
+    return fig
+
+
 def fig18_lam(df: pd.DataFrame, value: str = "pure_loss", models: Sequence[str] | None = None) -> Figure:
     """Fig. 18: one panel per ``d``; median (line) and 25-75 % band over seeds of ``value`` vs GD step (log x).
 

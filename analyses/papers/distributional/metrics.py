@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import torch
 from jaxtyping import Float, Int
@@ -230,3 +231,104 @@ def rho_sweep(
     )
     wide = sweep.table.pivot_table(index="rho", columns="metric", values="value")
     return [{"rho": float(rho), **{k: float(v) for k, v in row.items()}} for rho, row in wide.iterrows()]
+
+
+# ----------------------------------------------------------------------------------- IOI counting (App. J)
+
+#: The no-counting baselines of "IO preferred over S" (issue 25), each scored per sequence as the probability
+#: that it prefers IO (a tie, which such a rule breaks by a coin flip, is ½): none tells IO from S by counting the
+#: trigger's successors.
+IOI_BASELINES = {
+    "most_recent": "the most recent successor of the trigger",
+    "first": "the first successor of the trigger",
+    "coin": "a coin flip between the two names",
+    "proportional": "the trigger's successors copied in proportion to their counts (IO 1/3, S 2/3)",
+    "less_often": "the name seen less often anywhere in the context (a tie: a coin flip)",
+}
+
+
+def _prefers(more: torch.Tensor, fewer: torch.Tensor) -> Float[torch.Tensor, " batch"]:
+    """1 where ``more > fewer``, ½ where equal, 0 below: the chance a rule scoring IO by ``more`` prefers it."""
+    return (more > fewer).float() + 0.5 * (more == fewer).float()
+
+
+def ioi_baselines(
+    tokens: Int[torch.Tensor, "batch pos"],
+    trigger_positions: Int[torch.Tensor, "batch 3"],
+    io: Int[torch.Tensor, " batch"],
+    s: Int[torch.Tensor, " batch"],
+) -> dict[str, Float[torch.Tensor, " batch"]]:
+    """Each of :data:`IOI_BASELINES`' chance of preferring IO to S, per sequence, from the context alone
+    (``trigger_positions``: the three in-context triggers, sorted; their successors are IO once and S twice)."""
+    successors = tokens.gather(1, trigger_positions + 1)  # [B, 3]
+    io, s = io[:, None], s[:, None]
+    return {
+        "most_recent": (successors[:, -1:] == io).float()[:, 0],
+        "first": (successors[:, :1] == io).float()[:, 0],
+        "coin": torch.full((tokens.shape[0],), 0.5, device=tokens.device),
+        "proportional": _prefers((successors == io).sum(1), (successors == s).sum(1)),
+        "less_often": _prefers((tokens == s).sum(1), (tokens == io).sum(1)),
+    }
+
+
+@torch.no_grad()
+def io_preferred(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, " batch"]:
+    """1 where the model's logit of IO (ȳ) exceeds that of S (the distractor) at the sequence's measured position
+    (the per-sequence ``io_over_s`` of :func:`recall_metrics`), else 0."""
+    mask = batch.loss_mask
+    if mask is None:
+        raise ValueError("io_preferred needs a batch with a loss_mask (the measured position of each sequence)")
+    rows = mask.nonzero()[:, 0]
+    logits = model(batch.tokens)[mask]
+    io, s = batch.extras["ybar"].to(rows.device)[rows], batch.extras["y_distractor"].to(rows.device)[rows]
+    return (logits.gather(-1, io[:, None]) > logits.gather(-1, s[:, None])).float()[:, 0]
+
+
+def by_position(values: Float[torch.Tensor, " batch"], slot: Int[torch.Tensor, " batch"]) -> list[float | None]:
+    """The mean of ``values`` over the sequences whose IO follows the 1st / 2nd / 3rd trigger (``slot`` 0, 1, 2;
+    ``None`` where no sequence has it)."""
+    return [values[slot == k].mean().item() if bool((slot == k).any()) else None for k in range(3)]
+
+
+def counting_summary(ours: Sequence[float | None], baselines: Mapping[str, Sequence[float | None]]) -> dict[str, Any]:
+    """The counting claim's numbers from the by-position fractions (IO 1st / 2nd / 3rd successor) of ours and of
+    each baseline: the best baseline (the highest mean over the three positions), ``margin_by_position`` = ours
+    minus that baseline at each position, ``margin`` = their minimum (> 0: above the best baseline wherever IO
+    sits), and ``control_margin`` = the same minimum for each baseline (never > 0: the best one's is 0, any
+    other's mean lies below the best's, so one of its positions does), with ``control`` their maximum."""
+
+    def mean(xs: Sequence[float | None]) -> float:
+        return sum(float(x) for x in xs if x is not None) / max(1, sum(x is not None for x in xs))
+
+    def worst(xs: Sequence[float | None], bar: Sequence[float | None]) -> float:
+        return min(float(x) - float(b) for x, b in zip(xs, bar, strict=True) if x is not None and b is not None)
+
+    best = max(baselines, key=lambda k: mean(baselines[k]))
+    bar = baselines[best]
+    control = {name: worst(values, bar) for name, values in baselines.items()}
+    return {
+        "best_baseline": best,
+        "margin_by_position": [None if x is None or b is None else float(x) - float(b) for x, b in zip(ours, bar)],
+        "margin": worst(ours, bar),
+        "control_margin": control,
+        "control": max(control.values()),
+    }
+
+
+def ioi_counting(model: HookedTransformer, batch: Batch) -> dict[str, Any]:
+    """Whether the model counts, judged against :data:`IOI_BASELINES` on the same test sequences: "IO preferred
+    over S" overall and by where IO sits among the trigger's three successors, for ours and each baseline, and
+    :func:`counting_summary`."""
+    ex = batch.extras
+    slot = ex["ybar_slot"]
+    ours = io_preferred(model, batch).to(slot.device)
+    base = ioi_baselines(batch.tokens, ex["trigger_positions"], ex["ybar"], ex["y_distractor"])
+    base_by = {k: by_position(v.to(slot.device), slot) for k, v in base.items()}
+    return {
+        "ours": ours.mean().item(),
+        "ours_by_position": by_position(ours, slot),
+        "baselines": {k: v.mean().item() for k, v in base.items()},
+        "baselines_by_position": base_by,
+        "n_by_position": [int((slot == k).sum()) for k in range(3)],
+        **counting_summary(by_position(ours, slot), base_by),
+    }

@@ -143,6 +143,8 @@ def part_ioi(ctx: Context) -> PartResult:
                 histories[n_layers] = history
         if histories:
             found[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = figures.fig_ioi(histories, optimizer)
+    if any("counting" in v for v in results.values()):
+        found["ioi_counting_by_position.png"] = figures.fig_ioi_counting(results)
     return PartResult(results, found, footer=rc.footer() + ", synthetic IOI")
 
 

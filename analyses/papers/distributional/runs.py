@@ -28,6 +28,7 @@ from analyses.papers.distributional.metrics import (
     ff_logits,
     ff_noise_margin,
     interventions,
+    ioi_counting,
     memory_recall_accuracy,
     metrics_under_interventions,
     ov_memory_matrix,
@@ -396,7 +397,8 @@ def ioi_measures(last: Mapping[str, float], optimizer: str, n_layers: int) -> di
 def ioi_controls(run: Mapping[str, Any], optimizer: str, n_layers: int) -> dict[str, float]:
     """The controls of one IOI run's claims, measured on its clean test set without training anything:
 
-    ``io_over_s``: the untrained model's (step 0 of the same run; 0.5 is no counting); ``accuracy_gain``: the run's
+    ``io_over_s``: the untrained model's (step 0 of the same run; no claim reads it: the counting claim's control
+    is the best no-counting baseline, ``metrics.ioi_counting``); ``accuracy_gain``: the run's
     edit applied to the first MLP (F₁) instead of the last; ``noise_removed``: the run's edit on the untrained
     model (step 0: no τ association to remove); ``io_s_margin_change``: the IO/S margin with every attention
     layer's output zeroed (no in-context information reaches the last position) minus the full model's. Also,
@@ -425,7 +427,9 @@ def train_ioi(
     runs: Callable[[str], Path], rc: RunConfig, optimizer: str, n_layers: int, progress: bool
 ) -> tuple[dict[str, Any], History | None]:
     """One synthetic-IOI run (App. J); a diverging one (Adam at L = 5 "fails to converge") is ``not run``. Its
-    claims' controls (``ioi_controls``) under ``control``."""
+    claims' controls (``ioi_controls``) under ``control``; under ``counting``, "IO preferred over S" by where IO
+    sits among the trigger's successors, beside the no-counting baselines on the same test set
+    (``metrics.ioi_counting``), whose best is the counting claim's control."""
     try:
         run = train_run(
             runs(f"ioi_{ioi_run_id(optimizer, n_layers)}"),
@@ -438,5 +442,7 @@ def train_ioi(
     except FloatingPointError as exc:
         return {"diverged": str(exc), "not_run": f"training diverged: {exc}"}, None
     last = final(run["history"])
-    measures = ioi_measures(last, optimizer, n_layers)
-    return {**last, "measures": measures, "control": ioi_controls(run, optimizer, n_layers)}, run["history"]
+    counting = ioi_counting(run["model"], run["clean"])  # ours and the no-counting baselines, on the same test set
+    measures = {**ioi_measures(last, optimizer, n_layers), "counting_margin": counting["margin"]}
+    control = {**ioi_controls(run, optimizer, n_layers), "counting_margin": counting["control"]}
+    return {**last, "measures": measures, "counting": counting, "control": control}, run["history"]
