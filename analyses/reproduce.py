@@ -28,7 +28,7 @@ def parser() -> argparse.ArgumentParser:
         "--preset",
         default="quick",
         choices=("quick", "smoke", "paper"),
-        help="quick: about 9 min on 2 CPU cores; smoke: the more faithful laptop run; paper: the papers' sizes (a GPU)"
+        help="quick: about 11 min on 2 CPU cores; smoke: the more faithful laptop run; paper: the papers' sizes (a GPU)"
         " (default %(default)s)",
     )
     p.add_argument(

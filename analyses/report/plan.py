@@ -2,7 +2,7 @@
 
 Each experiment declares, per report preset (``quick``, ``smoke``, ``paper``), its own preset
 (``Experiment.report_presets``) and which of its parts the report runs (``Part.reports``) with their rough cost
-(``Part.minutes``: the runner starts the longest part first). ``quick`` takes about 9 minutes on 2 CPU cores:
+(``Part.minutes``: the runner starts the longest part first). ``quick`` takes about 11 minutes on 2 CPU cores:
 each paper's main figure at a laptop size, without the long sweeps; ``smoke`` is the more faithful laptop run;
 ``paper`` runs the papers' sizes (a GPU). The parts on pretrained models are in every plan: ``quick`` and
 ``smoke`` never download weights unless ``--model`` names some (the workers run with ``HF_HUB_OFFLINE=1``: a local
