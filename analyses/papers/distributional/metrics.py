@@ -90,13 +90,25 @@ def recall_metrics(model: HookedTransformer, batch: Batch, noise_token: int) -> 
         "argmax_noise": (argmax == noise_token).float().mean().item(),
     }
     if "y_distractor" in batch.extras and batch.loss_mask is not None:
-        rows = batch.loss_mask.nonzero()[:, 0]  # the sequence of each measured position
-        subject = batch.extras["y_distractor"].to(rows.device)[rows]
-        margin = logprobs.gather(-1, target[:, None]) - logprobs.gather(-1, subject[:, None])
-        out["p_distractor"] = probs.gather(-1, subject[:, None]).mean().item()
+        margin = io_s_margins(logprobs, batch)
+        out["p_distractor"] = probs.gather(-1, _subject(batch)[:, None]).mean().item()
         out["io_s_margin"] = margin.mean().item()
         out["io_over_s"] = (margin > 0).float().mean().item()
     return out
+
+
+def _subject(batch: Batch) -> Int[torch.Tensor, " n"]:
+    """S (``extras["y_distractor"]``) of the sequence of each ``loss_mask`` position."""
+    assert batch.loss_mask is not None
+    rows = batch.loss_mask.nonzero()[:, 0]  # the sequence of each measured position
+    return batch.extras["y_distractor"].to(rows.device)[rows]
+
+
+def io_s_margins(logprobs: Float[torch.Tensor, "n d_vocab"], batch: Batch) -> Float[torch.Tensor, " n"]:
+    """log p(IO) − log p(S) at each ``loss_mask`` position of a synthetic-IOI batch (IO = the target ȳ there)."""
+    assert batch.loss_mask is not None
+    target = batch.targets[batch.loss_mask]
+    return (logprobs.gather(-1, target[:, None]) - logprobs.gather(-1, _subject(batch)[:, None]))[:, 0]
 
 
 def metrics_under_interventions(
@@ -273,15 +285,12 @@ def ioi_baselines(
 
 @torch.no_grad()
 def io_preferred(model: HookedTransformer, batch: Batch) -> Float[torch.Tensor, " batch"]:
-    """1 where the model's logit of IO (ȳ) exceeds that of S (the distractor) at the sequence's measured position
-    (the per-sequence ``io_over_s`` of :func:`recall_metrics`), else 0."""
-    mask = batch.loss_mask
-    if mask is None:
+    """1 where the model prefers IO (ȳ) to S (the distractor) at the sequence's measured position (the per-sequence
+    ``io_over_s`` of :func:`recall_metrics`), else 0."""
+    if batch.loss_mask is None:
         raise ValueError("io_preferred needs a batch with a loss_mask (the measured position of each sequence)")
-    rows = mask.nonzero()[:, 0]
-    logits = model(batch.tokens)[mask]
-    io, s = batch.extras["ybar"].to(rows.device)[rows], batch.extras["y_distractor"].to(rows.device)[rows]
-    return (logits.gather(-1, io[:, None]) > logits.gather(-1, s[:, None])).float()[:, 0]
+    logprobs = model(batch.tokens)[batch.loss_mask].float().log_softmax(-1)
+    return (io_s_margins(logprobs, batch) > 0).float()
 
 
 def by_position(values: Float[torch.Tensor, " batch"], slot: Int[torch.Tensor, " batch"]) -> list[float | None]:
