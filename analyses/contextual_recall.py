@@ -116,6 +116,22 @@ EXPERIMENT = Experiment(
             "attributes (attribute targets only) or last (the final answer); the world_g part also finetunes "
             "ICL+Grm at the attribute-target reading",
         ),
+        Option(
+            "--n-subjects",
+            type=int,
+            default=None,
+            low=2,
+            field="g_subjects",
+            help="World-G subjects M (default: the preset's; the first attribute keeps one value per subject)",
+        ),
+        Option(
+            "--grammar-len",
+            type=int,
+            default=None,
+            low=1,
+            field="g_grammar_len",
+            help="World-G grammar tokens per subsequence S (default: the preset's)",
+        ),
         Option("--n-ctx", type=int, default=None, low=1, help="fail unless every sequence fits this context length"),
         Option(
             "--model", default="pythia-160m", help="pretrained part: hub name or local HF dir (default %(default)s)"

@@ -273,3 +273,27 @@ def test_paper_preset_has_the_papers_sizes_and_takes_a_training_step():
         mb, lambda step, gen: sample_pt_rel(wr, 2, gen), TrainConfig(steps=1, loss_positions="mask", progress=False)
     )
     assert res.history["train"][0]["loss"] > 0
+
+
+def test_world_g_size_options_resize_the_world_and_keep_the_finetuning_share(tmp_path):
+    from analyses.papers.contextual_recall.presets import PRESETS, resized_world
+    from analyses.papers.contextual_recall.runs import check_run_g, g_ctx
+
+    ctx, config = EXPERIMENT.prepare(
+        tmp_path, preset="smoke", parts=["world_g"], options={"n_subjects": 64, "grammar_len": 40}
+    )
+    base, run = PRESETS["smoke"].run_g(0), ctx.params.run_g(0)
+    assert config["options"]["n_subjects"] == 64 and config["options"]["grammar_len"] == 40
+    assert (base.world.n_subjects, base.world.n_values, base.n_finetune) == (32, (32, 8, 8, 8), 16)
+    assert (run.world.n_subjects, run.world.n_values, run.world.grammar_len) == (64, (64, 8, 8, 8), 40)
+    assert run.n_finetune == 32  # half of the subjects, as the preset's 16 of 32
+    world = check_run_g(run)
+    assert world.attributes.shape == (64, 4) and g_ctx(run) > g_ctx(base)
+    explicit = EXPERIMENT.prepare(
+        tmp_path, preset="smoke", parts=["world_g"], options={"n_subjects": 20, "n_finetune": 9}
+    )
+    small = explicit[0].params.run_g(0)
+    assert small.world.n_values == (20, 8, 8, 8) and small.n_finetune == 9  # --n-finetune wins over the share
+    assert resized_world(base.world, 6, None).n_values == (6, 6, 6, 6)  # every M_l at most M
+    with pytest.raises(Exception, match="n-subjects"):
+        EXPERIMENT.prepare(tmp_path, preset="smoke", parts=["world_g"], options={"n_subjects": 1})

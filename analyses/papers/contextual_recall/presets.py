@@ -229,6 +229,8 @@ class ContextualRecallPreset(Preset):
     div: float | None = None  # World-G target Div
     div_method: str = "interpolate"
     ft_loss: str = "all"  # World-G: loss positions of every finetuning mix (all / attributes / last)
+    g_subjects: int | None = None  # World-G subjects M (None: the world's)
+    g_grammar_len: int | None = None  # World-G grammar length S (None: the world's)
     construction_samples: int = 1024  # PT_rel / ICL_rel sequences the Prop. 1-4 weights are scored on
     cascade: tuple[CascadeWorld, CascadeWorld] = (CASCADE_HOLDS, CASCADE_PAPER)  # (condition holds, paper scale)
     cascade_mc: int = 4096  # Monte-Carlo draws of the cascade's population where it is too large to enumerate
@@ -238,13 +240,17 @@ class ContextualRecallPreset(Preset):
 
     def run_g(self, seed: int) -> RunG:
         """The World-G run with the options applied, its world drawn from ``seed``."""
-        world = replace(self.g.world, target_div=self.div, div_method=self.div_method, seed=seed)
+        world = resized_world(self.g.world, self.g_subjects, self.g_grammar_len)
+        world = replace(world, target_div=self.div, div_method=self.div_method, seed=seed)
+        n_finetune = per_run(self.n_finetune, "g")
+        if n_finetune == self.g.n_finetune and world.n_subjects != self.g.world.n_subjects:  # keep its share of M
+            n_finetune = max(1, round(n_finetune * world.n_subjects / self.g.world.n_subjects))
         return replace(
             self.g,
             world=world,
             pt_steps=per_run(self.pt_steps, "g"),
             ft_steps=per_run(self.ft_steps, "g"),
-            n_finetune=per_run(self.n_finetune, "g"),
+            n_finetune=n_finetune,
             n_demos=per_run(self.n_demos, "g"),
             ft_loss=self.ft_loss,
         )
@@ -259,6 +265,16 @@ class ContextualRecallPreset(Preset):
             n_finetune=per_run(self.n_finetune, "r"),
             n_demos=per_run(self.n_demos, "r"),
         )
+
+
+def resized_world(world: WorldConfig, subjects: int | None, grammar_len: int | None) -> WorldConfig:
+    """``world`` with ``subjects`` subjects M and grammar length S (None: its own). The first attribute keeps one
+    value per subject where it had one (M_1 = M, as in the paper's World-G); the others keep their M_ℓ, at most M."""
+    if subjects is not None:
+        first, *rest = world.n_values
+        first = subjects if first == world.n_subjects else min(first, subjects)
+        world = replace(world, n_subjects=subjects, n_values=(first, *(min(m, subjects) for m in rest)))
+    return world if grammar_len is None else replace(world, grammar_len=grammar_len)
 
 
 def _both(g: int, r: int) -> int | PerRun:
