@@ -26,7 +26,8 @@ def parser() -> argparse.ArgumentParser:
         description="Run one experiment part for every point of a grid over its options and every seed, one job "
         "each on the report's executor, into OUT/sweeps/<experiment>.<part>/<point>/seed<k>/; then write there "
         "table.csv (a row per point and seed), summary.csv (mean, min, max, n over seeds), figure.png (each "
-        "measure against the first grid axis, a line per value of the others) and sweep.json.",
+        "measure against the first grid axis, a line per value of the others) and sweep.json. A report in OUT "
+        "(python -m analyses.reproduce --out OUT) is rewritten to show the sweep under its experiment.",
         epilog="Every value is parsed and range-checked by its option, and every job prepared, before any work. "
         "A rerun resumes: finished jobs are skipped (a grid that adds values runs only the new points).",
     )

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from analyses.registry import experiment
+from analyses.report.collect import collect_sweeps
 from analyses.report.sweep import (
     Axis,
     Sweep,
@@ -195,6 +196,12 @@ def test_a_sweep_end_to_end_table_summary_figure_resume(tmp_path):
         )
         verdicts = summary[(summary["steps"] == steps) & (summary["measure"] == names[0])].iloc[0]["verdicts"]
         assert verdicts == "not comparable 2/2"
+        in_report = next(
+            r
+            for r in collect_sweeps(tmp_path)[0]["rows"]
+            if r["point"] == {"steps": str(steps)} and r["measure"] == "final/accuracy"
+        )  # what the report shows is this summary
+        assert (in_report["mean"], in_report["n"], in_report["control"]) == pytest.approx((sum(values) / 2, 2, None))
     assert (folder / "figure.png").stat().st_size > 10_000
     fig = sweep_figure(grown, summarise(grown, table))
     panels = [ax for ax in fig.axes if ax.get_visible()]

@@ -84,6 +84,20 @@ def load_report(out: str | os.PathLike = "runs") -> dict[str, Any]:
     return json.loads((Path(out) / "report" / "claims.json").read_text(encoding="utf-8"))
 
 
+def refresh_sweeps(out: str | os.PathLike = "runs") -> dict[str, Path] | None:
+    """Rewrite the report in ``OUT/report/`` with the sweeps now in ``OUT/sweeps/`` (a sweep run after the report
+    shows up in it); ``None`` when ``OUT`` has no report. Its claims are kept as they are."""
+    from analyses.report.collect import collect_sweeps
+    from analyses.report.render import write_report
+
+    try:
+        report = load_report(out)
+    except (OSError, ValueError):
+        return None
+    report["sweeps"] = collect_sweeps(out)
+    return write_report(report, out)
+
+
 def readme_table(out: str | os.PathLike = "runs") -> str:
     """The markdown claims table of the report in ``OUT/report/claims.json``, one table for every experiment."""
     from analyses.report.render import claims_table_md
@@ -92,13 +106,23 @@ def readme_table(out: str | os.PathLike = "runs") -> str:
 
 
 def write_claims_doc(out: str | os.PathLike, path: str | os.PathLike, regenerate: str = "") -> Path:
-    """Write the full claims table of ``OUT/report/claims.json`` to ``path`` (e.g. ``docs/claims.md``)."""
+    """Write the full claims table of ``OUT/report/claims.json`` to ``path`` (e.g. ``docs/claims.md``), with each
+    sweep of the report along a scale axis; their figures are copied beside it (``docs/sweeps/<name>.png``)."""
     from analyses.report.render import claims_doc_md
-    from mechrecall.io import atomic_write_text
+    from mechrecall.io import atomic_write_bytes, atomic_write_text
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, claims_doc_md(load_report(out), regenerate) + "\n")
+    report = load_report(out)
+    figures = {}
+    for sweep in report.get("sweeps", []):
+        source = Path(out) / sweep["figure"] if sweep.get("figure") else None
+        if source is not None and source.is_file():
+            target = path.parent / "sweeps" / f"{sweep['name']}.png"
+            target.parent.mkdir(exist_ok=True)
+            atomic_write_bytes(target, source.read_bytes())
+            figures[sweep["name"]] = f"sweeps/{sweep['name']}.png"
+    atomic_write_text(path, claims_doc_md(report, regenerate, figures) + "\n")
     return path
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import json
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,7 @@ def collect(
         "claims": rows,
         "summary": summary(rows),
         "by_class": summary_by_class(rows),
+        "sweeps": collect_sweeps(out),
     }
 
 
@@ -127,3 +130,63 @@ def _rejudged(row: Mapping[str, Any], name: str) -> dict[str, Any]:
     row["verdict"] = verdict
     row["experiment"] = name
     return row
+
+
+def collect_sweeps(out: str | Path) -> list[dict[str, Any]]:
+    """Every sweep in ``OUT/sweeps/<name>/`` (``python -m analyses.sweep``), for the report's "along a scale axis"
+    blocks: its experiment, part, preset, grid, seeds and command, how many jobs finished, the figure (relative to
+    ``OUT``) and one row per point × measure (``value``: mean over seeds and [min, max]; ``control``: the control's
+    mean; ``verdicts``). A folder without a readable ``sweep.json`` or ``summary.csv`` is skipped."""
+    out = Path(out)
+    sweeps = []
+    for path in sorted(out.glob("sweeps/*/sweep.json")):
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+            with open(path.parent / "summary.csv", encoding="utf-8", newline="") as f:
+                summary_rows = list(csv.DictReader(f))
+        except (OSError, ValueError):
+            continue
+        figure = path.parent / "figure.png"
+        jobs = meta.get("jobs", [])
+        sweeps.append(
+            {
+                "name": path.parent.name,
+                **{k: meta.get(k) for k in ("experiment", "part", "preset", "grid", "seeds", "command")},
+                "jobs_done": sum(j.get("status") == "done" for j in jobs),
+                "jobs": len(jobs),
+                "figure": str(figure.relative_to(out)) if figure.exists() else "",
+                "rows": _sweep_rows(meta, summary_rows),
+            }
+        )
+    return sweeps
+
+
+def _sweep_rows(meta: Mapping[str, Any], summary_rows: Sequence[Mapping[str, str]]) -> list[dict[str, Any]]:
+    """One row per point × measure that has a value: the grid values, the measure, ours and its control's mean."""
+    axes = list(meta.get("grid") or {})
+    by_key = {(tuple(r.get(a, "") for a in axes), r["measure"]): r for r in summary_rows}
+    rows = []
+    for (point, measure), r in by_key.items():
+        if measure.endswith(".control") or not _finite(r.get("mean")):
+            continue
+        control = by_key.get((point, f"{measure}.control"), {})
+        rows.append(
+            {
+                "point": dict(zip(axes, point)),
+                "measure": measure,
+                "mean": float(r["mean"]),
+                "min": float(r["min"]),
+                "max": float(r["max"]),
+                "n": int(float(r["n"])),
+                "control": float(control["mean"]) if _finite(control.get("mean")) else None,
+                "verdicts": r.get("verdicts", ""),
+            }
+        )
+    return rows
+
+
+def _finite(text: Any) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except (TypeError, ValueError):
+        return False

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from analyses.report import scale
 from mechrecall.claims import KINDS, VERDICTS, summary_by_class
 
 COLUMNS = ("claim", "paper", "ours", "control", "rule", "verdict", "preset", "seeds")
@@ -133,6 +134,12 @@ def markdown(report: Mapping[str, Any]) -> str:
                 else:
                     out += [f"![{caption}](../{fig['file']})", "", f"*{caption}*", ""]
             out.append("")
+            for sweep in scale.of_experiment(report, s["experiment"]):
+                out += scale.sweep_md(sweep, f"../{sweep['figure']}" if sweep["figure"] else None)
+    if scale.elsewhere(report):
+        out += ["## Sweeps of experiments not in this report", ""]
+        for sweep in scale.elsewhere(report):
+            out += scale.sweep_md(sweep, f"../{sweep['figure']}" if sweep["figure"] else None)
     return "\n".join(out)
 
 
@@ -248,11 +255,30 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
             else:
                 parts.append("<p><em>No claims recorded.</em></p>")
             parts += [_figure_html(root, fig, bundle) for fig in s["figures"]]
+            parts += [_sweep_html(root, sweep) for sweep in scale.of_experiment(report, s["experiment"])]
             parts.append("</div>")
+        parts.append("</section>")
+    if scale.elsewhere(report):
+        parts.append('<section class="paper"><h2>Sweeps of experiments not in this report</h2>')
+        parts += [_sweep_html(root, sweep) for sweep in scale.elsewhere(report)]
         parts.append("</section>")
     parts.append(bundle.script())
     parts.append(f"<script>{MARK_RENDERED}</script></body></html>")
     return "\n".join(parts)
+
+
+def _sweep_html(root: Path, sweep: Mapping[str, Any]) -> str:
+    """One sweep's block on the HTML page: heading, command, table and figure (embedded)."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in scale.header(sweep))
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in scale.cells(sweep))
+    figure = {"file": sweep["figure"], "caption": f"{scale.title(sweep)}: mean, min-max band"}
+    return (
+        f'<div class="sweep" data-sweep="{html.escape(sweep["name"])}"><h4>Along a scale axis: '
+        f"{html.escape(scale.title(sweep))}</h4><p>{html.escape(scale.jobs_line(sweep))}</p>"
+        f"<table>{'<tr>' + head + '</tr>' + body}</table>"
+        + (_figure_html(root, figure) if sweep["figure"] else "")
+        + "</div>"
+    )
 
 
 def write_report(report: Mapping[str, Any], root: str | Path) -> dict[str, Path]:
@@ -327,10 +353,12 @@ def _authors(paper: str) -> str:
     return match.group(1) if match else paper
 
 
-def claims_doc_md(report: Mapping[str, Any], regenerate: str = "") -> str:
-    """``docs/claims.md``: every claim row of ``report``, a table per experiment, with where it came from.
+def claims_doc_md(report: Mapping[str, Any], regenerate: str = "", figures: Mapping[str, str] | None = None) -> str:
+    """``docs/claims.md``: every claim row of ``report``, a table per experiment, with where it came from, and
+    its sweeps along a scale axis.
 
-    ``regenerate``: the command that rewrites the file (named in its header)."""
+    ``regenerate``: the command that rewrites the file (named in its header). ``figures``: each sweep's figure
+    as the document links it (by sweep name; a sweep not in it is shown without its figure)."""
     out = [
         "# Claims of the latest report",
         "",
@@ -353,6 +381,8 @@ def claims_doc_md(report: Mapping[str, Any], regenerate: str = "") -> str:
         if section["status"] == "failed":
             out += [f"**Failed:** `{_md_escape(section['error'])}`", ""]
         out += [claims_table_md(rows, columns=DOC_COLUMNS) if rows else "_No claims recorded._", ""]
+        for sweep in scale.of_experiment(report, section["experiment"]):
+            out += scale.sweep_md(sweep, (figures or {}).get(sweep["name"]))
     return "\n".join(out)
 
 
@@ -394,7 +424,29 @@ def summary_md(report: Mapping[str, Any], claims_link: str | None = "docs/claims
         cells = [f"`{name}`", _cell(row, "claim"), _num(row.get("paper")), _cell(row, "ours")]
         cells += [_cell(row, "control"), row["verdict"]]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
-    return "\n".join(out)
+    return "\n".join(out + _sweeps_summary(report, claims_link))
+
+
+def _sweeps_summary(report: Mapping[str, Any], claims_link: str | None) -> list[str]:
+    """The README's lines on the report's sweeps: per sweep its first measure at each grid point (mean over
+    seeds, [min, max], the verdicts)."""
+    sweeps = [s for s in report.get("sweeps", []) if s.get("rows")]
+    if not sweeps:
+        return []
+    where = f" (every measure and the figures: [{claims_link}]({claims_link}))" if claims_link else ""
+    out = ["", f"Along a scale axis, each sweep's first measure{where}:", ""]
+    out += ["| sweep | measure | at each grid point: mean [min, max], verdicts |", "|---|---|---|"]
+    for sweep in sweeps:
+        first = sweep["rows"][0]["measure"]
+        points = [
+            f"{', '.join(f'{k}={v}' for k, v in r['point'].items())}: {_num(r['mean'])} "
+            f"[{_num(r['min'])}, {_num(r['max'])}]" + (f", {r['verdicts']}" if r.get("verdicts") else "")
+            for r in sweep["rows"]
+            if r["measure"] == first
+        ]
+        cells = [f"`{sweep['experiment']}:{sweep['part']}` ({sweep.get('preset')})", first, "; ".join(points)]
+        out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
+    return out
 
 
 def replace_block(text: str, block: str, start: str = SUMMARY_START, end: str = SUMMARY_END) -> str:

@@ -15,8 +15,9 @@ Ray node) into a folder of its own, so that configurations never clash and a rer
 
 A measure is a claim of the part (its id, ``<part>.<name>`` or ``<name>``: our number, its control and its verdict)
 or a results entry (keys joined by ``/`` as in ``ClaimSpec.reads``: ``final/accuracy``). Default: every claim of
-the part. Every value of the grid is parsed by its option's type and checked by its range, and every point × seed
-by :meth:`~mechrecall.experiment.Experiment.prepare`, before any job starts.
+the part, less those no job measured. Every value of the grid is parsed by its option's type and checked by its
+range, and every point × seed by :meth:`~mechrecall.experiment.Experiment.prepare`, before any job starts. A report
+in the same ``OUT`` is rewritten with the sweep under its experiment (:func:`analyses.report.refresh_sweeps`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -308,7 +309,13 @@ def run_sweep(
 
         executor = make_executor(executor, executor_options)
     records = run_all(sweep.jobs, sweep.folder, workers=workers, progress=progress, executor=executor, log_dir="logs")
-    return write_sweep(sweep, records, command)
+    result = write_sweep(sweep, records, command)
+    from analyses.report import refresh_sweeps
+
+    report = refresh_sweeps(sweep.folder.parent.parent)  # a report in the same OUT now shows this sweep
+    if report is not None:
+        result["paths"] = {**result["paths"], "report": str(report["md"])}
+    return result
 
 
 def write_sweep(sweep: Sweep, records: Mapping[str, Mapping[str, Any]], command: str = "") -> dict[str, Any]:
@@ -317,6 +324,8 @@ def write_sweep(sweep: Sweep, records: Mapping[str, Mapping[str, Any]], command:
     from mechrecall.results import save_figure
 
     table, rules, missing = sweep_table(sweep)
+    if not sweep.named:  # the default, every claim of the part: those no job measured are left out of the figure
+        sweep = replace(sweep, measures=[m for m in sweep.measures if m.name not in missing] or sweep.measures)
     summary = summarise(sweep, table)
     paths = {k: sweep.folder / f for k, f in (("table", "table.csv"), ("summary", "summary.csv"))}
     atomic_write_text(paths["table"], table.to_csv(index=False))
