@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= runs
 
-.PHONY: install run test lint fmt docs notebooks clean
+.PHONY: install run test lint fmt docs notebooks scale clean
 install:
 	@bash scripts/install.sh $(VENV)
 
@@ -33,6 +33,18 @@ fmt: install
 # The README's per-paper summary and docs/claims.md, from the report in $(OUT)/report/ (runs nothing).
 docs: install
 	$(PY) -m analyses.reproduce --out $(OUT) --claims-doc docs/claims.md --update-readme README.md
+
+# The three headlines the laptop presets miss, along a scale axis (README "Along a scale axis"), into
+# $(OUT)/sweeps/ (a report in $(OUT) shows them; about 1 h 40 min on 2 cores; rerunning resumes).
+scale: install
+	$(PY) -m analyses.sweep noisy_icl:ioi --preset laptop --grid steps=1000,3000,10000 --seeds 0-2 --out $(OUT) \
+		--measure adam_L3_counts adam_L3/counting/ours adam_L3/counting/baselines/less_often adam_L3_accuracy_gain
+	$(PY) -m analyses.sweep ic_recall:pretrained_mlp --preset smoke --grid pretrain_weight_decay=0,0.1,0.3 \
+		--seeds 0-2 --out $(OUT) --measure first_step_vs_ceiling cancelled_cross_terms within_pair across_pairs \
+		right_first_step_vs_ceiling pretrain_recall
+	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid n_subjects=32,64,128 --seeds 0-2 \
+		--out $(OUT) --measure ft_iclgrm_transfers_to_icl ft_iclgrm_attributes_transfers_to_icl ft_icl_heldout \
+		pt_factual_recall pt_icl_near_zero
 
 # Removes the environment and caches only: results under runs/ are yours (delete them by hand).
 clean:
