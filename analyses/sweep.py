@@ -100,13 +100,13 @@ def report(result: dict) -> int:
     print(f"wrote {', '.join(result['paths'].values())}")
     for job in result["failed"]:
         print(f"failed: {job['folder']}: {job['error']} (see its log)", file=sys.stderr)
-    named = result["measures_named"]
-    for name, why in result["missing"].items():
-        if named:
-            print(f"{PROG}: error: --measure {name}: {why} (in every job; the jobs are kept)", file=sys.stderr)
-        else:
-            print(f"note: claim {name} has no value in any job: {why}", file=sys.stderr)
-    return 2 if result["missing"] and named else 1 if result["failed"] else 0
+    named, missing = result["measures_named"], result["missing"]
+    for name, why in missing.items() if named else ():
+        print(f"{PROG}: error: --measure {name}: {why} (in every job; the jobs are kept)", file=sys.stderr)
+    if missing and not named:
+        names = ", ".join(missing)
+        print(f"note: {len(missing)} claim(s) of the part have no value in any job, left out: {names}", file=sys.stderr)
+    return 2 if missing and named else 1 if result["failed"] else 0
 
 
 if __name__ == "__main__":
