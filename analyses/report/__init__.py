@@ -94,8 +94,8 @@ def refresh_sweeps(out: str | os.PathLike = "runs") -> dict[str, Path] | None:
         report = load_report(out)
     except (OSError, ValueError):
         return None
-    report["sweeps"] = collect_sweeps(out)
-    return write_report(report, out)
+    report["sweeps"] = collect_sweeps(Path(out))
+    return write_report(report, Path(out))
 
 
 def readme_table(out: str | os.PathLike = "runs") -> str:
