@@ -35,16 +35,19 @@ docs: install
 	$(PY) -m analyses.reproduce --out $(OUT) --claims-doc docs/claims.md --update-readme README.md
 
 # The three headlines the laptop presets miss, along a scale axis (README "Along a scale axis"), into
-# $(OUT)/sweeps/ (a report in $(OUT) shows them; about 1 h 40 min on 2 cores; rerunning resumes).
+# $(OUT)/sweeps/ (a report in $(OUT) shows them; about 2 hours on 2 cores; rerunning resumes).
+FINDING3 := ft_iclgrm_transfers_to_icl ft_iclgrm_attributes_transfers_to_icl ft_icl_heldout pt_factual_recall \
+	pt_icl_near_zero
 scale: install
 	$(PY) -m analyses.sweep noisy_icl:ioi --preset laptop --grid steps=1000,3000,10000 --seeds 0-2 --out $(OUT) \
 		--measure adam_L3_counts adam_L3/counting/ours adam_L3/counting/baselines/less_often adam_L3_accuracy_gain
 	$(PY) -m analyses.sweep ic_recall:pretrained_mlp --preset smoke --grid pretrain_weight_decay=0,0.1,0.3 \
 		--seeds 0-2 --out $(OUT) --measure first_step_vs_ceiling cancelled_cross_terms within_pair across_pairs \
 		right_first_step_vs_ceiling pretrain_recall
-	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid n_subjects=32,64,128 --seeds 0-2 \
-		--out $(OUT) --measure ft_iclgrm_transfers_to_icl ft_iclgrm_attributes_transfers_to_icl ft_icl_heldout \
-		pt_factual_recall pt_icl_near_zero
+	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid n_subjects=32,64,128,256 --seeds 0-2 \
+		--out $(OUT) --measure $(FINDING3)
+	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid grammar_len=12,24,48 --seeds 0-2 \
+		--out $(OUT) --name contextual_recall.world_g.grammar_len --measure $(FINDING3)
 
 # Removes the environment and caches only: results under runs/ are yours (delete them by hand).
 clean:
