@@ -135,8 +135,8 @@ def _rejudged(row: Mapping[str, Any], name: str) -> dict[str, Any]:
 def collect_sweeps(out: str | Path) -> list[dict[str, Any]]:
     """Every sweep in ``OUT/sweeps/<name>/`` (``python -m analyses.sweep``), for the report's "along a scale axis"
     blocks: its experiment, part, preset, grid, seeds and command, how many jobs finished, the figure (relative to
-    ``OUT``) and one row per point × measure (``value``: mean over seeds and [min, max]; ``control``: the control's
-    mean; ``verdicts``). A folder without a readable ``sweep.json`` or ``summary.csv`` is skipped."""
+    ``OUT``) and one row per point × measure with a value (``mean``, ``min``, ``max``, ``n`` over seeds; ``control``:
+    the control's mean; ``verdicts``). A folder without a readable ``sweep.json`` or ``summary.csv`` is skipped."""
     out = Path(out)
     sweeps = []
     for path in sorted(out.glob("sweeps/*/sweep.json")):
