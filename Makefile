@@ -35,7 +35,7 @@ docs: install
 	$(PY) -m analyses.reproduce --out $(OUT) --claims-doc docs/claims.md --update-readme README.md
 
 # The three headlines the laptop presets miss, along a scale axis (README "Along a scale axis"), into
-# $(OUT)/sweeps/ (a report in $(OUT) shows them; about 2 hours on 2 cores; rerunning resumes).
+# $(OUT)/sweeps/ (a report in $(OUT) shows them; about 2¼ hours on 2 cores; rerunning resumes).
 FINDING3 := ft_iclgrm_transfers_to_icl ft_iclgrm_attributes_transfers_to_icl ft_icl_heldout pt_factual_recall \
 	pt_icl_near_zero
 scale: install
@@ -46,7 +46,7 @@ scale: install
 		right_first_step_vs_ceiling pretrain_recall
 	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid n_subjects=32,64,128,256 --seeds 0-2 \
 		--out $(OUT) --measure $(FINDING3)
-	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid grammar_len=12,24,48 --seeds 0-2 \
+	$(PY) -m analyses.sweep contextual_recall:world_g --preset smoke --grid grammar_len=12,24,48,80 --seeds 0-2 \
 		--out $(OUT) --name contextual_recall.world_g.grammar_len --measure $(FINDING3)
 
 # Removes the environment and caches only: results under runs/ are yours (delete them by hand).
