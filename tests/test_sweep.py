@@ -98,6 +98,8 @@ def test_default_measures_are_every_claim_of_the_part_and_names_resolve():
         ("noisy_icl:main", ["steps=1"], {"measures": ["main.nope"]}, "no claim of that id"),
         ("ic_recall:pattern", ["workers=1,2"], {}, "does not change the numbers"),
         ("induction_emergence:demo", ["n_pairs=8,16"], {}, "--n-pairs 16; expected an integer in [1, 15]"),
+        ("noisy_icl:main", ["steps=1"], {"name": "../elsewhere"}, "--name '../elsewhere'; expected one folder"),
+        ("noisy_icl:main", ["steps=1"], {"name": ".."}, "--name '..'; expected one folder"),
     ],
 )
 def test_a_bad_sweep_is_one_line_before_any_work(tmp_path, target, grid, kwargs, words):

@@ -235,6 +235,8 @@ def plan_sweep(
     exp.select_parts([part], preset)  # an unknown part, or one its preset lacks: one line
     if not seeds or len(set(seeds)) != len(seeds) or min(seeds) < 0:
         raise UsageError(f"--seeds {list(seeds)}; expected distinct seeds >= 0")
+    if name is not None and (not name or "/" in name or "\\" in name or name in (".", "..")):
+        raise UsageError(f"--name {name!r}; expected one folder name under OUT/sweeps/ (no '/')")
     axes = parse_grid(exp, grid)
     folder = Path(out) / "sweeps" / (name or f"{exp.name}.{part}")
     chosen = resolve_measures(exp, part, measures)
