@@ -1,35 +1,300 @@
-"""The one place that imports TransformerLens' HookedTransformer API.
+"""The adapter: the one module that knows which TransformerLens major is installed.
 
-TransformerLens 4.0 removed ``HookedTransformer``; this project pins ``transformer-lens>=3.9,<4``.
-Every module imports the classes from here, so a later port (e.g. to 4.x's
-``TransformerBridge.boot_native``) touches one file.
+mechrecall runs on TransformerLens 3.x, whose models are ``HookedTransformer``s, and on 4.x, which removed
+``HookedTransformer`` for ``TransformerBridge`` (used here in its compatibility mode: the legacy hook names,
+``W_Q … W_U`` in 3.x shapes, ``OV`` / ``QK`` as ``FactoredMatrix``). Everything that differs between the two
+lives here -- building a model from a config, parameters by TransformerLens name, saving and loading those
+parameters, the hooks that change attention scores, loading pretrained checkpoints -- and nothing else in the
+tree asks which version is installed. ``Model`` / ``ModelConfig`` are the installed major's classes: annotate
+with them, and the run-time type checks hold on both.
+
+    from mechrecall._tl import Model, new_model, make_model_config, tl_parameter
+    model = new_model(make_model_config(dict(n_layers=1, d_model=8, d_head=4, n_heads=2, n_ctx=4, d_vocab=5,
+                                             attn_only=True, normalization_type=None, seed=0)))
+    tl_parameter(model, "blocks.0.attn.W_Q")  # [n_heads, d_model, d_head], a view on both majors
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import inspect
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from importlib.metadata import version
+from typing import Any
+
+import torch
+
+#: The installed TransformerLens major (3 or 4).
+TL_VERSION: str = version("transformer-lens")
+TL_MAJOR: int = int(TL_VERSION.split(".")[0])
+#: Majors this project is tested on; the README names the tested release of each.
+SUPPORTED_MAJORS = (3, 4)
+
+if TL_MAJOR not in SUPPORTED_MAJORS:  # pragma: no cover - only on an unsupported TL version
+    raise ImportError(
+        f"mechrecall needs transformer-lens 3.x (>=3.9) or 4.x, found {TL_VERSION}; "
+        "install one with `pip install 'transformer-lens>=3.9,<5'`"
+    )
 
 with warnings.catch_warnings():
     # 3.x warns on import that HookedTransformer is in maintenance mode.
     warnings.simplefilter("ignore", DeprecationWarning)
     warnings.simplefilter("ignore", FutureWarning)
-    try:
-        from transformer_lens import HookedTransformer, HookedTransformerConfig
-    except ImportError as exc:  # pragma: no cover - only on an unsupported TL version
-        raise ImportError(
-            "mechrecall needs transformer-lens>=3.9,<4 (4.x removed HookedTransformer); "
-            "install it with `pip install 'transformer-lens>=3.9,<4'`"
-        ) from exc
-    from transformer_lens.ActivationCache import ActivationCache
-    from transformer_lens.FactoredMatrix import FactoredMatrix
+    from transformer_lens import ActivationCache, FactoredMatrix
     from transformer_lens.hook_points import HookPoint
     from transformer_lens.utilities import get_act_name  # "pattern", 1 -> "blocks.1.attn.hook_pattern"
 
+    if TL_MAJOR == 3:
+        from transformer_lens import HookedTransformer as Model
+        from transformer_lens import HookedTransformerConfig as ModelConfig
+    else:
+        from transformer_lens import TransformerBridge as Model
+        from transformer_lens import TransformerBridgeConfig as ModelConfig
+
+#: The 3.x names, kept for code and notebooks written against them: on 4.x they are the bridge's classes.
+HookedTransformer = Model
+HookedTransformerConfig = ModelConfig
+
+IS_BRIDGE: bool = TL_MAJOR >= 4
+
 __all__ = [
+    "IS_BRIDGE",
+    "TL_MAJOR",
+    "TL_VERSION",
     "ActivationCache",
     "FactoredMatrix",
     "HookPoint",
     "HookedTransformer",
     "HookedTransformerConfig",
+    "Model",
+    "ModelConfig",
+    "attn_scale",
+    "config_dict",
+    "config_fields",
     "get_act_name",
+    "load_tl_state_dict",
+    "make_model_config",
+    "new_model",
+    "scores_hooks",
+    "tl_parameter",
+    "tl_parameters",
+    "tl_state_dict",
+    "underlying_parameter",
 ]
+
+
+# --- configs ----------------------------------------------------------------------------------------------------
+
+
+def config_fields() -> frozenset[str]:
+    """The keyword arguments a ``ModelConfig`` takes (3.x: the dataclass's fields; 4.x: its constructor's)."""
+    if not IS_BRIDGE:
+        return frozenset(f.name for f in dataclasses.fields(ModelConfig))
+    return frozenset(p for p in inspect.signature(ModelConfig.__init__).parameters if p != "self")
+
+
+def make_model_config(d: dict[str, Any]) -> Any:
+    """``ModelConfig(**d)``; 4.x keeps ``seed`` (its constructor takes it but does not store it as a field)."""
+    cfg = ModelConfig(**d)
+    if IS_BRIDGE and "seed" in d:
+        cfg.seed = d["seed"]
+    return cfg
+
+
+def config_dict(cfg: Any) -> dict[str, Any]:
+    """The config's fields as a dict (values as stored; ``dtype`` a ``torch.dtype``)."""
+    if not IS_BRIDGE:
+        return {k: v for k, v in cfg.to_dict().items() if k in config_fields()}
+    return {k: getattr(cfg, k) for k in sorted(config_fields()) if hasattr(cfg, k)}
+
+
+# --- building a model --------------------------------------------------------------------------------------------
+
+
+def new_model(cfg: Any, tokenizer: Any = None) -> Any:
+    """A freshly initialised model of ``cfg`` (TransformerLens' initialisation, seeded by ``cfg.seed``).
+
+    3.x: ``HookedTransformer(cfg)``. 4.x: ``TransformerBridge.boot_native(cfg)`` in compatibility mode, with two
+    changes that make it the model the config describes, as 3.x builds it: the unembedding has a trainable bias
+    ``b_U`` (``boot_native``'s has none), and ``use_attn_scale=False`` means unscaled scores (``boot_native``
+    divides by √d_head either way). The same seed gives other initial weights on the two majors.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if not IS_BRIDGE:
+            return Model(cfg, tokenizer=tokenizer, move_to_device=False).to(cfg.device or "cpu")
+        return _boot_native(cfg, tokenizer)
+
+
+def _boot_native(cfg: Any, tokenizer: Any) -> Any:
+    from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
+    from transformer_lens.model_bridge.sources.native import NativeModel, initialize_native_model
+
+    cfg = copy.deepcopy(cfg)
+    seed = getattr(cfg, "seed", None)
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        native = NativeModel(cfg)
+        if cfg.init_weights:
+            initialize_native_model(native, cfg)
+    d_vocab_out = cfg.d_vocab_out if cfg.d_vocab_out > 0 else cfg.d_vocab
+    head = torch.nn.Linear(cfg.d_model, d_vocab_out, bias=True)
+    with torch.no_grad():
+        head.weight.copy_(native.head.weight)
+        head.bias.zero_()
+    native.head = head
+    if not cfg.use_attn_scale:
+        for block in native.layers:
+            block.attn.scale = 1.0
+    native = native.to(dtype=cfg.dtype)
+    if cfg.device is not None:
+        native = native.to(cfg.device)
+    bridge = build_bridge_from_module(
+        native, architecture="TransformerLensNative", tl_config=cfg, tokenizer=tokenizer, model_name="native"
+    )
+    bridge.enable_compatibility_mode(disable_warnings=True, no_processing=True)
+    return bridge
+
+
+# --- parameters by TransformerLens name ------------------------------------------------------------------------
+
+
+def tl_parameters(model: Any) -> dict[str, torch.Tensor]:
+    """Every weight by its TransformerLens name (``blocks.0.attn.W_Q`` …), in 3.x's shapes.
+
+    3.x: the model's own parameters. 4.x: views of the bridge's parameters (an in-place edit of one edits the
+    model), plus any parameter of a module swapped in by a surgery, under its own name.
+    """
+    if not IS_BRIDGE:
+        return dict(model.named_parameters())
+    from transformer_lens.model_bridge.get_params_util import get_bridge_params
+
+    # get_bridge_params fills in zeros for weights the model lacks (an attention-only model's MLP, the LayerNorm
+    # of one without LayerNorm): those are not the model's parameters.
+    return {k: v for k, v in get_bridge_params(model).items() if underlying_parameter(model, v) is not None}
+
+
+def tl_parameter(model: Any, name: str) -> torch.Tensor:
+    """The weight called ``name`` by TransformerLens (``ValueError`` naming close names if there is none)."""
+    params = tl_parameters(model)
+    if name not in params:
+        raise ValueError(f"model has no parameter {name!r}; it has e.g. {sorted(params)[:6]}")
+    return params[name]
+
+
+def underlying_parameter(model: Any, tensor: torch.Tensor) -> torch.nn.Parameter | None:
+    """The ``nn.Parameter`` whose storage ``tensor`` views (itself on 3.x), or ``None``: what to freeze or hand to
+    an optimizer for a weight named by TransformerLens."""
+    if isinstance(tensor, torch.nn.Parameter):
+        return tensor
+    ptr = tensor.untyped_storage().data_ptr()
+    for p in model.parameters():
+        if p.untyped_storage().data_ptr() == ptr:
+            return p
+    return None
+
+
+def tl_state_dict(model: Any) -> dict[str, torch.Tensor]:
+    """The model's weights by TransformerLens name, detached copies: what a checkpoint stores (both majors load
+    it with :func:`load_tl_state_dict`)."""
+    if not IS_BRIDGE:
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+    return {k: v.detach().clone().contiguous() for k, v in tl_parameters(model).items()}
+
+
+def load_tl_state_dict(model: Any, state: dict[str, torch.Tensor]) -> None:
+    """Load weights saved by :func:`tl_state_dict` on either major (``ValueError`` on a missing or extra name).
+
+    Buffers that 3.x keeps in its state dict (the causal ``mask``, ``IGNORE``, rotary tables) are rebuilt from the
+    config, so a file without them loads on 3.x and one with them on 4.x.
+    """
+    buffers = {k for k, _ in model.named_buffers()} if not IS_BRIDGE else set()
+    names = set(tl_parameters(model)) | buffers
+    missing = sorted(set(tl_parameters(model)) - set(state))
+    extra = sorted(k for k in set(state) - names if not _is_tl_buffer(k))
+    if missing or extra:
+        raise ValueError(f"checkpoint does not match the model: missing {missing[:6]}, unexpected {extra[:6]}")
+    with torch.no_grad():
+        params = tl_parameters(model)
+        for name, p in params.items():
+            p.copy_(state[name].to(p.dtype))
+        if not IS_BRIDGE:
+            own = dict(model.named_buffers())
+            for name in buffers & set(state):
+                own[name].copy_(state[name])
+
+
+def _is_tl_buffer(name: str) -> bool:
+    return name.rsplit(".", 1)[-1] in ("mask", "IGNORE", "rotary_sin", "rotary_cos")
+
+
+# --- attention scores ----------------------------------------------------------------------------------------------
+
+
+def attn_scale(model: Any, layer: int) -> float:
+    """What block ``layer``'s attention divides its scores by (√d_head, or 1 with ``use_attn_scale=False``)."""
+    if not IS_BRIDGE:
+        return float(model.blocks[layer].attn.attn_scale)
+    return float(model.blocks[layer].attn.original_component.scale)
+
+
+ScoresFn = Callable[[torch.Tensor, dict[str, torch.Tensor]], torch.Tensor]
+
+
+def scores_hooks(model: Any, layer: int, fn: ScoresFn) -> list[tuple[str, Callable[..., Any]]]:
+    """Hooks that replace block ``layer``'s attention scores ``s`` ([batch, head, q_pos, k_pos], scaled and
+    masked, before the softmax) with ``fn(s, stash)``, where ``stash["q"]`` is ``hook_q`` ([batch, pos, head,
+    d_head]).
+
+    3.x: a hook on ``hook_attn_scores``. 4.x, where that hook point only reports the scores: the scores are
+    recomputed from ``hook_q`` / ``hook_k``, changed, and their softmax replaces ``hook_pattern`` (the pattern the
+    bridge's attention multiplies the values by).
+    """
+    stash: dict[str, torch.Tensor] = {}
+
+    def save(name: str) -> Callable[..., None]:
+        def hook(x: torch.Tensor, hook: HookPoint) -> None:
+            stash[name] = x
+
+        return hook
+
+    if not IS_BRIDGE:
+
+        def on_scores(scores: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+            return fn(scores, stash)
+
+        return [(get_act_name("q", layer), save("q")), (get_act_name("attn_scores", layer), on_scores)]
+
+    scale = attn_scale(model, layer)
+
+    def on_pattern(pattern: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+        q, k = stash["q"], stash["k"]
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / scale
+        n_q, n_k = scores.shape[-2:]
+        causal = torch.ones(n_q, n_k, dtype=torch.bool, device=scores.device).triu(n_k - n_q + 1)
+        scores = fn(scores.masked_fill(causal, float("-inf")), stash)
+        stash.clear()
+        new = scores.softmax(-1)
+        return new.nan_to_num(0.0)  # a row with no admissible key attends nowhere, as 3.x writes it
+
+    return [
+        (get_act_name("q", layer), save("q")),
+        (get_act_name("k", layer), save("k")),
+        (get_act_name("pattern", layer), on_pattern),
+    ]
+
+
+@contextmanager
+def no_warnings() -> Iterator[None]:
+    """TransformerLens' deprecation and compatibility-mode warnings, silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        yield
+
+
+# --- pretrained checkpoints ------------------------------------------------------------------------------------
