@@ -6,8 +6,11 @@ PY := $(VENV)/bin/python
 OUT ?= runs
 
 .PHONY: install run test lint fmt docs notebooks scale clean
+# TL=4.3.0 installs that TransformerLens release (e.g. `make test VENV=.venv4 TL=4.3.0`); unset, a venv keeps its own
+# and a new one gets 3.9.0.
+TL ?=
 install:
-	@bash scripts/install.sh $(VENV)
+	@TRANSFORMER_LENS=$(TL) bash scripts/install.sh $(VENV)
 
 run: install
 	$(PY) -m analyses.reproduce --out $(OUT)

@@ -19,7 +19,8 @@ import torch
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-    from transformer_lens import HookedTransformer
+
+    from mechrecall._tl import HookedTransformer
 
 MODES = ("Q", "K", "V")
 MODE_COLOURS = {"Q": "tab:blue", "K": "tab:red", "V": "tab:green"}

@@ -77,12 +77,20 @@ __all__ = [
     "get_act_name",
     "load_tl_state_dict",
     "make_model_config",
+    "mlp_activation",
+    "named_weights",
     "new_model",
     "scores_hooks",
+    "set_mlp_activation",
+    "swap_module",
+    "tl_grad",
     "tl_parameter",
     "tl_parameters",
     "tl_state_dict",
+    "tl_view",
     "underlying_parameter",
+    "weight",
+    "weight_layout",
 ]
 
 
@@ -93,7 +101,8 @@ def config_fields() -> frozenset[str]:
     """The keyword arguments a ``ModelConfig`` takes (3.x: the dataclass's fields; 4.x: its constructor's)."""
     if not IS_BRIDGE:
         return frozenset(f.name for f in dataclasses.fields(ModelConfig))
-    return frozenset(p for p in inspect.signature(ModelConfig.__init__).parameters if p != "self")
+    params = {p for p in inspect.signature(ModelConfig.__init__).parameters if p not in ("self", "kwargs")}
+    return frozenset(params | {f.name for f in dataclasses.fields(ModelConfig)})
 
 
 def make_model_config(d: dict[str, Any]) -> Any:
@@ -175,7 +184,11 @@ def tl_parameters(model: Any) -> dict[str, torch.Tensor]:
 
     # get_bridge_params fills in zeros for weights the model lacks (an attention-only model's MLP, the LayerNorm
     # of one without LayerNorm): those are not the model's parameters.
-    return {k: v for k, v in get_bridge_params(model).items() if underlying_parameter(model, v) is not None}
+    params = {k: v for k, v in get_bridge_params(model).items() if underlying_parameter(model, v) is not None}
+    for path, module in (getattr(model, "mechrecall_swapped", None) or {}).items():
+        params = {k: v for k, v in params.items() if not k.startswith(path + ".")}
+        params.update({f"{path}.{n}": p for n, p in module.named_parameters()})
+    return params
 
 
 def tl_parameter(model: Any, name: str) -> torch.Tensor:
@@ -198,6 +211,104 @@ def underlying_parameter(model: Any, tensor: torch.Tensor) -> torch.nn.Parameter
     return None
 
 
+def weight(model: Any, name: str) -> torch.nn.Parameter:
+    """The ``nn.Parameter`` behind the weight TransformerLens calls ``name``: what to freeze, to hand to an
+    optimiser, or to hook a gradient on (on 4.x in its ``nn.Linear`` layout; :func:`tl_view` maps between)."""
+    param = underlying_parameter(model, tl_parameter(model, name))
+    assert param is not None  # tl_parameters keeps only weights with a parameter behind them
+    return param
+
+
+def tl_view(model: Any, name: str, like_weight: torch.Tensor) -> torch.Tensor:
+    """``like_weight`` (a tensor shaped like :func:`weight` ``(model, name)``) seen in the layout of the TL weight
+    ``name`` -- e.g. a gradient mask of ``q.weight`` as ``W_Q``'s [n_heads, d_model, d_head]. A view: writing to
+    it writes ``like_weight``. The identity on 3.x."""
+    tl, param = tl_parameter(model, name), weight(model, name)
+    if tl is param:
+        return like_weight
+    offset = tl.storage_offset() - param.storage_offset()
+    return like_weight.contiguous().as_strided(tl.shape, tl.stride(), like_weight.storage_offset() + offset)
+
+
+def weight_layout(model: Any, name: str, tl_tensor: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`tl_view`: a tensor in the layout of the TL weight ``name`` (e.g. a mask of ``W_Q``), in
+    the layout of :func:`weight` ``(model, name)``. The identity on 3.x."""
+    param = weight(model, name)
+    if tl_parameter(model, name) is param:
+        return tl_tensor
+    out = torch.zeros(param.shape, dtype=tl_tensor.dtype, device=tl_tensor.device)
+    tl_view(model, name, out).copy_(tl_tensor)
+    return out
+
+
+def tl_grad(model: Any, name: str) -> torch.Tensor | None:
+    """The gradient of the TL weight ``name`` in its TL layout (``None`` before a backward pass)."""
+    grad = weight(model, name).grad
+    return None if grad is None else tl_view(model, name, grad)
+
+
+def named_weights(model: Any) -> dict[str, torch.nn.Parameter]:
+    """TL name -> the ``nn.Parameter`` behind it, once per parameter, in a fixed order: what the trainer optimises
+    and what its parameter groups match by ``fnmatch`` pattern. Any other module: its ``named_parameters``."""
+    if not isinstance(model, Model):
+        return dict(model.named_parameters())
+    out: dict[str, torch.nn.Parameter] = {}
+    seen: set[int] = set()
+    for name in tl_parameters(model):
+        param = weight(model, name)
+        if id(param) not in seen:
+            seen.add(id(param))
+            out[name] = param
+    return out
+
+
+def swap_module(model: Any, path: str, module: torch.nn.Module) -> None:
+    """Put ``module`` at ``path`` (``"blocks.0.mlp"``) and register its hook points, so ``run_with_cache`` sees
+    ``blocks.0.mlp.hook_pre`` etc. as for TL's own module.
+
+    3.x: ``setattr`` + ``model.setup()``. 4.x: the module takes the place of the bridge's MLP component in the
+    block the bridge wraps (the bridge's forward calls it there), and the hook registry is rebuilt; its
+    parameters are listed by :func:`tl_parameters` under ``path``. Only a block's ``mlp`` can be swapped on 4.x
+    (``ValueError`` naming the path otherwise, before any work).
+    """
+    module = module.to(model.cfg.device or "cpu")
+    parent_path, _, attr = path.rpartition(".")
+    if not IS_BRIDGE:
+        setattr(model.get_submodule(parent_path) if parent_path else model, attr, module)
+        model.setup()
+        return
+    if attr != "mlp" or not parent_path.startswith("blocks."):
+        raise ValueError(
+            f"swapping {type(module).__name__} in at {path!r} needs TransformerLens 3.x: on 4.x only a block's "
+            "'mlp' can be swapped (the bridge wraps every other module in an adapter of its own)"
+        )
+    block = model.get_submodule(parent_path)
+    block.original_component.mlp = module  # what the block's forward calls
+    block.mlp = module  # where the bridge's hooks, aliases and parameters are found
+    swapped = getattr(model, "mechrecall_swapped", None) or {}
+    model.mechrecall_swapped = {**swapped, path: module}
+    model.clear_hook_registry()
+    model._initialize_hook_registry()
+    model._register_all_aliases_recursive()
+
+
+def mlp_activation(model: Any, layer: int) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """Block ``layer``'s MLP activation function, or ``None`` if its feed-forward layer has none."""
+    mlp = model.blocks[layer].mlp
+    if IS_BRIDGE:
+        return getattr(mlp.original_component, "act", None)
+    return getattr(mlp, "act_fn", None)
+
+
+def set_mlp_activation(model: Any, layer: int, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Make ``fn`` block ``layer``'s MLP activation (``hook_pre`` sees its input, ``hook_post`` its output)."""
+    mlp = model.blocks[layer].mlp
+    if IS_BRIDGE:
+        mlp.original_component.act = fn
+    else:
+        mlp.act_fn = fn
+
+
 def tl_state_dict(model: Any) -> dict[str, torch.Tensor]:
     """The model's weights by TransformerLens name, detached copies: what a checkpoint stores (both majors load
     it with :func:`load_tl_state_dict`)."""
@@ -206,22 +317,23 @@ def tl_state_dict(model: Any) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone().contiguous() for k, v in tl_parameters(model).items()}
 
 
-def load_tl_state_dict(model: Any, state: dict[str, torch.Tensor]) -> None:
-    """Load weights saved by :func:`tl_state_dict` on either major (``ValueError`` on a missing or extra name).
+def load_tl_state_dict(model: Any, state: dict[str, torch.Tensor], *, strict: bool = True) -> None:
+    """Load weights saved by :func:`tl_state_dict` on either major (``ValueError`` on an unknown name, or with
+    ``strict`` a missing one; ``strict=False`` loads just the weights ``state`` names).
 
     Buffers that 3.x keeps in its state dict (the causal ``mask``, ``IGNORE``, rotary tables) are rebuilt from the
     config, so a file without them loads on 3.x and one with them on 4.x.
     """
+    params = tl_parameters(model)
     buffers = {k for k, _ in model.named_buffers()} if not IS_BRIDGE else set()
-    names = set(tl_parameters(model)) | buffers
-    missing = sorted(set(tl_parameters(model)) - set(state))
-    extra = sorted(k for k in set(state) - names if not _is_tl_buffer(k))
+    missing = sorted(set(params) - set(state)) if strict else []
+    extra = sorted(k for k in set(state) - set(params) - buffers if not _is_tl_buffer(k))
     if missing or extra:
-        raise ValueError(f"checkpoint does not match the model: missing {missing[:6]}, unexpected {extra[:6]}")
+        raise ValueError(f"weights do not match the model: missing {missing[:6]}, unexpected {extra[:6]}")
     with torch.no_grad():
-        params = tl_parameters(model)
         for name, p in params.items():
-            p.copy_(state[name].to(p.dtype))
+            if name in state:
+                p.copy_(state[name].to(p.dtype))
         if not IS_BRIDGE:
             own = dict(model.named_buffers())
             for name in buffers & set(state):

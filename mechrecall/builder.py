@@ -16,16 +16,14 @@ which ``build_from_spec`` rebuilds it exactly: that recipe is what checkpoints s
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
-from mechrecall._tl import HookedTransformer, HookedTransformerConfig
+from mechrecall._tl import Model, ModelConfig, config_dict, config_fields, make_model_config, named_weights, new_model
 from mechrecall.surgeries import Surgery, surgery_from_dict
 
 SPEC_FORMAT = 1
@@ -37,14 +35,10 @@ def derive_seed(*parts: int) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
-def make_config(cfg: HookedTransformerConfig | dict[str, Any], *, seed: int | None = None) -> HookedTransformerConfig:
-    """A ``HookedTransformerConfig`` from a config or a dict; TL's assertion failures become ``ValueError``."""
-    if isinstance(cfg, HookedTransformerConfig):
-        d = cfg_to_dict(cfg)
-    elif isinstance(cfg, dict):
-        d = dict(cfg)
-    else:
-        raise ValueError(f"cfg must be a HookedTransformerConfig or a dict, got {type(cfg).__name__}")
+def make_config(cfg: ModelConfig | dict[str, Any], *, seed: int | None = None) -> ModelConfig:
+    """A ``ModelConfig`` (TL 3.x's ``HookedTransformerConfig``, 4.x's ``TransformerBridgeConfig``) from a config or
+    a dict of ``HookedTransformerConfig`` fields; TL's assertion failures become ``ValueError``."""
+    d = _config_items(cfg)
     if isinstance(d.get("dtype"), str):
         d["dtype"] = _dtype(d["dtype"])
     if seed is not None:
@@ -57,22 +51,29 @@ def make_config(cfg: HookedTransformerConfig | dict[str, Any], *, seed: int | No
         auto = key in ("n_heads", "d_vocab") and value == -1  # TL infers these
         if value is not None and not auto and (not isinstance(value, int) or value < 1):
             raise ValueError(f"model config {key}={value!r}; expected a positive int")
-    known = {f.name for f in dataclasses.fields(HookedTransformerConfig)}
-    unknown = sorted(set(d) - known)
+    unknown = sorted(set(d) - config_fields())
     if unknown:
         raise ValueError(f"unknown HookedTransformerConfig fields {unknown}")
     try:
-        return HookedTransformerConfig(**d)
+        return make_model_config(d)
     except AssertionError as exc:
         raise ValueError(f"invalid model config: {exc}") from None
 
 
-def cfg_to_dict(cfg: HookedTransformerConfig) -> dict[str, Any]:
-    """JSON-able dict of a config (dtype as a string; runtime-only fields dropped)."""
-    fields = {f.name for f in dataclasses.fields(HookedTransformerConfig)}
-    # to_dict() returns the live __dict__, extra attributes included: copy only the config's fields.
-    d = {k: v for k, v in cfg.to_dict().items() if k in fields and k not in _RUNTIME_CFG_KEYS}
-    d["dtype"] = str(cfg.dtype).removeprefix("torch.")
+def _config_items(cfg: ModelConfig | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(cfg, ModelConfig):
+        return config_dict(cfg)
+    if isinstance(cfg, dict):
+        return dict(cfg)
+    raise ValueError(f"cfg must be a HookedTransformerConfig or a dict, got {type(cfg).__name__}")
+
+
+def cfg_to_dict(cfg: ModelConfig | dict[str, Any]) -> dict[str, Any]:
+    """JSON-able dict of a config (dtype as a string; runtime-only fields dropped). A dict stays the fields it
+    names, so a recipe written on one TransformerLens major rebuilds on the other."""
+    d = {k: v for k, v in _config_items(cfg).items() if k not in _RUNTIME_CFG_KEYS}
+    if "dtype" in d:
+        d["dtype"] = str(d["dtype"]).removeprefix("torch.")
     return json.loads(json.dumps(d, default=str))
 
 
@@ -84,12 +85,13 @@ def _dtype(name: str) -> torch.dtype:
 
 
 def build_toy_model(
-    cfg: HookedTransformerConfig | dict[str, Any],
+    cfg: ModelConfig | dict[str, Any],
     surgeries: Sequence[Surgery] = (),
     *,
     seed: int | None = None,
-) -> HookedTransformer:
-    """Build ``HookedTransformer(cfg)`` and apply ``surgeries`` in order.
+) -> Model:
+    """Build the model of ``cfg`` (``mechrecall._tl.new_model``: a ``HookedTransformer`` on TransformerLens 3.x,
+    a ``TransformerBridge`` on 4.x) and apply ``surgeries`` in order.
 
     Args:
         cfg: the TL config (or its fields as a dict).
@@ -105,32 +107,29 @@ def build_toy_model(
         if not isinstance(s, Surgery):
             raise ValueError(f"surgeries must be Surgery objects or dicts, got {type(s).__name__}")
     if seed is None:
-        seed = (
-            cfg.seed
-            if isinstance(cfg, HookedTransformerConfig)
-            else (cfg.get("seed") if isinstance(cfg, dict) else None)
-        )
+        seed = cfg.seed if isinstance(cfg, ModelConfig) else (cfg.get("seed") if isinstance(cfg, dict) else None)
     seed = 0 if seed is None else int(seed)
     with torch.random.fork_rng(devices=[]):
         config = make_config(cfg, seed=seed)
         torch.manual_seed(seed)
-        with warnings.catch_warnings():  # TL 3.x: "HookedTransformer is deprecated ... use TransformerBridge"
-            warnings.simplefilter("ignore", DeprecationWarning)
-            model = HookedTransformer(config)
+        try:
+            model = new_model(config)
+        except (AssertionError, ValueError) as exc:  # 4.x checks parts of the config (act_fn) only here
+            raise ValueError(f"invalid model config: {exc}") from None
     for index, surgery in enumerate(surgeries):
         generator = torch.Generator().manual_seed(derive_seed(seed, index))
         surgery.apply(model, generator)
-        model.setup()  # registers HookPoints of swapped-in modules
+    given = cfg_to_dict(cfg)
     model.mechrecall_spec = {
         "format": SPEC_FORMAT,
-        "cfg": cfg_to_dict(config),
+        "cfg": {**given, "seed": seed, "dtype": given.get("dtype", "float32")},
         "surgeries": [s.to_dict() for s in surgeries],
         "seed": seed,
     }
     return model
 
 
-def model_spec(model: HookedTransformer) -> dict[str, Any]:
+def model_spec(model: Model) -> dict[str, Any]:
     """The JSON recipe of a model built here (config, surgeries, seed).
 
     For a model not built by ``build_toy_model`` (e.g. from ``pretrained.load``) the recipe is just its
@@ -148,7 +147,7 @@ def model_spec(model: HookedTransformer) -> dict[str, Any]:
     return spec
 
 
-def build_from_spec(spec: dict[str, Any]) -> HookedTransformer:
+def build_from_spec(spec: dict[str, Any]) -> Model:
     """Rebuild a model (fresh weights from its seed) from ``model_spec(model)``."""
     if spec.get("format") != SPEC_FORMAT:
         raise ValueError(f"model spec format {spec.get('format')!r}; expected {SPEC_FORMAT}")
@@ -159,5 +158,5 @@ def build_from_spec(spec: dict[str, Any]) -> HookedTransformer:
 
 
 def trainable_parameters(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
-    """Name -> parameter for every parameter that requires grad."""
-    return {n: p for n, p in model.named_parameters() if p.requires_grad}
+    """TL name -> parameter for every parameter that requires grad (``mechrecall._tl.named_weights``)."""
+    return {n: p for n, p in named_weights(model).items() if p.requires_grad}

@@ -2,7 +2,8 @@
 
 Layout of a checkpoint directory::
 
-    model.safetensors      the model's state_dict
+    model.safetensors      the model's weights by TransformerLens name (``mechrecall._tl.tl_state_dict``): a file
+                           either TransformerLens major loads
     optimizer.safetensors  optimizer tensors, keys "state.{param_index}.{name}" (only if saved with one)
     rng.safetensors        torch's global RNG state (uint8), for exact resumption
     checkpoint.json        {"format", "model_spec" (config + surgeries + seed), "step",
@@ -24,7 +25,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import Model, load_tl_state_dict, tl_state_dict
 from mechrecall.builder import build_from_spec, model_spec
 from mechrecall.errors import CheckpointError
 from mechrecall.io import atomic_directory, atomic_write_json
@@ -40,7 +41,7 @@ def _tensors_for_saving(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Ten
 
 def save_checkpoint(
     path: str | os.PathLike,
-    model: HookedTransformer,
+    model: Model,
     *,
     optimizer: torch.optim.Optimizer | None = None,
     step: int | None = None,
@@ -50,7 +51,7 @@ def save_checkpoint(
     """Write a checkpoint directory at ``path`` (which must not exist) atomically.
 
     Args:
-        model: any ``HookedTransformer``; its recipe is ``model_spec(model)``.
+        model: any ``Model``; its recipe is ``model_spec(model)``.
         optimizer: saved (tensors + JSON structure) if given.
         step: the training step the weights correspond to.
         state: extra JSON-able data (e.g. the trainer's config and metrics history).
@@ -63,7 +64,7 @@ def save_checkpoint(
         "state": state or {},
     }
     with atomic_directory(path) as tmp:
-        save_file(_tensors_for_saving(model.state_dict()), str(tmp / "model.safetensors"))
+        save_file(_tensors_for_saving(tl_state_dict(model)), str(tmp / "model.safetensors"))
         if optimizer is not None:
             tensors, meta["optimizer"] = _flatten_optimizer(optimizer)
             save_file(_tensors_for_saving(tensors), str(tmp / "optimizer.safetensors"))
@@ -100,11 +101,11 @@ def read_checkpoint_meta(path: str | os.PathLike) -> dict[str, Any]:
     return meta
 
 
-def load_model(path: str | os.PathLike) -> HookedTransformer:
+def load_model(path: str | os.PathLike) -> Model:
     """Rebuild the model recorded in a checkpoint and load its weights."""
     meta = read_checkpoint_meta(path)
     model = build_from_spec(meta["model_spec"])
-    model.load_state_dict(read_tensors(Path(path) / "model.safetensors"), strict=True)
+    load_tl_state_dict(model, read_tensors(Path(path) / "model.safetensors"))
     return model
 
 
@@ -121,7 +122,7 @@ def spec_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return diffs
 
 
-def load_weights(model: HookedTransformer, path: str | os.PathLike, *, check_seed: bool = False) -> dict[str, Any]:
+def load_weights(model: Model, path: str | os.PathLike, *, check_seed: bool = False) -> dict[str, Any]:
     """Load a checkpoint's weights into ``model`` after checking it was written for the same model.
 
     Raises:
@@ -136,7 +137,7 @@ def load_weights(model: HookedTransformer, path: str | os.PathLike, *, check_see
         raise ValueError(
             f"checkpoint {path} was written for a different model (checkpoint vs this model): " + "; ".join(diffs)
         )
-    model.load_state_dict(read_tensors(Path(path) / "model.safetensors"), strict=True)
+    load_tl_state_dict(model, read_tensors(Path(path) / "model.safetensors"))
     return meta
 
 

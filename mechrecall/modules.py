@@ -29,9 +29,10 @@ class LinearFF(nn.Module):
         self.W_F = nn.Parameter(torch.zeros(d_model, d_model, dtype=dtype))
         self.hook_pre = HookPoint()  # [batch, pos, d_model]
         self.hook_post = HookPoint()  # [batch, pos, d_model]
+        self.hook_out = HookPoint()  # [batch, pos, d_model]: the output, which a bridge's hook_mlp_out names
 
     def forward(self, x: Float[torch.Tensor, "batch pos d_model"]) -> Float[torch.Tensor, "batch pos d_model"]:
-        return self.hook_post(self.hook_pre(x) @ self.W_F)
+        return self.hook_out(self.hook_post(self.hook_pre(x) @ self.W_F))
 
 
 class ZeroFF(nn.Module):
@@ -45,9 +46,10 @@ class ZeroFF(nn.Module):
         super().__init__()
         self.hook_pre = HookPoint()  # [batch, pos, d_model]
         self.hook_post = HookPoint()  # [batch, pos, d_model]
+        self.hook_out = HookPoint()  # [batch, pos, d_model]: zeros, which a bridge's hook_mlp_out names
 
     def forward(self, x: Float[torch.Tensor, "batch pos d_model"]) -> Float[torch.Tensor, "batch pos d_model"]:
-        return torch.zeros_like(self.hook_post(self.hook_pre(x)))
+        return self.hook_out(torch.zeros_like(self.hook_post(self.hook_pre(x))))
 
 
 class EmbedWithPrevious(nn.Module):

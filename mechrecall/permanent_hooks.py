@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from mechrecall._tl import HookedTransformer, HookPoint, get_act_name
+from mechrecall._tl import HookPoint, Model, attn_scale, get_act_name, scores_hooks, tl_parameter
 from mechrecall.checks import check_layer
 
 HookFn = Callable[..., torch.Tensor | None]
@@ -43,7 +43,7 @@ def register_permanent_hook(name: str) -> Callable[[HookFactory], HookFactory]:
     return decorate
 
 
-def _check_layer(model: HookedTransformer, layer: int, hook: str) -> None:
+def _check_layer(model: Model, layer: int, hook: str) -> None:
     try:
         check_layer(model, layer)
     except ValueError as exc:
@@ -51,7 +51,7 @@ def _check_layer(model: HookedTransformer, layer: int, hook: str) -> None:
 
 
 @register_permanent_hook("no_skip_connection")
-def no_skip_connection(model: HookedTransformer, layer: int) -> list[tuple[str, HookFn]]:
+def no_skip_connection(model: Model, layer: int) -> list[tuple[str, HookFn]]:
     _check_layer(model, layer, "no_skip_connection")
     stash: dict[str, torch.Tensor] = {}
 
@@ -68,9 +68,7 @@ def no_skip_connection(model: HookedTransformer, layer: int) -> list[tuple[str, 
 
 
 @register_permanent_hook("relative_key_positions")
-def relative_key_positions(
-    model: HookedTransformer, layer: int, pos_offset: int, n_pos: int
-) -> list[tuple[str, HookFn]]:
+def relative_key_positions(model: Model, layer: int, pos_offset: int, n_pos: int) -> list[tuple[str, HookFn]]:
     _check_layer(model, layer, "relative_key_positions")
     if not (isinstance(n_pos, int) and n_pos >= 1 and isinstance(pos_offset, int) and pos_offset >= 0):
         raise ValueError(
@@ -85,16 +83,13 @@ def relative_key_positions(
         raise ValueError(
             f"relative_key_positions: n_pos={n_pos} must be >= n_ctx={model.cfg.n_ctx} (one offset per distance)"
         )
-    attn = model.blocks[layer].attn
-    stash: dict[str, torch.Tensor] = {}
+    W_K = tl_parameter(model, f"blocks.{layer}.attn.W_K")
+    scale = attn_scale(model, layer)
 
-    def save_q(q: torch.Tensor, hook: HookPoint) -> None:  # q: [batch, pos, head, d_head]
-        stash["q"] = q
-
-    def add_relative_keys(scores: torch.Tensor, hook: HookPoint) -> torch.Tensor:  # scores: [batch, head, q_pos, k_pos]
-        q = stash.pop("q")
-        pos_keys = attn.W_K[:, pos_offset : pos_offset + n_pos, :]  # [head, n_pos, d_head]
-        q_dot_pos = torch.einsum("bthe,hoe->bhto", q, pos_keys) / attn.attn_scale  # [b, h, t, n_pos]
+    def add_relative_keys(scores: torch.Tensor, stash: dict[str, torch.Tensor]) -> torch.Tensor:
+        q = stash["q"]  # [batch, pos, head, d_head]; scores: [batch, head, q_pos, k_pos]
+        pos_keys = W_K[:, pos_offset : pos_offset + n_pos, :]  # [head, n_pos, d_head]
+        q_dot_pos = torch.einsum("bthe,hoe->bhto", q, pos_keys) / scale  # [b, h, t, n_pos]
         n_q, n_k = scores.shape[-2:]
         t = torch.arange(n_q, device=scores.device)[:, None]
         i = torch.arange(n_k, device=scores.device)[None, :]
@@ -102,21 +97,18 @@ def relative_key_positions(
         index = offset_index.expand(*q_dot_pos.shape[:2], n_q, n_k)
         return scores + torch.gather(q_dot_pos, -1, index)  # -inf (masked) stays -inf
 
-    return [
-        (get_act_name("q", layer), save_q),
-        (get_act_name("attn_scores", layer), add_relative_keys),
-    ]
+    return scores_hooks(model, layer, add_relative_keys)
 
 
 @register_permanent_hook("strict_causal_mask")
-def strict_causal_mask(model: HookedTransformer, layers: Iterable[int]) -> list[tuple[str, HookFn]]:
+def strict_causal_mask(model: Model, layers: Iterable[int]) -> list[tuple[str, HookFn]]:
     layers = list(layers)
     for layer in layers:
         _check_layer(model, layer, "strict_causal_mask")
 
-    def mask_diagonal(scores: torch.Tensor, hook: HookPoint) -> torch.Tensor:
+    def mask_diagonal(scores: torch.Tensor, stash: dict[str, torch.Tensor]) -> torch.Tensor:
         n_q, n_k = scores.shape[-2:]
         diagonal = torch.eye(n_q, n_k, dtype=torch.bool, device=scores.device)
         return scores.masked_fill(diagonal, float("-inf"))
 
-    return [(get_act_name("attn_scores", layer), mask_diagonal) for layer in layers]
+    return [pair for layer in layers for pair in scores_hooks(model, layer, mask_diagonal)]

@@ -31,7 +31,16 @@ from typing import Any, ClassVar
 import torch
 import torch.nn.functional as F
 
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import (
+    Model,
+    mlp_activation,
+    set_mlp_activation,
+    swap_module,
+    tl_parameter,
+    tl_parameters,
+    tl_view,
+    weight,
+)
 from mechrecall.modules import EmbedWithPrevious, LinearFF, ZeroFF
 from mechrecall.permanent_hooks import PERMANENT_HOOKS
 
@@ -49,7 +58,7 @@ class Surgery:
 
     kind: ClassVar[str] = "surgery"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,11 +96,11 @@ def _tuplify(x: Any) -> Any:
     return x
 
 
-def match_params(model: HookedTransformer, patterns: Sequence[str], what: str) -> list[str]:
+def match_params(model: Model, patterns: Sequence[str], what: str) -> list[str]:
     """Parameter names matching any ``fnmatch`` pattern; every pattern must match something."""
     if isinstance(patterns, str):
         patterns = (patterns,)
-    names = [n for n, _ in model.named_parameters()]
+    names = list(tl_parameters(model))
     matched: list[str] = []
     for pattern in patterns:
         hits = [n for n in names if fnmatch.fnmatchcase(n, pattern)]
@@ -125,7 +134,7 @@ def region_index(p: torch.Tensor, region: Region | None, what: str) -> tuple[sli
     return tuple(index) + (slice(None),) * (p.ndim - len(index))
 
 
-def _check_blocks(model: HookedTransformer, blocks: Sequence[int], what: str) -> list[int]:
+def _check_blocks(model: Model, blocks: Sequence[int], what: str) -> list[int]:
     blocks = list(blocks)
     bad = [b for b in blocks if not isinstance(b, int) or not 0 <= b < model.cfg.n_layers]
     if bad or not blocks:
@@ -143,9 +152,9 @@ class Freeze(Surgery):
     params: tuple[str, ...]
     kind: ClassVar[str] = "freeze"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         for name in match_params(model, self.params, "Freeze"):
-            model.get_parameter(name).requires_grad_(False)
+            weight(model, name).requires_grad_(False)
 
 
 @_register
@@ -156,13 +165,13 @@ class ZeroBiases(Surgery):
     freeze: bool = True
     kind: ClassVar[str] = "zero_biases"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
-        for name, param in model.named_parameters():
+    def apply(self, model: Model, generator: torch.Generator) -> None:
+        for name, param in tl_parameters(model).items():
             if name.rsplit(".", 1)[-1].startswith("b_"):
                 with torch.no_grad():
                     param.zero_()
                 if self.freeze:
-                    param.requires_grad_(False)
+                    weight(model, name).requires_grad_(False)
 
 
 INITS = ("zeros", "normal", "uniform", "torch_linear", "one_hot", "identity", "orthonormal")
@@ -196,21 +205,21 @@ class SetWeight(Surgery):
     region: Region | None = None
     kind: ClassVar[str] = "set_weight"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         if self.init not in INITS:
             raise ValueError(f"SetWeight: init={self.init!r}; expected one of {INITS}")
         names = match_params(model, self.params, "SetWeight")
-        index = {n: region_index(model.get_parameter(n), self.region, f"SetWeight region of {n}") for n in names}
-        targets = {n: model.get_parameter(n).detach()[index[n]] for n in names}  # views of the regions
+        params = tl_parameters(model)
+        index = {n: region_index(params[n], self.region, f"SetWeight region of {n}") for n in names}
+        targets = {n: params[n].detach()[index[n]] for n in names}  # views of the regions
         if self.init == "orthonormal":
             values = self._orthonormal(targets, generator)
         else:
             values = {n: self._single(n, t, generator) for n, t in targets.items()}
         with torch.no_grad():
             for n in names:
-                p = model.get_parameter(n)
-                p[index[n]] = values[n]
-                p.requires_grad_(not self.freeze)
+                params[n][index[n]] = values[n]
+                weight(model, n).requires_grad_(not self.freeze)
 
     def _single(self, name: str, p: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         shape, dtype = p.shape, p.dtype
@@ -288,15 +297,14 @@ class LinearFeedForward(Surgery):
     scale: float = 1.0
     kind: ClassVar[str] = "linear_ff"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         blocks = _check_blocks(model, self.blocks, "LinearFeedForward")
         if model.cfg.attn_only:
             raise ValueError("LinearFeedForward: cfg.attn_only=True has no FF slot; build with attn_only=False")
         if self.init not in FF_INITS:
             raise ValueError(f"LinearFeedForward: init={self.init!r}; expected one of {FF_INITS}")
         for b in blocks:
-            model.blocks[b].mlp = LinearFF(model.cfg.d_model, dtype=model.cfg.dtype).to(model.cfg.device)
-            model.setup()
+            swap_module(model, f"blocks.{b}.mlp", LinearFF(model.cfg.d_model, dtype=model.cfg.dtype))
             SetWeight((f"blocks.{b}.mlp.W_F",), self.init, scale=self.scale, freeze=False).apply(model, generator)
 
 
@@ -308,12 +316,12 @@ class NoFeedForward(Surgery):
     blocks: tuple[int, ...]
     kind: ClassVar[str] = "no_ff"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         blocks = _check_blocks(model, self.blocks, "NoFeedForward")
         if model.cfg.attn_only:
             raise ValueError("NoFeedForward: cfg.attn_only=True already has no FF in any block")
         for b in blocks:
-            model.blocks[b].mlp = ZeroFF()
+            swap_module(model, f"blocks.{b}.mlp", ZeroFF())
 
 
 def _identity(x: torch.Tensor) -> torch.Tensor:
@@ -332,7 +340,7 @@ class SetActivation(Surgery):
     blocks: tuple[int, ...] | None = None
     kind: ClassVar[str] = "set_activation"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         if self.fn not in ACTIVATIONS:
             raise ValueError(f"SetActivation: fn={self.fn!r}; expected one of {sorted(ACTIVATIONS)}")
         if model.cfg.attn_only:
@@ -341,10 +349,11 @@ class SetActivation(Surgery):
             range(model.cfg.n_layers) if self.blocks is None else _check_blocks(model, self.blocks, "SetActivation")
         )
         for b in blocks:
-            mlp = model.blocks[b].mlp
-            if not hasattr(mlp, "act_fn"):
-                raise ValueError(f"SetActivation: block {b}'s FF ({type(mlp).__name__}) has no activation")
-            mlp.act_fn = ACTIVATIONS[self.fn]
+            if mlp_activation(model, b) is None:
+                raise ValueError(
+                    f"SetActivation: block {b}'s FF ({type(model.blocks[b].mlp).__name__}) has no activation"
+                )
+            set_mlp_activation(model, b, ACTIVATIONS[self.fn])
 
 
 @_register
@@ -355,7 +364,7 @@ class PreviousTokenEmbedding(Surgery):
 
     kind: ClassVar[str] = "previous_token_embedding"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         if model.cfg.post_embedding_ln:
             raise ValueError("PreviousTokenEmbedding: cfg.post_embedding_ln=True is not supported")
         old = model.embed.W_E
@@ -363,7 +372,7 @@ class PreviousTokenEmbedding(Surgery):
         with torch.no_grad():
             new.W_E.copy_(old)
         new.W_E.requires_grad_(old.requires_grad)
-        model.embed = new
+        swap_module(model, "embed", new)
 
 
 @_register
@@ -378,7 +387,7 @@ class PermanentHook(Surgery):
     def __hash__(self) -> int:  # kwargs is a dict
         return hash((self.name, tuple(sorted(self.kwargs.items()))))
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         if self.name not in PERMANENT_HOOKS:
             raise ValueError(f"PermanentHook: unknown hook {self.name!r}; expected one of {sorted(PERMANENT_HOOKS)}")
         try:
@@ -398,22 +407,25 @@ class TrainableEntries(Surgery):
     ``((0, 1), (0, 7), (0, 7))`` for ``W_K[0, 0:7, 0:7]``; several ``TrainableEntries`` on one parameter
     train the union of their blocks. Gradients outside are zeroed by a tensor hook,
     and the trainer restores those entries after every step (so weight decay and momentum can't move
-    them either). The mask is kept in ``model.mechrecall_entry_masks[param]`` (True = trainable).
+    them either). The mask is kept in ``model.mechrecall_entry_masks[param]`` (True = trainable), in the
+    parameter's TL layout.
     """
 
     param: str
     slices: Region
     kind: ClassVar[str] = "trainable_entries"
 
-    def apply(self, model: HookedTransformer, generator: torch.Generator) -> None:
+    def apply(self, model: Model, generator: torch.Generator) -> None:
         (name,) = match_params(model, (self.param,), "TrainableEntries")
-        p = model.get_parameter(name)
+        p = tl_parameter(model, name)
         index = region_index(p, self.slices, f"TrainableEntries on {name}")
         masks = getattr(model, "mechrecall_entry_masks", None)
         if masks is None:
             masks = model.mechrecall_entry_masks = {}
-        p.requires_grad_(True)
+        param = weight(model, name)
+        param.requires_grad_(True)
         if name not in masks:  # the first region of this parameter: one hook that reads the current mask
-            masks[name] = torch.zeros(p.shape, dtype=torch.bool, device=p.device)
-            p.register_hook(lambda grad: grad * masks[name])
+            mask = torch.zeros(param.shape, dtype=torch.bool, device=param.device)  # in the parameter's layout
+            masks[name] = tl_view(model, name, mask)  # the same mask, seen in the TL layout of ``name``
+            param.register_hook(lambda grad: grad * mask)
         masks[name][index] = True  # several regions of one parameter add up

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from jaxtyping import Float, Int
 
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import Model, named_weights, weight, weight_layout
 from mechrecall.batch import Batch
 from mechrecall.builder import derive_seed
 from mechrecall.checkpoint import (
@@ -131,15 +131,15 @@ class TrainConfig:
 
 @dataclass
 class TrainResult:
-    model: HookedTransformer
+    model: Model
     history: dict[str, list[dict[str, Any]]]
     step: int
     resumed_from: int | None
 
 
 BatchFn = Callable[[int, torch.Generator], Batch]
-LossFn = Callable[[HookedTransformer, Batch], torch.Tensor]
-EvalFn = Callable[[HookedTransformer], float | Mapping[str, float]]
+LossFn = Callable[[Model, Batch], torch.Tensor]
+EvalFn = Callable[[Model], float | Mapping[str, float]]
 
 
 def select_positions(
@@ -182,7 +182,7 @@ def select_positions(
     return logits[:, index].reshape(batch * len(positions), -1), targets[:, index].reshape(-1)
 
 
-def next_token_loss(model: HookedTransformer, batch: Batch, loss_positions: str | Sequence[int]) -> torch.Tensor:
+def next_token_loss(model: Model, batch: Batch, loss_positions: str | Sequence[int]) -> torch.Tensor:
     """Mean cross-entropy on the chosen positions (targets == -100 ignored)."""
     logits = model(batch.tokens)
     rows, labels = select_positions(logits, batch.targets, loss_positions, batch.loss_mask)
@@ -195,7 +195,7 @@ def build_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opt
     Raises:
         ValueError: a group pattern that matches no trainable parameter, or nothing to train.
     """
-    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    trainable = [(n, p) for n, p in named_weights(model).items() if p.requires_grad]
     if not trainable:
         raise ValueError("the model has no trainable parameters (every parameter is frozen)")
     assigned: dict[str, int] = {}
@@ -276,7 +276,7 @@ def checkpoint_candidates(out_dir: str | os.PathLike) -> list[Path]:
 
 
 def _resume(
-    out: Path, model: HookedTransformer, optimizer: torch.optim.Optimizer, cfg: TrainConfig
+    out: Path, model: Model, optimizer: torch.optim.Optimizer, cfg: TrainConfig
 ) -> tuple[dict[str, list[dict[str, Any]]], int] | None:
     """Load the newest intact checkpoint in ``out`` into ``model`` / ``optimizer`` / the RNG: ``(history, step)``.
 
@@ -322,7 +322,7 @@ def _resume(
 
 
 def train(
-    model: HookedTransformer,
+    model: Model,
     batch_fn: BatchFn,
     cfg: TrainConfig,
     *,
@@ -343,7 +343,8 @@ def train(
     if cfg.checkpoint_every and out is None:
         raise ValueError("TrainConfig.checkpoint_every > 0 needs an out_dir to write checkpoints into")
     optimizer = build_optimizer(model, cfg)
-    entry_masks = {model.get_parameter(n): m for n, m in (getattr(model, "mechrecall_entry_masks", None) or {}).items()}
+    masks = getattr(model, "mechrecall_entry_masks", None) or {}
+    entry_masks = {weight(model, n): weight_layout(model, n, m) for n, m in masks.items()}
     history: dict[str, list[dict[str, Any]]] = {"train": [], "eval": []}
     start, resumed_from = 0, None
 
@@ -434,7 +435,7 @@ def train(
 
 
 def _write_checkpoint(
-    out: Path, model: HookedTransformer, optimizer: torch.optim.Optimizer, step: int, cfg: TrainConfig, history: dict
+    out: Path, model: Model, optimizer: torch.optim.Optimizer, step: int, cfg: TrainConfig, history: dict
 ) -> Path:
     root = _checkpoint_dir(out)
     name = f"step-{step:08d}"

@@ -4,6 +4,9 @@
 #   scripts/install.sh [VENV_DIR]          (default: .venv)
 #   EXTRAS=test scripts/install.sh         (default: test,ray,slurm,notebooks -- the tests run the Ray and Slurm
 #                                          executors and execute the notebooks)
+#   TRANSFORMER_LENS=4.3.0 scripts/install.sh .venv4
+#                                          the TransformerLens release to install (tested: 3.9.0 and 4.3.0). Unset:
+#                                          the one already in the venv stays; a new venv gets 3.9.0.
 #
 # torch is installed first, chosen for the machine:
 #   - already importable in the venv        -> left as it is;
@@ -18,7 +21,8 @@ VENV=${1:-.venv}
 TORCH_VERSION=${TORCH_VERSION:-2.13.0}
 PY=${PYTHON:-python3}
 EXTRAS=${EXTRAS:-test,ray,slurm,notebooks}
-STAMP="$VENV/.mechrecall-installed-${EXTRAS//,/-}"
+TL_TESTED=3.9.0  # a new venv's TransformerLens; 4.3.0 is the tested 4.x release (README: "Two TransformerLens majors")
+STAMP="$VENV/.mechrecall-installed-${EXTRAS//,/-}${TRANSFORMER_LENS:+-tl$TRANSFORMER_LENS}"
 
 if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt scripts/install.sh ]; then
   exit 0
@@ -52,7 +56,15 @@ else
   fi
 fi
 
-quiet_pip install -q -e ".[$EXTRAS]"
+if [ -n "${TRANSFORMER_LENS:-}" ]; then
+  TL_PIN="transformer-lens==$TRANSFORMER_LENS"
+elif "$VENV/bin/python" -c "import importlib.metadata as m; m.version('transformer-lens')" 2>/dev/null; then
+  TL_PIN=""  # keep the TransformerLens this venv has (the project allows 3.x and 4.x)
+else
+  TL_PIN="transformer-lens==$TL_TESTED"
+fi
+# shellcheck disable=SC2086
+quiet_pip install -q -e ".[$EXTRAS]" $TL_PIN
 "$VENV/bin/python" - <<'PY'
 from importlib.metadata import version
 from mechrecall import analyses, hooks, pretrained  # noqa: F401  (the four packages import)

@@ -20,7 +20,7 @@ from mechrecall import (
     model_spec,
     trainable_parameters,
 )
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import IS_BRIDGE, HookedTransformer, tl_grad, tl_parameters, weight
 
 D, V, T = 16, 11, 8
 
@@ -77,9 +77,9 @@ def test_chen_model_matches_plain_torch_equation(tokens):
     model = build_toy_model(chen_config(), CHEN_SURGERIES, seed=1)
     assert isinstance(model, HookedTransformer)
     assert torch.equal(model.blocks[0].attn.W_Q[0], torch.eye(D, dtype=torch.float64))
-    for name, p in model.named_parameters():
+    for name, p in tl_parameters(model).items():
         if name.rsplit(".", 1)[-1].startswith("b_"):
-            assert not p.requires_grad and not p.any(), name
+            assert not weight(model, name).requires_grad and not p.any(), name
     trainable = set(trainable_parameters(model))
     assert trainable == {
         f"blocks.{l}.{w}" for l in (0, 1) for w in ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out")
@@ -87,6 +87,7 @@ def test_chen_model_matches_plain_torch_equation(tokens):
     torch.testing.assert_close(model(tokens), reference_forward(model, tokens), rtol=0, atol=1e-10)
 
 
+@pytest.mark.tl3_only("swaps a module of its own into the model (LinearFF / ZeroFF / EmbedWithPrevious)")
 @pytest.mark.parametrize("ff", [("mlp", "linear"), ("linear", "mlp"), ("mlp", "none"), ("linear", "linear")])
 def test_feed_forward_variants_match_reference(tokens, ff):
     surgeries = list(CHEN_SURGERIES)
@@ -109,6 +110,7 @@ def test_feed_forward_variants_match_reference(tokens, ff):
         assert not cache[f"blocks.{layer}.hook_mlp_out"].any()
 
 
+@pytest.mark.tl3_only("swaps a module of its own into the model (LinearFF / ZeroFF / EmbedWithPrevious)")
 def test_one_hot_and_orthonormal_embeddings():
     model = build_toy_model(
         dict(
@@ -156,6 +158,7 @@ def test_one_hot_and_orthonormal_embeddings():
     torch.testing.assert_close(vectors @ vectors.T, torch.eye(3 * V, dtype=torch.float64), rtol=0, atol=1e-12)
 
 
+@pytest.mark.tl3_only("swaps a module of its own into the model (LinearFF / ZeroFF / EmbedWithPrevious)")
 def test_previous_token_embedding_adds_shifted_embedding(tokens):
     model = build_toy_model(
         dict(n_layers=1, n_heads=1, d_model=D, d_head=D, d_vocab=V, n_ctx=T, attn_only=True, normalization_type=None),
@@ -221,7 +224,7 @@ def test_relative_key_positions_and_no_skip_match_model_b_equation():
     torch.testing.assert_close(model(tokens), f[..., :V], rtol=0, atol=1e-10)
     # And gradients reach the positional rows of W_K through the hook.
     model(tokens).sum().backward()
-    assert model.blocks[0].attn.W_K.grad[:, V:].abs().sum() > 0
+    assert tl_grad(model, "blocks.0.attn.W_K")[:, V:].abs().sum() > 0
 
 
 def test_strict_causal_mask():
@@ -240,18 +243,16 @@ def test_strict_causal_mask():
 def test_spec_round_trip_and_determinism(tokens):
     surgeries = [
         *CHEN_SURGERIES,
-        LinearFeedForward((1,)),
+        *([] if IS_BRIDGE else [LinearFeedForward((1,))]),  # a module swap: TL 3.x only
         PermanentHook("strict_causal_mask", {"layers": [1]}),
         TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 4), None)),
     ]
     a = build_toy_model(chen_config(), surgeries, seed=7)
     b = build_from_spec(model_spec(a))
     assert model_spec(b) == model_spec(a)
-    for (name, pa), (_, pb) in zip(a.state_dict().items(), b.state_dict().items()):
+    for (name, pa), (_, pb) in zip(tl_parameters(a).items(), tl_parameters(b).items()):
         assert torch.equal(pa, pb), name
-    assert {n for n, p in a.named_parameters() if p.requires_grad} == {
-        n for n, p in b.named_parameters() if p.requires_grad
-    }
+    assert set(trainable_parameters(a)) == {n for n in trainable_parameters(b)}
     torch.testing.assert_close(a(tokens), b(tokens), rtol=0, atol=0)
     c = build_toy_model(chen_config(), surgeries, seed=8)
     assert not torch.equal(a.W_E, c.W_E)
@@ -260,7 +261,7 @@ def test_spec_round_trip_and_determinism(tokens):
 def test_trainable_entries_mask_gradient(tokens):
     model = build_toy_model(chen_config(), [TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 4), (2, 5)))])
     model(tokens).sum().backward()
-    grad = model.blocks[0].attn.W_K.grad
+    grad = tl_grad(model, "blocks.0.attn.W_K")
     assert grad[0, :4, 2:5].abs().sum() > 0
     grad[0, :4, 2:5] = 0
     assert not grad.any()
@@ -292,6 +293,7 @@ def test_bad_input_raises_value_error_naming_it(cfg, surgeries, message):
     assert message in str(info.value)
 
 
+@pytest.mark.tl3_only("swaps a module of its own into the model (LinearFF / ZeroFF / EmbedWithPrevious)")
 def test_theory_model_of_chen_eq2():
     """Chen et al. Eq. 2: x_t = W_E(z_t) + W̃_E(z_{t-1}); ξ = W_U φ + W_U W_F x_T, with φ the attention output
     of the last position, W_QK and W_V single matrices, W_E, W̃_E, W_U mutually orthonormal (so the direct
@@ -355,6 +357,7 @@ def disentangled_reference(X, W1, W2, W3):
     return V[:, -1] @ W3
 
 
+@pytest.mark.tl3_only("swaps a module of its own into the model (LinearFF / ZeroFF / EmbedWithPrevious)")
 def test_disentangled_transformer_of_musat_et_al():
     """The concatenated (2D -> 4D -> 8D) residual stream as frozen identity blocks in one 8D-wide model;
     only the W_Q blocks (W1, W2) and W_U (W3) train."""
@@ -402,7 +405,7 @@ def test_disentangled_transformer_of_musat_et_al():
     z = model(resid, start_at_layer=0)[:, -1]
     torch.testing.assert_close(z, disentangled_reference(X, W1, W2, model.unembed.W_U), rtol=0, atol=1e-10)
     z.sum().backward()
-    grad = model.blocks[1].attn.W_Q.grad
+    grad = tl_grad(model, "blocks.1.attn.W_Q")
     assert (
         grad[0, : 4 * Dm, : 4 * Dm].abs().sum() > 0 and not grad[0, 4 * Dm :].any() and not grad[0, :, 4 * Dm :].any()
     )
@@ -419,4 +422,4 @@ def test_several_trainable_regions_add_up():
     mask = model.mechrecall_entry_masks["blocks.0.attn.W_K"]
     assert mask.sum() == 14 and mask[0, :7, 5:7].all()
     model(torch.zeros(1, T, dtype=torch.long)).sum().backward()
-    assert not model.blocks[0].attn.W_K.grad[~mask].any()
+    assert not tl_grad(model, "blocks.0.attn.W_K")[~mask].any()

@@ -16,7 +16,9 @@ from mechrecall import (
     load_model,
     load_weights,
     save_checkpoint,
+    trainable_parameters,
 )
+from mechrecall._tl import IS_BRIDGE, tl_parameter
 
 
 def toy(seed=0, d_mlp=32):
@@ -35,7 +37,7 @@ def toy(seed=0, d_mlp=32):
         [
             ZeroBiases(),
             SetWeight(("blocks.*.attn.W_Q",), "identity"),
-            LinearFeedForward((1,)),
+            *([] if IS_BRIDGE else [LinearFeedForward((1,))]),  # a module swap: TL 3.x only
             PermanentHook("strict_causal_mask", {"layers": [1]}),
         ],
         seed=seed,
@@ -45,7 +47,7 @@ def toy(seed=0, d_mlp=32):
 def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
     model = toy()
     with torch.no_grad():
-        model.blocks[1].mlp.W_F.add_(1.0)  # "trained": differs from what the seed alone gives
+        tl_parameter(model, "blocks.1.attn.W_K").add_(1.0)  # "trained": differs from what the seed alone gives
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=0.1)
     model(torch.zeros(1, 6, dtype=torch.long)).sum().backward()
     optimizer.step()
@@ -68,9 +70,7 @@ def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
     torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
     _, cache = loaded.run_with_cache(tokens)
     assert not cache["blocks.1.attn.hook_pattern"][0, 0].diagonal().any()  # the permanent hook came back
-    assert {n for n, p in loaded.named_parameters() if p.requires_grad} == {
-        n for n, p in model.named_parameters() if p.requires_grad
-    }
+    assert set(trainable_parameters(loaded)) == {n for n in trainable_parameters(model)}
 
     fresh_opt = torch.optim.Adam([p for p in loaded.parameters() if p.requires_grad], lr=0.1)
     checkpoint_module.load_optimizer_state(fresh_opt, path)

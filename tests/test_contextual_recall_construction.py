@@ -32,6 +32,8 @@ from analyses.papers.contextual_recall.theory import (
     hard_last_logits,
     predicted_alpha1,
 )
+from mechrecall._tl import tl_grad, weight
+from mechrecall.builder import trainable_parameters
 
 CFG = WorldConfig(
     n_subjects=32,
@@ -78,7 +80,7 @@ def _reference(weights, tokens, s):
 
 def test_model_b_is_one_hot_tied_and_trains_only_qkvo():
     m = build_model_b(CFG.d_vocab, 20, d_head=8)
-    assert sorted(n for n, p in m.named_parameters() if p.requires_grad) == [
+    assert sorted(trainable_parameters(m)) == [
         "blocks.0.attn.W_K",
         "blocks.0.attn.W_O",
         "blocks.0.attn.W_Q",
@@ -163,11 +165,11 @@ def test_functional_gradient_matches_the_tl_model_gradient(setup):
     )
     (g_ref,) = torch.autograd.grad(loss, kq)
     m = _model(s, {k: (v[0] * 4, v[1]) for k, v in weights.items()})
-    m.blocks[0].attn.W_K.requires_grad_(True)
+    weight(m, "blocks.0.attn.W_K").requires_grad_(True)
     loss_tl = torch.nn.functional.cross_entropy(m(b.tokens)[:, -1], b.extras["target"])
     loss_tl.backward()
     assert (g_ref.abs() > 1e-4).sum() > 10  # W_KQ = 4 W̃: dL/dW̃ = 4 dL/dW_K
-    torch.testing.assert_close(m.blocks[0].attn.W_K.grad[1] * 4, g_ref, rtol=1e-3, atol=1e-5)
+    torch.testing.assert_close(tl_grad(m, "blocks.0.attn.W_K")[1] * 4, g_ref, rtol=1e-3, atol=1e-5)
 
 
 def _tiny(M=8, U=2, M_ft=4, N_ft=2, L=2):

@@ -22,6 +22,8 @@ from analyses.papers.ic_recall.models import (
     set_scores,
 )
 from analyses.papers.ic_recall.runs import FinetuneConfig, check_sample_count, finetune
+from mechrecall._tl import tl_parameter, tl_parameters, tl_state_dict, weight
+from mechrecall.builder import trainable_parameters
 
 torch.set_num_threads(1)
 
@@ -151,7 +153,7 @@ def test_tl_construction_equals_the_paper_formula_and_the_closed_forms(spec):
     ).abs().max() < 1e-10
     assert (ans - closed_form_answer_logits(pat[:, task.answer_pos, : 2 * spec.k + 3], task, data)).abs().max() < 1e-10
     # only W^KQ is trainable in full mode, and nothing but the position block in partial mode
-    assert [n for n, p in model.named_parameters() if p.requires_grad] == ["blocks.0.attn.W_K"]
+    assert list(trainable_parameters(model)) == ["blocks.0.attn.W_K"]
     partial = build_model(spec, "partial", dtype="float64")
     assert partial.mechrecall_entry_masks["blocks.0.attn.W_K"].sum() == model.cfg.n_ctx**2
 
@@ -201,7 +203,7 @@ def test_fast_path_trains_to_the_same_parameters_as_the_tl_model():
     fast = AnalyticICRecall(task)
     finetune(fast, task, data, cfg, init=init)
     tl = build_model(task.spec, "partial", dtype="float64")
-    frozen = {n: p.detach().clone() for n, p in tl.named_parameters()}
+    frozen = tl_state_dict(tl)
     finetune(tl, task, data, cfg, init=init)
     theta, omega = scores(tl, 2)
     assert (theta - fast.theta.detach()).abs().max() < 1e-10
@@ -210,7 +212,7 @@ def test_fast_path_trains_to_the_same_parameters_as_the_tl_model():
     W_K = tl.blocks[0].attn.W_K.detach()
     mask = tl.mechrecall_entry_masks["blocks.0.attn.W_K"]
     assert torch.equal(W_K[~mask], frozen["blocks.0.attn.W_K"][~mask])
-    for n, p in tl.named_parameters():
+    for n, p in tl_parameters(tl).items():
         if n != "blocks.0.attn.W_K":
             assert torch.equal(p, frozen[n]), n
 
@@ -305,8 +307,8 @@ def test_cancelling_subject_cross_terms_on_a_hand_built_mlp_is_exact():
         cross_term_sizes(cancelled, task)["subject_subject"] < 1e-9 < cross_term_sizes(model, task)["subject_subject"]
     )
     for name in ("blocks.0.attn.W_K", "embed.W_E", "unembed.W_U"):  # the attention and embeddings are copied
-        assert torch.equal(cancelled.get_parameter(name), model.get_parameter(name))
-    assert cancelled.blocks[0].mlp.W_in.requires_grad is False and cancelled.mechrecall_entry_masks
+        assert torch.equal(tl_parameter(cancelled, name), tl_parameter(model, name))
+    assert not weight(cancelled, "blocks.0.mlp.W_in").requires_grad and cancelled.mechrecall_entry_masks
 
 
 def test_the_cancelled_model_changes_only_the_mlp_output_by_the_cross_terms():

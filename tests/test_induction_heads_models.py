@@ -31,6 +31,8 @@ from analyses.papers.induction_heads.models import (
     standard_model,
 )
 from analyses.papers.induction_heads.theory import closed_form_grad, closed_form_loss
+from mechrecall._tl import tl_grad
+from mechrecall.builder import trainable_parameters
 
 # --------------------------------------------------------------------------- tasks
 
@@ -95,7 +97,7 @@ def test_orthonormal_batch_meets_assumption_7_and_rejects_N_above_D_over_2():
 def test_tl_embedding_equals_plain_torch_forward_and_gradients(exclude_self):
     D, N = 4, 3
     dtl = build_disentangled(D, N, exclude_self=exclude_self, dtype="float64")
-    assert sorted(n for n, p in dtl.model.named_parameters() if p.requires_grad) == [
+    assert sorted(trainable_parameters(dtl.model)) == [
         "blocks.0.attn.W_Q",
         "blocks.1.attn.W_Q",
         "unembed.W_U",
@@ -114,10 +116,10 @@ def test_tl_embedding_equals_plain_torch_forward_and_gradients(exclude_self):
     torch.testing.assert_close(z, zr, rtol=0, atol=1e-12)
     (z - y).pow(2).sum().backward()
     (zr - y).pow(2).sum().backward()
-    gq0, gq1 = dtl.model.blocks[0].attn.W_Q.grad[0], dtl.model.blocks[1].attn.W_Q.grad[0]
+    gq0, gq1 = tl_grad(dtl.model, "blocks.0.attn.W_Q")[0], tl_grad(dtl.model, "blocks.1.attn.W_Q")[0]
     torch.testing.assert_close(gq0[: 2 * D, : 2 * D], ref[0].grad, rtol=0, atol=1e-11)
     torch.testing.assert_close(gq1[: 4 * D, : 4 * D], ref[1].grad, rtol=0, atol=1e-11)
-    torch.testing.assert_close(dtl.model.W_U.grad, ref[2].grad, rtol=0, atol=1e-11)
+    torch.testing.assert_close(tl_grad(dtl.model, "unembed.W_U"), ref[2].grad, rtol=0, atol=1e-11)
     # entries of W_Q outside the W1 / W2 slices never get a gradient (no masking needed)
     assert gq0[2 * D :].abs().max() == 0 and gq0[:, 2 * D :].abs().max() == 0 and gq1[4 * D :].abs().max() == 0
     if exclude_self:  # the first row attends to nothing: strict mask, zero output
@@ -139,7 +141,7 @@ def test_random_offset_positions_use_the_shifted_W_pos_and_train_it():
     used = torch.zeros(32, dtype=torch.bool)
     for o in b.pos_offset.tolist():
         used[o : o + 17] = True
-    grad_rows = model.W_pos.grad.abs().sum(-1) > 0
+    grad_rows = tl_grad(model, "pos_embed.W_pos").abs().sum(-1) > 0
     assert torch.equal(grad_rows, used)
     name, _ = offset_pos_hook(model, b.pos_offset)
     assert name == "hook_pos_embed"

@@ -23,6 +23,8 @@ from analyses.papers.distributional.metrics import (
 )
 from analyses.papers.distributional.models import FF_VARIANTS, theory_model, two_layer_model
 from hooks import ablate
+from mechrecall._tl import tl_parameters
+from mechrecall.builder import trainable_parameters
 
 
 def _model(ff=("mlp", "mlp"), seed=0):
@@ -40,12 +42,12 @@ def _batch(alpha=0.5, n=16, seed=0):
 
 def test_two_layer_model_matches_eq1_and_trains_only_what_the_paper_trains():
     model = _model()
-    trainable = sorted(n for n, p in model.named_parameters() if p.requires_grad)
+    trainable = sorted(trainable_parameters(model))
     assert trainable == sorted(
         f"blocks.{l}.{w}" for l in (0, 1) for w in ("attn.W_K", "attn.W_V", "attn.W_O", "mlp.W_in", "mlp.W_out")
     )
     assert torch.equal(model.blocks[1].attn.W_Q[0], torch.eye(32))
-    assert all((p == 0).all() for n, p in model.named_parameters() if n.split(".")[-1].startswith("b_"))
+    assert all((p == 0).all() for n, p in tl_parameters(model).items() if n.split(".")[-1].startswith("b_"))
     # Eq. 1 by hand: x = W_E z + p; h = softmax(x W_K^T x^T / sqrt(d)) x W_V W_O; x += h; x += F(x); logits = x W_U.
     tokens = _batch().tokens[:2]
     x = model.W_E[tokens] + model.W_pos[: tokens.shape[1]]
@@ -74,7 +76,7 @@ def test_theory_model_is_eq2_with_orthonormal_embeddings():
     model = theory_model(n_tokens=8, d_model=27, n_ctx=16)
     E = torch.cat([model.embed.W_E, model.embed.W_E_prev, model.W_U.T])  # 27 vectors in R^27
     torch.testing.assert_close(E @ E.T, torch.eye(27), atol=1e-5, rtol=0)
-    assert sorted(n for n, p in model.named_parameters() if p.requires_grad) == [
+    assert sorted(trainable_parameters(model)) == [
         "blocks.0.attn.W_K",
         "blocks.0.attn.W_V",
         "blocks.0.mlp.W_F",

@@ -14,6 +14,7 @@ from mechrecall import (
     latest_checkpoint,
     train,
 )
+from mechrecall._tl import tl_grad, tl_parameters, tl_state_dict, weight
 from mechrecall.checkpoint import read_checkpoint_meta
 from mechrecall.sequences import induction_batch
 from mechrecall.trainer import lr_factor, select_positions
@@ -42,7 +43,7 @@ def batch_fn(step, gen):
 
 
 def weights(model):
-    return {k: v.clone() for k, v in model.state_dict().items()}
+    return tl_state_dict(model)
 
 
 def assert_same_weights(a, b):
@@ -135,9 +136,9 @@ def test_sgd_step_follows_param_group_learning_rates_and_frozen_params_stay():
         param_groups=({"params": ("blocks.1.mlp.*",), "lr": 0.5},),
     )
     train(model, lambda step, gen: batch, cfg)
-    for name, p in model.named_parameters():
-        grad = probe.get_parameter(name).grad
-        if not p.requires_grad:
+    for name, p in tl_parameters(model).items():
+        grad = tl_grad(probe, name)
+        if not weight(model, name).requires_grad:
             assert torch.equal(p, before[name]), name  # frozen (biases, W_E)
             continue
         lr = 0.5 if name.startswith("blocks.1.mlp.") else 0.1
@@ -152,7 +153,9 @@ def test_grad_clipping_bounds_the_update():
         batch_fn,
         TrainConfig(steps=1, optimizer="sgd", lr=1.0, grad_clip=1e-3, loss_positions="mask", progress=False),
     )
-    update = torch.cat([(p - before[n]).flatten() for n, p in model.named_parameters() if p.requires_grad])
+    update = torch.cat(
+        [(p - before[n]).flatten() for n, p in tl_parameters(model).items() if weight(model, n).requires_grad]
+    )
     torch.testing.assert_close(update.norm(), torch.tensor(1e-3), rtol=1e-4, atol=0)
 
 

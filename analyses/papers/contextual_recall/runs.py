@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict
 from mechrecall.batch import Batch
 from mechrecall.builder import build_from_spec, model_spec
 from mechrecall.controls import untrained_controls
@@ -70,7 +70,7 @@ class Trained:
 
 def _copy(model: HookedTransformer) -> HookedTransformer:
     new = build_from_spec(model_spec(model))
-    new.load_state_dict(model.state_dict())
+    load_tl_state_dict(new, tl_state_dict(model))
     return new if model.cfg.device is None else new.to(model.cfg.device)
 
 

@@ -15,14 +15,13 @@ from typing import Any
 import pandas as pd
 import torch
 from jaxtyping import Float
-from transformer_lens.utils import get_act_name
 
 from analyses.papers.distributional.data.prompts import GPT2_IOI_TOKENS, MADRID
 from analyses.papers.distributional.metrics import ff_logits, ov_memory_matrix
 from analyses.papers.distributional.pretrained import model_key, slug
 from analyses.papers.distributional.runs import History, ioi_edit, series
 from analyses.plotting import subplots
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, get_act_name
 from mechrecall.batch import Batch
 
 Figure = Any  # a matplotlib Figure (matplotlib is imported lazily by analyses.plotting)

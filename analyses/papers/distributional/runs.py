@@ -42,7 +42,7 @@ from analyses.papers.distributional.metrics import (
 )
 from analyses.papers.distributional.models import FF_VARIANTS, two_layer_model
 from analyses.papers.distributional.presets import NOISY_ICL_PRESETS, NoisyICLPreset
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict
 from mechrecall.batch import Batch
 from mechrecall.controls import untrained_controls
 from mechrecall.trainer import TrainConfig, train
@@ -166,7 +166,7 @@ def train_run(
     s = rc.sizes
     model = untrained_model(rc, data, ff)
     if init_from is not None:
-        model.load_state_dict(init_from.state_dict())
+        load_tl_state_dict(model, tl_state_dict(init_from))
     evaluate, clean, noisy = evaluator(model, data, rc, sampler, rhos)
     tc = _train_config(rc, steps or s.steps, progress)
     # drawn on the model's device (the CPU draws with the trainer's generator itself: same numbers as before)

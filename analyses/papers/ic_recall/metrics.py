@@ -21,7 +21,6 @@ from typing import Any
 
 import torch
 from jaxtyping import Float, Int
-from transformer_lens.utils import get_act_name
 
 from analyses.heads import attention_patterns
 from analyses.pair_attention import END, QUERY, is_pairwise, pair_attention_stats
@@ -39,7 +38,7 @@ from analyses.papers.ic_recall.models import (
     pair_terms,
     set_scores,
 )
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, get_act_name
 
 TL_CHECK = 4096  # test sequences on which the TL model and the fast path are compared
 

@@ -32,7 +32,7 @@ import torch
 from jaxtyping import Float, Int
 
 from analyses.papers.ic_recall.data import ICRecallData, ICRecallSpec, ICRecallTask, check_n_ctx
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_parameter, tl_state_dict, weight
 from mechrecall.builder import build_toy_model
 from mechrecall.surgeries import SURGERIES, SetActivation, SetWeight, Surgery, TrainableEntries, ZeroBiases
 
@@ -149,13 +149,13 @@ class ICRecallWeights(Surgery):
                 ("blocks.0.mlp.W_in", None),
                 ("blocks.0.mlp.W_out", None),
             ):
-                model.get_parameter(name).zero_()
+                tl_parameter(model, name).zero_()
             model.embed.W_E[:, dP:Din] = phi.T.to(dtype)
             model.unembed.W_U[Din:] = phi.to(dtype)
             model.blocks[0].mlp.W_in[dP:Din] = W.T.to(dtype)
             model.blocks[0].mlp.W_out[:, Din:] = V.to(dtype)
         for name in ("embed.W_E", "unembed.W_U", "blocks.0.mlp.W_in", "blocks.0.mlp.W_out"):
-            model.get_parameter(name).requires_grad_(False)
+            weight(model, name).requires_grad_(False)
 
 
 SURGERIES.setdefault(ICRecallWeights.kind, ICRecallWeights)
@@ -287,7 +287,7 @@ def cancel_cross_terms(model: HookedTransformer, spec: ICRecallSpec, ids: Int[to
     pairs = [(i, j) for i in range(len(ids)) for j in range(i + 1, len(ids))]
     dtype = str(model.cfg.dtype).removeprefix("torch.")
     out = build_model(spec, "full", memory="random", dtype=dtype, n_ctx=model.cfg.n_ctx, d_mlp=old + 2 * len(pairs))
-    out.load_state_dict({k: v for k, v in model.state_dict().items() if ".mlp." not in k}, strict=False)
+    load_tl_state_dict(out, {k: v for k, v in tl_state_dict(model).items() if ".mlp." not in k}, strict=False)
     B, E = pair_terms(model, torch.tensor(ids), torch.tensor(ids)), model.embed.W_E
     W_in, W_out = out.blocks[0].mlp.W_in, out.blocks[0].mlp.W_out
     W_in.zero_(), W_out.zero_()

@@ -54,7 +54,7 @@ from analyses.papers.ic_recall.models import (
 )
 from analyses.papers.ic_recall.presets import Cell, Fig3, PretrainedMLP, SampleComplexity, trial_seeds
 from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, polylog_fit
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict, weight
 from mechrecall.batch import Batch
 from mechrecall.claims import NOT_APPLICABLE_KEY, NOT_RUN_KEY, spread_of
 from mechrecall.io import atomic_write_json
@@ -812,7 +812,7 @@ def _pretrained_model(
     pc = PretrainConfig(steps=cfg.pretrain_steps, weight_decay=cfg.weight_decay, seed=seed)
     history = pretrain(model, task, pc, progress=progress)
     for name in ("blocks.0.mlp.W_in", "blocks.0.mlp.W_out"):  # fine-tuning: the MLP is frozen
-        model.get_parameter(name).requires_grad_(False)
+        weight(model, name).requires_grad_(False)
     masks = model.mechrecall_entry_masks
     model.mechrecall_entry_masks = {k: v for k, v in masks.items() if "mlp" not in k}
     return model, task, history
@@ -868,8 +868,8 @@ def _with_untrained_memory(model: HookedTransformer, task: ICRecallTask, seed: i
     """The fine-tuned model with its pretrained MLP replaced by the untrained one (same seed): the memory removed,
     the fine-tuned attention kept."""
     swapped = build_model(task.spec, "pretrain", memory="random", dtype="float32", seed=seed)
-    state = {k: v for k, v in model.state_dict().items() if ".mlp." not in k}
-    swapped.load_state_dict(state, strict=False)
+    state = {k: v for k, v in tl_state_dict(model).items() if ".mlp." not in k}
+    load_tl_state_dict(swapped, state, strict=False)
     return swapped
 
 
