@@ -410,3 +410,222 @@ def no_warnings() -> Iterator[None]:
 
 
 # --- pretrained checkpoints ------------------------------------------------------------------------------------
+
+
+def hf_rotary_pct(hf_config: Any) -> float:
+    """The rotary fraction of each head of a GPT-NeoX Hugging Face config (transformers 4 or 5 layout)."""
+    from transformer_lens.utilities.hf_utils import get_rotary_pct_from_config
+
+    return float(get_rotary_pct_from_config(hf_config))
+
+
+def tl_model_names() -> tuple[list[str], dict[str, list[str]]]:
+    """TransformerLens' official model names (hub ids) and their aliases (official name -> aliases)."""
+    from transformer_lens.supported_models import MODEL_ALIASES, OFFICIAL_MODEL_NAMES
+
+    return list(OFFICIAL_MODEL_NAMES), dict(MODEL_ALIASES)
+
+
+def tl_pythia_checkpoints() -> list[int]:
+    """TransformerLens' list of Pythia's published training steps (3.x and 4.x keep it in different modules)."""
+    if not IS_BRIDGE:
+        from transformer_lens.loading_from_pretrained import PYTHIA_CHECKPOINTS
+    else:
+        from transformer_lens.tools.model_registry.checkpoints import PYTHIA_CHECKPOINTS
+    return list(PYTHIA_CHECKPOINTS)
+
+
+def model_from_hf(
+    hf_model: Any,
+    tokenizer: Any,
+    tl_config: dict[str, Any] | None,
+    *,
+    name: str,
+    flags: dict[str, bool],
+    dtype: Any,
+    device: Any,
+) -> Any:
+    """A loaded Hugging Face GPT-NeoX / GPT-2 causal LM as a ``Model`` with ``tokenizer``, its weights processed as
+    ``flags`` say (TL's ``fold_ln``, ``center_writing_weights``, ``center_unembed``, ``fold_value_biases``,
+    ``refactor_factored_attn_matrices``; all False = the stored weights).
+
+    ``tl_config``: the architecture's TransformerLens config fields (``pretrained._local.tl_config_dict``; on 4.x
+    ``None`` for an architecture without that mapping, whose model then has no :func:`untrained_like`); ``name``:
+    the folder or hub id. 3.x: TL's converter (``convert_neox_weights`` / ``convert_gpt2_weights``) into a
+    ``HookedTransformer`` of ``tl_config`` and ``load_and_process_state_dict``. 4.x: ``boot_transformers(name,
+    hf_model=...)`` (no hub access: the config is the loaded model's) in compatibility mode; ``cfg`` then records
+    ``normalization_type="LNPre"`` after fold_ln and ``original_architecture``, as 3.x's config has them.
+    """
+    if not IS_BRIDGE:
+        return _hooked_from_hf(hf_model, tokenizer, tl_config, name=name, flags=flags, dtype=dtype, device=device)
+    with no_warnings(), _quiet_tl_logs():
+        bridge = Model.boot_transformers(
+            name, hf_model=hf_model.to(device), tokenizer=tokenizer, device=device, dtype=dtype
+        )
+        bridge.enable_compatibility_mode(disable_warnings=True, no_processing=not any(flags.values()), **flags)
+    bridge.cfg.original_architecture = (tl_config or {}).get("original_architecture") or hf_model.config.architectures[
+        0
+    ]
+    if flags["fold_ln"]:
+        bridge.cfg.normalization_type = "LNPre"  # the bridge's LayerNorms no longer scale; read only at processing
+    bridge.cfg.mechrecall_tl_config = (
+        dict(tl_config) if tl_config else None
+    )  # what untrained_like builds TL's initialisation from
+    bridge.cfg.mechrecall_tl_flags = dict(flags)
+    bridge.eval()
+    return bridge
+
+
+def _hooked_from_hf(
+    hf_model: Any,
+    tokenizer: Any,
+    tl_config: dict[str, Any],
+    *,
+    name: str,
+    flags: dict[str, bool],
+    dtype: Any,
+    device: Any,
+) -> Any:
+    from pathlib import Path
+
+    from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights, convert_neox_weights
+
+    fields = dict(tl_config)
+    # The rest mirrors TL 3's get_pretrained_model_config for a pretrained model.
+    fields.update(
+        model_name=Path(name).name,
+        tokenizer_name=name,
+        init_weights=False,
+        dtype=dtype,
+        device=device,
+        n_devices=1,
+        from_checkpoint=False,
+    )
+    fields.setdefault("default_prepend_bos", True)
+    if flags["fold_ln"]:
+        fields["normalization_type"] = "LNPre"
+    cfg = ModelConfig.from_dict(fields)
+    converters = {"GPTNeoXForCausalLM": convert_neox_weights, "GPT2LMHeadModel": convert_gpt2_weights}
+    state_dict = converters[fields["original_architecture"]](hf_model, cfg)
+    with no_warnings():
+        model = Model(cfg, tokenizer, move_to_device=False)
+    model.load_and_process_state_dict(state_dict, **flags)
+    model.move_model_modules_to_device()
+    return model
+
+
+@contextmanager
+def _quiet_tl_logs() -> Iterator[None]:
+    """TL 4's ``logging.warning`` about alias names and booting, silenced (the root logger's level restored)."""
+    import logging
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
+
+
+def model_from_hub(
+    official: str,
+    tokenizer: Any,
+    *,
+    checkpoint: int | None,
+    flags: dict[str, bool],
+    dtype: Any,
+    device: Any,
+    hub_kwargs: dict[str, Any],
+    tl_config_of: Callable[[Any], dict[str, Any] | None],
+) -> Any:
+    """The hub model ``official`` (at revision ``step{checkpoint}`` for Pythia) with ``tokenizer``, processed as
+    ``flags`` say; ``hub_kwargs`` (``cache_dir``, ``local_files_only``) go to every hub read.
+
+    3.x: TL's ``HookedTransformer.from_pretrained`` (``from_pretrained_no_processing`` for raw weights, TL's
+    ``checkpoint_value``). 4.x: the Hugging Face model loaded here and booted by :func:`model_from_hf`, with
+    ``tl_config_of(hf_config)`` its TL config fields; ``cfg.checkpoint_value`` records the step as 3.x does.
+    """
+    raw = not any(flags.values())
+    if not IS_BRIDGE:
+        load_fn = Model.from_pretrained_no_processing if raw else Model.from_pretrained
+        with no_warnings():
+            return load_fn(
+                official,
+                **flags,
+                checkpoint_value=checkpoint,
+                tokenizer=tokenizer,
+                dtype=dtype,
+                device=device,
+                **hub_kwargs,
+            )
+    from transformers import AutoModelForCausalLM
+
+    revision = None if checkpoint is None else f"step{checkpoint}"
+    hf_model = AutoModelForCausalLM.from_pretrained(
+        official, revision=revision, dtype=dtype, attn_implementation="eager", **hub_kwargs
+    )
+    model = model_from_hf(
+        hf_model, tokenizer, tl_config_of(hf_model.config), name=official, flags=flags, dtype=dtype, device=device
+    )
+    if checkpoint is not None:
+        model.cfg.from_checkpoint, model.cfg.checkpoint_value, model.cfg.checkpoint_label_type = (
+            True,
+            checkpoint,
+            "step",
+        )
+    return model
+
+
+def untrained_like(model: Any, seed: int) -> Any:
+    """A model of ``model``'s architecture, config and tokenizer with TransformerLens' initialisation seeded by
+    ``seed`` (the global RNG left as it was), on its device, in eval mode.
+
+    3.x: ``HookedTransformer`` of a copy of ``model.cfg`` with ``cfg.seed = seed``. 4.x: the weights of
+    :func:`new_model` of the TL config ``model`` was loaded from (``cfg.mechrecall_tl_config``), copied by TL name
+    into a fresh Hugging Face model of ``model``'s architecture, booted and processed as ``model`` was (so the same
+    seed gives the same weights on both majors' loaders of one major; tied GPT-2 embeddings stay tied: W_U = W_E^T).
+    """
+    if not IS_BRIDGE:
+        cfg = copy.deepcopy(model.cfg)
+        cfg.seed, cfg.init_weights = seed, True  # a loaded model's config skips the initialisation
+        with torch.random.fork_rng(devices=[]), no_warnings():
+            fresh = Model(cfg, tokenizer=model.tokenizer, move_to_device=False)
+        return fresh.to(model.cfg.device).eval()
+    fields = getattr(model.cfg, "mechrecall_tl_config", None)
+    if fields is None:
+        raise ValueError("untrained_like needs a GPT-NeoX / GPT-2 model loaded by pretrained.load (TL config unknown)")
+    with torch.random.fork_rng(devices=[]):  # HF's init and the boot draw from the global RNG
+        return _untrained_bridge(model, fields, seed)
+
+
+def _untrained_bridge(model: Any, fields: dict[str, Any], seed: int) -> Any:
+    dtype, name, tokenizer = model.cfg.dtype, str(model.cfg.model_name), model.tokenizer
+    native = new_model(make_model_config({**fields, "seed": seed, "init_weights": True, "dtype": dtype}))
+    fresh_hf = type(model.original_model)(model.original_model.config).to(dtype=dtype)
+    off = dict.fromkeys(_FLAGS, False)
+    raw = model_from_hf(fresh_hf, tokenizer, fields, name=name, flags=off, dtype=dtype, device="cpu")
+    _copy_tl_weights(native, raw)
+    flags = model.cfg.mechrecall_tl_flags
+    if any(flags.values()):  # boot the initialised HF model again, processed as model was
+        raw = model_from_hf(fresh_hf, tokenizer, fields, name=name, flags=flags, dtype=dtype, device="cpu")
+    for key, value in vars(model.cfg).items():  # pretrained.load's records (mechrecall_processing ...)
+        if key.startswith("mechrecall_"):
+            setattr(raw.cfg, key, value)
+    return raw.to(model.cfg.device).eval()
+
+
+_FLAGS = ("fold_ln", "center_writing_weights", "center_unembed", "fold_value_biases", "refactor_factored_attn_matrices")
+
+
+def _copy_tl_weights(source: Any, target: Any) -> None:
+    """Every weight of ``target`` set to ``source``'s of the same TL name (4.x: through ``target``'s views); a weight
+    tied to one already written (GPT-2's W_U to W_E) keeps the tie. ``ValueError`` if ``source`` lacks one."""
+    theirs, written = tl_parameters(source), set()
+    with torch.no_grad():
+        for name, p in tl_parameters(target).items():
+            if name not in theirs:
+                raise ValueError(f"{name} has no initial value: the TL config does not describe this model")
+            if p.data_ptr() not in written:  # a tied weight starts where its twin does
+                p.copy_(theirs[name].to(p.dtype))
+                written.add(p.data_ptr())

@@ -1,7 +1,8 @@
 """Loading TransformerLens models by name from the Hugging Face Hub (or its local cache).
 
-The weights go through TransformerLens' own ``HookedTransformer.from_pretrained`` /
-``from_pretrained_no_processing``; this module only adds what TL lacks:
+The weights go through the adapter's ``mechrecall._tl.model_from_hub`` (TL 3: its own
+``HookedTransformer.from_pretrained`` / ``from_pretrained_no_processing``; TL 4: the Hugging Face model
+booted as a ``TransformerBridge``); this module only adds what TL lacks:
 
 * an offline check *before* TL starts (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` read at call
   time, plus the hub's own import-time flag): a model that is not in the cache fails at once with a
@@ -20,12 +21,12 @@ import logging
 import os
 import socket
 import urllib.parse
-import warnings
 from typing import Any
 
 import torch
 
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import Model, model_from_hub
+from pretrained._local import tl_config_of
 from pretrained._names import is_pythia
 from pretrained.errors import PretrainedNotAvailableError
 
@@ -141,13 +142,12 @@ def load_from_hub(
     *,
     checkpoint: int | None,
     flags: dict[str, bool],
-    raw: bool,
     dtype: torch.dtype,
     device: str | torch.device,
-) -> HookedTransformer:
-    """Load ``official`` through TL's ``from_pretrained`` (``raw`` -> ``from_pretrained_no_processing``)
-    with ``checkpoint_value=checkpoint`` for Pythia; the tokenizer is loaded here with the same
-    cache/offline settings and handed to TL (as TL itself would load it: ``add_bos_token=True``)."""
+) -> Model:
+    """Load ``official`` through the adapter's ``model_from_hub`` (processed as ``flags`` say; all False = raw)
+    at ``checkpoint`` for Pythia; the tokenizer is loaded here with the same cache/offline settings and handed
+    to TL (as TL itself would load it: ``add_bos_token=True``)."""
     from transformers import AutoTokenizer
 
     offline = hub_offline()
@@ -181,18 +181,16 @@ def load_from_hub(
         hub_kwargs["local_files_only"] = True
     try:
         tokenizer = AutoTokenizer.from_pretrained(official, add_bos_token=True, **hub_kwargs)
-        load_fn = HookedTransformer.from_pretrained_no_processing if raw else HookedTransformer.from_pretrained
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=r".*HookedTransformer.*deprecated", category=DeprecationWarning)
-            model = load_fn(
-                official,
-                **flags,
-                checkpoint_value=checkpoint if is_pythia(official) else None,
-                tokenizer=tokenizer,
-                dtype=dtype,
-                device=device,
-                **hub_kwargs,
-            )
+        model = model_from_hub(
+            official,
+            tokenizer,
+            checkpoint=checkpoint if is_pythia(official) else None,
+            flags=flags,
+            dtype=dtype,
+            device=device,
+            hub_kwargs=hub_kwargs,
+            tl_config_of=tl_config_of,
+        )
     except PretrainedNotAvailableError:
         raise
     except _unavailable_errors() as exc:

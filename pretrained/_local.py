@@ -1,6 +1,10 @@
-"""Loading a local Hugging Face directory (``save_pretrained`` output) as a HookedTransformer, offline.
+"""Loading a local Hugging Face directory (``save_pretrained`` output) as a TransformerLens model, offline.
 
-Why not ``HookedTransformer.from_pretrained(path)``: TL 3.9 rejects paths there
+The folder's config, tokenizer and weights are read here with Hugging Face's loaders; the adapter's
+``mechrecall._tl.model_from_hf`` makes the model of them: on TL 4 ``TransformerBridge.boot_transformers`` of the
+loaded model (in compatibility mode), on TL 3 as follows.
+
+TL 3: why not ``HookedTransformer.from_pretrained(path)``: TL 3.9 rejects paths there
 (``get_official_model_name`` runs unconditionally). And why not TL's lower-level
 ``loading.get_pretrained_model_config(path)``: its ``convert_hf_model_config``
 
@@ -25,14 +29,13 @@ its ``final/`` subfolder when it has one (the mini series of :mod:`pretrained.mi
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from mechrecall._tl import HookedTransformer, HookedTransformerConfig
+from mechrecall._tl import Model, hf_rotary_pct, model_from_hf
 from pretrained._names import check_step
 
 _STEP_DIR = re.compile(r"step(\d+)")
@@ -63,8 +66,6 @@ def _tl_config_gpt2(c: Any) -> dict[str, Any]:
 
 def _rope(c: Any) -> tuple[float, float]:
     """(partial rotary fraction, rotary base) from a GPT-NeoX config, transformers 4 or 5 layout."""
-    from transformer_lens.utilities.hf_utils import get_rotary_pct_from_config
-
     params = getattr(c, "rope_parameters", None) or {}
     # transformers 5 also exposes rope_parameters as rope_scaling; 4.x has rope_scaling=None
     # unless scaled. Either way only the default rope type (Pythia's) is supported.
@@ -75,7 +76,7 @@ def _rope(c: Any) -> tuple[float, float]:
                 f"GPT-NeoX with rope type {rope_type!r} is not supported; only the plain rotary embedding of Pythia is"
             )
     theta = params.get("rope_theta", getattr(c, "rope_theta", getattr(c, "rotary_emb_base", 10000)))
-    return float(get_rotary_pct_from_config(c)), float(theta)
+    return hf_rotary_pct(c), float(theta)
 
 
 def _tl_config_neox(c: Any) -> dict[str, Any]:
@@ -107,12 +108,6 @@ def _tl_config_neox(c: Any) -> dict[str, Any]:
     }
 
 
-def _converters() -> dict[str, Callable[..., dict[str, torch.Tensor]]]:
-    from transformer_lens.pretrained.weight_conversions import convert_gpt2_weights, convert_neox_weights
-
-    return {"GPTNeoXForCausalLM": convert_neox_weights, "GPT2LMHeadModel": convert_gpt2_weights}
-
-
 #: HF architecture name -> HF-config-to-TL-config-dict function.
 _CONFIG_MAPPERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "GPTNeoXForCausalLM": _tl_config_neox,
@@ -134,6 +129,15 @@ def architecture_of(hf_config: Any, where: Path) -> str:
             f"supported: {', '.join(SUPPORTED_ARCHITECTURES)} (GPT-NeoX/Pythia and GPT-2)"
         )
     return arch
+
+
+def tl_config_of(hf_config: Any) -> dict[str, Any] | None:
+    """The TL config fields of an HF config of a supported architecture, else ``None`` (a hub model TL loads but
+    this mapping does not cover)."""
+    try:
+        return tl_config_dict(hf_config, architecture_of(hf_config, Path(".")))
+    except ValueError:
+        return None
 
 
 def tl_config_dict(hf_config: Any, arch: str) -> dict[str, Any]:
@@ -195,8 +199,9 @@ def load_local(
     flags: dict[str, bool],
     dtype: torch.dtype,
     device: str | torch.device,
-) -> HookedTransformer:
-    """Load the ``save_pretrained`` folder ``path`` fully offline (see the module docstring)."""
+) -> Model:
+    """Load the ``save_pretrained`` folder ``path`` fully offline (see the module docstring); the model is built by
+    the adapter's ``model_from_hf`` (TL 3: TL's converters; TL 4: ``TransformerBridge.boot_transformers``)."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     path = path.resolve()
@@ -204,21 +209,6 @@ def load_local(
     arch = architecture_of(hf_config, path)
 
     cfg_dict = tl_config_dict(hf_config, arch)
-    # The rest mirrors TL's get_pretrained_model_config for a pretrained model.
-    cfg_dict.update(
-        model_name=path.name,
-        tokenizer_name=str(path),
-        init_weights=False,
-        dtype=dtype,
-        device=device,
-        n_devices=1,
-        from_checkpoint=False,
-    )
-    cfg_dict.setdefault("default_prepend_bos", True)
-    if flags["fold_ln"]:
-        cfg_dict["normalization_type"] = "LNPre"
-    cfg = HookedTransformerConfig.from_dict(cfg_dict)
-
     try:
         # add_bos_token=True, as TL loads tokenizers (to_tokens strips it on prepend_bos=False).
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, add_bos_token=True)
@@ -239,12 +229,4 @@ def load_local(
             hf_logging.enable_progress_bar()
     hf_model.eval()
     hf_model.requires_grad_(False)
-    state_dict = _converters()[arch](hf_model, cfg)
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r".*HookedTransformer.*deprecated", category=DeprecationWarning)
-        model = HookedTransformer(cfg, tokenizer, move_to_device=False)
-    model.load_and_process_state_dict(state_dict, **flags)
-    model.move_model_modules_to_device()
-    del hf_model
-    return model
+    return model_from_hf(hf_model, tokenizer, cfg_dict, name=str(path), flags=flags, dtype=dtype, device=device)

@@ -16,12 +16,13 @@ PYTHIA_V0_CHECKPOINTS: tuple[int, ...] = tuple(range(1000, 143000 + 1, 1000))
 @lru_cache(maxsize=1)
 def _name_table() -> dict[str, tuple[str, str]]:
     """Lower-cased TL name or alias -> (the spelling TL lists, the official hub id)."""
-    from transformer_lens.supported_models import MODEL_ALIASES, OFFICIAL_MODEL_NAMES
+    from mechrecall._tl import tl_model_names
 
+    official_names, aliases = tl_model_names()
     table: dict[str, tuple[str, str]] = {}
-    for official in OFFICIAL_MODEL_NAMES:
+    for official in official_names:
         table[official.lower()] = (official, official)
-        for alias in MODEL_ALIASES.get(official, []):
+        for alias in aliases.get(official, []):
             table.setdefault(alias.lower(), (alias, official))
     return table
 

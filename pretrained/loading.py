@@ -8,7 +8,8 @@ from typing import Any, Literal, TypeAlias
 
 import torch
 
-from mechrecall._tl import HookedTransformer
+from mechrecall import _tl
+from mechrecall._tl import Model
 from mechrecall.processing import processing_of, require_raw  # noqa: F401  (part of pretrained's API)
 from pretrained import _hub, _local, _names
 from pretrained.errors import PretrainedNotAvailableError
@@ -68,8 +69,8 @@ def load(
     processing: Processing = "tl",
     dtype: DTypeLike = "float32",
     device: str | torch.device = "cpu",
-) -> HookedTransformer:
-    """Load a pretrained GPT-2 / Pythia model as a ``HookedTransformer`` with ``model.tokenizer`` set.
+) -> Model:
+    """Load a pretrained GPT-2 / Pythia model as a ``Model`` with ``model.tokenizer`` set.
 
     Args:
         name_or_path: an existing directory (checked first), or a TransformerLens model name/alias
@@ -78,8 +79,9 @@ def load(
             * Directory: the output of ``model.save_pretrained(dir)`` + ``tokenizer.save_pretrained(dir)``
               (config.json, safetensors weights, tokenizer files), architecture GPT-NeoX or GPT-2.
               Read fully offline (``local_files_only=True`` for config, weights and tokenizer).
-            * Name: loaded as TL loads it (``HookedTransformer.from_pretrained`` /
-              ``from_pretrained_no_processing``), from the Hugging Face cache or the hub. With
+            * Name: loaded as TL loads it (TL 3: ``HookedTransformer.from_pretrained`` /
+              ``from_pretrained_no_processing``; TL 4: the Hugging Face model booted as a
+              ``TransformerBridge``), from the Hugging Face cache or the hub. With
               ``HF_HUB_OFFLINE=1`` and the model not cached, :class:`PretrainedNotAvailableError`
               is raised at once (no network attempt); an unreachable hub raises the same error.
         checkpoint: a training step. For a Pythia name, one of :data:`PYTHIA_CHECKPOINTS` (hub
@@ -131,9 +133,7 @@ def load(
                 "(All names: transformer_lens.supported_models.OFFICIAL_MODEL_NAMES.)"
             )
         step = _names.validate_hub_checkpoint(source, official, checkpoint)
-        model = _hub.load_from_hub(
-            source, official, checkpoint=step, flags=flags, raw=proc == "raw", dtype=torch_dtype, device=device
-        )
+        model = _hub.load_from_hub(source, official, checkpoint=step, flags=flags, dtype=torch_dtype, device=device)
 
     model.cfg.mechrecall_processing = proc
     model.cfg.mechrecall_source = source
@@ -147,7 +147,7 @@ def no_weights(error: PretrainedNotAvailableError) -> str:
     return f"no weights: {str(error).splitlines()[0]}"
 
 
-def load_or_why(name_or_path: str | os.PathLike[str], **kwargs: Any) -> tuple[HookedTransformer | None, str]:
+def load_or_why(name_or_path: str | os.PathLike[str], **kwargs: Any) -> tuple[Model | None, str]:
     """``(load(name_or_path, **kwargs), "")``, or ``(None, no_weights(...))`` where the weights can't be had here
     (offline and not cached, an unreachable hub): the analyses that run on real checkpoints then report their
     claims ``not run`` with that reason instead of failing."""
@@ -157,15 +157,13 @@ def load_or_why(name_or_path: str | os.PathLike[str], **kwargs: Any) -> tuple[Ho
         return None, no_weights(exc)
 
 
-def untrained_like(model: HookedTransformer, seed: int) -> HookedTransformer:
+def untrained_like(model: Model, seed: int) -> Model:
     """A randomly initialised model of ``model``'s config and tokenizer, on its device, in eval mode: TransformerLens'
     initialisation for that config with ``cfg.seed = seed`` (the global RNG left as it was). The control of a
     measurement on pretrained weights: the same measurement without the training. A ``pretrained.mini`` series is
-    built the same way, so its step-0 checkpoint is ``untrained_like(final, its seed)`` exactly."""
-    import copy
+    built the same way, so its step-0 checkpoint is ``untrained_like(final, its seed)`` exactly.
 
-    cfg = copy.deepcopy(model.cfg)
-    cfg.seed, cfg.init_weights = seed, True  # a loaded model's config skips the initialisation
-    with torch.random.fork_rng(devices=[]):
-        fresh = HookedTransformer(cfg, tokenizer=model.tokenizer, move_to_device=False)
-    return fresh.to(model.cfg.device).eval()
+    TL 3: a ``HookedTransformer`` of ``model.cfg``. TL 4: TL's initialisation of the TL config ``model`` was loaded
+    from, written into a fresh Hugging Face model of its architecture and booted and processed as ``model`` was
+    (GPT-2's tied embeddings stay tied); for a GPT-NeoX / GPT-2 model loaded by :func:`load`."""
+    return _tl.untrained_like(model, seed)
