@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import pretrained
+from mechrecall._tl import IS_BRIDGE
 from pretrained import PYTHIA_CHECKPOINTS, PretrainedNotAvailableError, processing_of, require_raw
 from pretrained.testing import EOT, tiny_checkpoint
 
@@ -142,10 +143,9 @@ def test_raw_keeps_weights_tl_folds_them(dirs, hf, arch):
 
 def test_processing_of_unrecorded_model():
     """A model not loaded by pretrained.load: unknown processing, and taken as-is by require_raw."""
-    from mechrecall._tl import HookedTransformer, HookedTransformerConfig
+    from mechrecall._tl import make_model_config, new_model
 
-    cfg = HookedTransformerConfig(n_layers=1, d_model=8, n_ctx=4, d_head=2, act_fn="relu", d_vocab=5)
-    model = HookedTransformer(cfg)
+    model = new_model(make_model_config(dict(n_layers=1, d_model=8, n_ctx=4, d_head=2, act_fn="relu", d_vocab=5)))
     assert processing_of(model) is None
     require_raw(model, "anything")
     # ... unless it is visibly a converted pretrained model with folded LayerNorm
@@ -259,6 +259,11 @@ def test_gpt2_dir_without_n_ctx(dirs, hf, tmp_path):
     assert max_logprob_diff(model, hf_model, torch.tensor([tok.encode(TEXT)])) < 1e-4
 
 
+@pytest.mark.skipif(
+    IS_BRIDGE,
+    reason="TL 4 has no convert_hf_model_config (TL 3's loader); the mapping is checked "
+    "on both majors by test_config_mapping_builds_the_hf_model",
+)
 @pytest.mark.parametrize("arch", ARCHS)
 def test_config_mapping_agrees_with_tl(dirs, arch):
     """Our HF->TL config mapping gives what TL's own convert_hf_model_config gives."""
@@ -272,6 +277,64 @@ def test_config_mapping_agrees_with_tl(dirs, arch):
     ours = _local.tl_config_dict(hf_cfg, _local.architecture_of(hf_cfg, dirs[arch]))
     assert set(theirs) - set(ours) <= {"quantization_method", "tokenizer_name"}
     assert {k: ours[k] for k in theirs if k in ours} == {k: theirs[k] for k in theirs if k in ours}
+
+
+NATIVE_SEQUENTIAL = pytest.mark.skipif(
+    IS_BRIDGE, reason="TL 4.3's native model ignores parallel_attn_mlp (its block is sequential): no GPT-NeoX"
+)
+
+
+@pytest.mark.parametrize("arch", [pytest.param("gpt_neox", marks=NATIVE_SEQUENTIAL), "gpt2"])
+def test_config_mapping_builds_the_hf_model(dirs, hf, arch):
+    """A TL model built from our HF->TL config mapping (``new_model``: TL 3's HookedTransformer, TL 4's native
+    bridge, what a mini series trains and untrained_like initialises), given the checkpoint's weights by TL name,
+    computes HF's log-probs: sizes, rotary dims and base, parallel residual, activation and eps are the model's."""
+    from transformers import AutoConfig
+
+    from mechrecall._tl import load_tl_state_dict, make_model_config, new_model, tl_parameters, tl_state_dict
+    from pretrained import _local
+
+    hf_cfg = AutoConfig.from_pretrained(dirs[arch], local_files_only=True)
+    fields = _local.tl_config_dict(hf_cfg, _local.architecture_of(hf_cfg, dirs[arch]))
+    built = new_model(make_model_config({**fields, "seed": 0}))
+    state = tl_state_dict(pretrained.load(dirs[arch], processing="raw"))
+    for name, value in tl_parameters(built).items():  # a bias HF's model lacks (TL 4's native b_U) is zero
+        state.setdefault(name, torch.zeros_like(value))
+    load_tl_state_dict(built, state)
+    hf_model, tok = hf(dirs[arch])
+    assert max_logprob_diff(built.eval(), hf_model, torch.tensor([tok.encode(TEXT)])) < 1e-4
+
+
+@pytest.mark.parametrize("processing", ["raw", "tl"])
+@pytest.mark.parametrize("arch", ARCHS)
+def test_untrained_like(dirs, hf, arch, processing):
+    """The control model: the loaded model's kind, config, tokenizer, processing record and hook names; seeded
+    (the global RNG untouched); weights unlike the checkpoint's; raw for a GPT-NeoX it is TL's initialisation of the
+    config (the step 0 of a mini series), as ``new_model`` draws it."""
+    from transformers import AutoConfig
+
+    from mechrecall._tl import make_model_config, new_model, tl_parameters
+    from pretrained import _local
+
+    model = pretrained.load(dirs[arch], processing=processing)
+    rng = torch.random.get_rng_state()
+    a, b, c = (pretrained.untrained_like(model, seed) for seed in (0, 0, 1))
+    assert torch.equal(torch.random.get_rng_state(), rng)
+    assert type(a) is type(model) and a.tokenizer is model.tokenizer and not a.training
+    assert a.cfg.normalization_type == model.cfg.normalization_type and processing_of(a) == processing
+    ours, same, other, trained = (tl_parameters(m) for m in (a, b, c, model))
+    assert set(ours) == set(trained) and all(torch.equal(ours[k], same[k]) for k in ours)
+    assert not torch.equal(ours["blocks.0.mlp.W_in"], other["blocks.0.mlp.W_in"])
+    assert not torch.allclose(ours["blocks.0.mlp.W_in"], trained["blocks.0.mlp.W_in"], atol=1e-2)
+    ids = torch.tensor([hf(dirs[arch])[1].encode(TEXT)])
+    _, cache = a.run_with_cache(ids)
+    assert cache["blocks.1.attn.hook_pattern"].shape[-1] == ids.shape[1]
+    if arch == "gpt_neox" and processing == "raw":
+        hf_cfg = AutoConfig.from_pretrained(dirs[arch], local_files_only=True)
+        fields = _local.tl_config_dict(hf_cfg, "GPTNeoXForCausalLM")
+        init = tl_parameters(new_model(make_model_config({**fields, "seed": 0, "init_weights": True})))
+        for name, value in ours.items():
+            torch.testing.assert_close(value, init[name], rtol=0, atol=0, msg=name)
 
 
 # --------------------------------------------------------------------------- hub names, offline
@@ -435,9 +498,9 @@ def test_checkpoint_only_for_pythia(empty_hub):
 
 
 def test_pythia_checkpoints_match_tl():
-    from transformer_lens.loading_from_pretrained import PYTHIA_CHECKPOINTS as TL_LABELS
+    from mechrecall._tl import tl_pythia_checkpoints
 
-    assert len(PYTHIA_CHECKPOINTS) == 154 and list(PYTHIA_CHECKPOINTS) == list(TL_LABELS)
+    assert len(PYTHIA_CHECKPOINTS) == 154 and list(PYTHIA_CHECKPOINTS) == tl_pythia_checkpoints()
 
 
 def test_tiny_checkpoint_rejects_bad_arguments_before_writing(tmp_path):
