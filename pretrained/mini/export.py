@@ -1,8 +1,9 @@
 """A TransformerLens GPT-NeoX model written as a Hugging Face ``GPTNeoXForCausalLM`` folder (Pythia's layout).
 
-The inverse of TransformerLens' ``convert_neox_weights``: the mini model is trained as a ``HookedTransformer``
-(the one trainer) and each checkpoint of its series is saved exactly as Pythia's are, so ``pretrained.load`` and
-Hugging Face read it as they read Pythia. ``tests/test_mini.py`` checks the three agree on the logits.
+The inverse of TransformerLens 3's ``convert_neox_weights``, read from the weights by TL name (so on either TL
+major): the mini model is trained as a TL model (the one trainer) and each checkpoint of its series is saved exactly
+as Pythia's are, so ``pretrained.load`` and Hugging Face read it as they read Pythia. ``tests/test_mini.py`` checks
+the three agree on the logits.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import einops
 import torch
 
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import Model, tl_parameters
 from mechrecall.io import atomic_directory
 
 
@@ -46,37 +47,45 @@ def hf_config(
     return config
 
 
-def neox_state_dict(model: HookedTransformer) -> dict[str, torch.Tensor]:
-    """``GPTNeoXForCausalLM``'s state dict from a TL GPT-NeoX model (raw weights: no fold_ln / centring)."""
-    n = model.cfg.n_heads
+def neox_state_dict(model: Model) -> dict[str, torch.Tensor]:
+    """``GPTNeoXForCausalLM``'s state dict from a TL GPT-NeoX model's weights by TL name (raw weights: no fold_ln /
+    centring; ``W_Q`` ``[head, d_model, d_head]`` …), on either TL major."""
+    n, w = model.cfg.n_heads, tl_parameters(model)
     sd: dict[str, torch.Tensor] = {
-        "gpt_neox.embed_in.weight": model.W_E,
-        "gpt_neox.final_layer_norm.weight": model.ln_final.w,
-        "gpt_neox.final_layer_norm.bias": model.ln_final.b,
-        "embed_out.weight": model.W_U.T,
+        "gpt_neox.embed_in.weight": w["embed.W_E"],
+        "gpt_neox.final_layer_norm.weight": w["ln_final.w"],
+        "gpt_neox.final_layer_norm.bias": w["ln_final.b"],
+        "embed_out.weight": w["unembed.W_U"].T,
     }
-    for layer, block in enumerate(model.blocks):
-        attn, mlp, pre = block.attn, block.mlp, f"gpt_neox.layers.{layer}."
-        qkv_w = torch.stack([attn.W_Q, attn.W_K, attn.W_V])  # [qkv, head, d_model, d_head]
-        qkv_b = torch.stack([attn.b_Q, attn.b_K, attn.b_V])  # [qkv, head, d_head]
-        sd |= {
-            pre + "input_layernorm.weight": block.ln1.w,
-            pre + "input_layernorm.bias": block.ln1.b,
-            pre + "post_attention_layernorm.weight": block.ln2.w,
-            pre + "post_attention_layernorm.bias": block.ln2.b,
-            pre + "attention.query_key_value.weight": einops.rearrange(qkv_w, "qkv i m h -> (i qkv h) m", i=n),
-            pre + "attention.query_key_value.bias": einops.rearrange(qkv_b, "qkv i h -> (i qkv h)", i=n),
-            pre + "attention.dense.weight": einops.rearrange(attn.W_O, "i h m -> m (i h)"),
-            pre + "attention.dense.bias": attn.b_O,
-            pre + "mlp.dense_h_to_4h.weight": mlp.W_in.T,
-            pre + "mlp.dense_h_to_4h.bias": mlp.b_in,
-            pre + "mlp.dense_4h_to_h.weight": mlp.W_out.T,
-            pre + "mlp.dense_4h_to_h.bias": mlp.b_out,
-        }
+    for layer in range(model.cfg.n_layers):
+        sd |= _neox_layer(
+            {k[len(f"blocks.{layer}.") :]: v for k, v in w.items() if k.startswith(f"blocks.{layer}.")},
+            f"gpt_neox.layers.{layer}.",
+            n,
+        )
     return {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}
 
 
-def save_neox(model: HookedTransformer, config: Any, tokenizer: Any, path: str | os.PathLike[str]) -> Path:
+def _neox_layer(w: dict[str, torch.Tensor], pre: str, n: int) -> dict[str, torch.Tensor]:
+    qkv_w = torch.stack([w["attn.W_Q"], w["attn.W_K"], w["attn.W_V"]])  # [qkv, head, d_model, d_head]
+    qkv_b = torch.stack([w["attn.b_Q"], w["attn.b_K"], w["attn.b_V"]])  # [qkv, head, d_head]
+    return {
+        pre + "input_layernorm.weight": w["ln1.w"],
+        pre + "input_layernorm.bias": w["ln1.b"],
+        pre + "post_attention_layernorm.weight": w["ln2.w"],
+        pre + "post_attention_layernorm.bias": w["ln2.b"],
+        pre + "attention.query_key_value.weight": einops.rearrange(qkv_w, "qkv i m h -> (i qkv h) m", i=n),
+        pre + "attention.query_key_value.bias": einops.rearrange(qkv_b, "qkv i h -> (i qkv h)", i=n),
+        pre + "attention.dense.weight": einops.rearrange(w["attn.W_O"], "i h m -> m (i h)"),
+        pre + "attention.dense.bias": w["attn.b_O"],
+        pre + "mlp.dense_h_to_4h.weight": w["mlp.W_in"].T,
+        pre + "mlp.dense_h_to_4h.bias": w["mlp.b_in"],
+        pre + "mlp.dense_4h_to_h.weight": w["mlp.W_out"].T,
+        pre + "mlp.dense_4h_to_h.bias": w["mlp.b_out"],
+    }
+
+
+def save_neox(model: Model, config: Any, tokenizer: Any, path: str | os.PathLike[str]) -> Path:
     """Write ``model`` as a Hugging Face folder at ``path`` (atomically; ``path`` must not exist)."""
     from transformers import GPTNeoXForCausalLM
 
