@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import pretrained
+from mechrecall._tl import IS_BRIDGE
 from pretrained.mini import PRESETS, make_world, pretrain, read_facts, read_ground_truth
 from pretrained.mini.corpus import documents
 from pretrained.mini.recall import recall_prompts
@@ -155,3 +156,21 @@ def test_bad_output_folders_are_refused_in_one_line(mini_series: Path, tmp_path:
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and message in err, err
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(
+    IS_BRIDGE, reason="TL 4.3's native model has no parallel attention + MLP block: no GPT-NeoX to pass"
+)
+def test_a_model_that_is_not_the_saved_gpt_neox_is_refused_before_training():
+    """The series checks, before training, that its TL model computes what the saved GPT-NeoX will: here the HF
+    config rotates whole heads while the model rotates a quarter of each, and the check says so in one line."""
+    from mechrecall import build_toy_model
+    from pretrained.mini.export import check_exports_as_neox, hf_config
+    from pretrained.mini.series import tl_config
+
+    model = build_toy_model(tl_config(TINY, 50, seed=0), seed=0)
+    check_exports_as_neox(model, hf_config(TINY.d_model, TINY.n_layers, TINY.n_heads, TINY.d_mlp, TINY.n_ctx, 50))
+    other = hf_config(TINY.d_model, TINY.n_layers, TINY.n_heads, TINY.d_mlp, TINY.n_ctx, 50, rotary_pct=1.0)
+    with pytest.raises(ValueError, match="not the GPT-NeoX it would be saved as") as err:
+        check_exports_as_neox(model, other)
+    assert "\n" not in str(err.value)

@@ -85,8 +85,8 @@ def _neox_layer(w: dict[str, torch.Tensor], pre: str, n: int) -> dict[str, torch
     }
 
 
-def save_neox(model: Model, config: Any, tokenizer: Any, path: str | os.PathLike[str]) -> Path:
-    """Write ``model`` as a Hugging Face folder at ``path`` (atomically; ``path`` must not exist)."""
+def _hf_neox(model: Model, config: Any) -> Any:
+    """``GPTNeoXForCausalLM(config)`` holding ``model``'s weights."""
     from transformers import GPTNeoXForCausalLM
 
     if model.cfg.positional_embedding_type != "rotary" or not model.cfg.parallel_attn_mlp:
@@ -97,6 +97,26 @@ def save_neox(model: Model, config: Any, tokenizer: Any, path: str | os.PathLike
     if "lm_head.weight" in hf.state_dict():  # transformers 5's name of Pythia's embed_out
         sd["lm_head.weight"] = sd.pop("embed_out.weight")
     hf.load_state_dict(sd, strict=True)
+    return hf.eval()
+
+
+def check_exports_as_neox(model: Model, config: Any, atol: float = 1e-4) -> None:
+    """``ValueError`` in one line unless ``model`` computes the logits of the GPT-NeoX it is saved as (checked on
+    one sequence before a series trains it: a TL whose model is not that GPT-NeoX would save a wrong series)."""
+    tokens = torch.arange(min(model.cfg.n_ctx, 16))[None] % model.cfg.d_vocab
+    with torch.no_grad():
+        diff = (model(tokens) - _hf_neox(model, config)(tokens).logits).abs().max().item()
+    if not diff <= atol:
+        raise ValueError(
+            f"the TransformerLens model is not the GPT-NeoX it would be saved as (max logit difference {diff:.2g}); "
+            "TransformerLens 4.3's native model has no parallel attention + MLP block, so a mini series can't be "
+            "trained with it"
+        )
+
+
+def save_neox(model: Model, config: Any, tokenizer: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``model`` as a Hugging Face folder at ``path`` (atomically; ``path`` must not exist)."""
+    hf = _hf_neox(model, config)
     from transformers.utils import logging as hf_logging
 
     shown = hf_logging.is_progress_bar_enabled()

@@ -33,7 +33,7 @@ from mechrecall.batch import Batch
 from mechrecall.io import atomic_directory, atomic_write_json
 from pretrained._local import tl_config_dict
 from pretrained.mini.corpus import MIX, documents
-from pretrained.mini.export import hf_config, save_neox
+from pretrained.mini.export import check_exports_as_neox, hf_config, save_neox
 from pretrained.mini.presets import PRESETS, MiniPreset
 from pretrained.mini.recall import recall
 from pretrained.mini.tokenizer import EOT, multi_token_words, train_tokenizer
@@ -149,6 +149,7 @@ def pretrain(
     model = build_toy_model(tl_config(p, len(tokenizer), seed), [Freeze(("unembed.b_U",))], seed=seed)
     batch_fn = window_batches(stream, p.batch_size, p.n_ctx)
     hf = hf_config(p.d_model, p.n_layers, p.n_heads, p.d_mlp, p.n_ctx, len(tokenizer))
+    check_exports_as_neox(model, hf)
     recalls: dict[int, dict[str, dict[str, float]]] = {}
     for step in p.series():
         folder = out / f"step{step}"
