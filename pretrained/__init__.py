@@ -1,4 +1,7 @@
-"""Load pretrained GPT-2 / Pythia models as ``HookedTransformer``s, by name or from a local folder.
+"""Load pretrained GPT-2 / Pythia models as TransformerLens models, by name or from a local folder.
+
+TL 3: a ``HookedTransformer``; TL 4: a ``TransformerBridge`` in compatibility mode (legacy hook names, ``W_Q``
+… in 3.x shapes). The difference lives in ``mechrecall._tl`` (its pretrained-checkpoints section).
 
     import pretrained
     model = pretrained.load("pythia-70m", checkpoint=1000, processing="raw")   # hub (or its cache)
