@@ -128,13 +128,15 @@ def new_model(cfg: Any, tokenizer: Any = None) -> Any:
 
     3.x: ``HookedTransformer(cfg)``. 4.x: ``TransformerBridge.boot_native(cfg)`` in compatibility mode, with two
     changes that make it the model the config describes, as 3.x builds it: the unembedding has a trainable bias
-    ``b_U`` (``boot_native``'s has none), and ``use_attn_scale=False`` means unscaled scores (``boot_native``
-    divides by √d_head either way). The same seed gives other initial weights on the two majors.
+    ``b_U`` (``boot_native``'s has none); ``use_attn_scale=False`` means unscaled scores (``boot_native`` divides by
+    √d_head either way); ``parallel_attn_mlp`` gives a parallel residual and rotary positions rotate halves
+    (``rotary_adjacent_pairs=False``), as 3.x and GPT-NeoX do; and ``init_mode="gpt2"`` draws 3.x's initial weights
+    exactly, so one config and seed give the same model on both majors.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         if not IS_BRIDGE:
-            return Model(cfg, tokenizer=tokenizer, move_to_device=False).to(cfg.device or "cpu")
+            return Model(cfg, tokenizer=tokenizer)
         return _boot_native(cfg, tokenizer)
 
 
@@ -156,9 +158,13 @@ def _boot_native(cfg: Any, tokenizer: Any) -> Any:
         head.weight.copy_(native.head.weight)
         head.bias.zero_()
     native.head = head
-    if not cfg.use_attn_scale:
-        for block in native.layers:
+    for block in native.layers:
+        if not cfg.use_attn_scale:
             block.attn.scale = 1.0
+        if cfg.parallel_attn_mlp:
+            block.__class__ = _parallel_block_class()
+    if native.rotary is not None and not getattr(cfg, "rotary_adjacent_pairs", False):
+        _rotate_halves(native.rotary, cfg)
     native = native.to(dtype=cfg.dtype)
     if cfg.device is not None:
         native = native.to(cfg.device)
@@ -166,7 +172,60 @@ def _boot_native(cfg: Any, tokenizer: Any) -> Any:
         native, architecture="TransformerLensNative", tl_config=cfg, tokenizer=tokenizer, model_name="native"
     )
     bridge.enable_compatibility_mode(disable_warnings=True, no_processing=True)
+    if cfg.init_weights and cfg.init_mode == "gpt2":
+        _init_as_hooked_transformer(bridge, cfg)
     return bridge
+
+
+def _init_as_hooked_transformer(bridge: Any, cfg: Any) -> None:
+    """3.x's ``gpt2`` initialisation, draw for draw: after ``torch.manual_seed(cfg.seed)``, N(0, initializer_range²)
+    into each ``W_*`` in ``HookedTransformer``'s parameter order, biases zero. So a toy model of one config and seed
+    starts from the same weights on both majors, and trains to the same numbers up to float noise."""
+    if cfg.seed is not None:
+        torch.manual_seed(cfg.seed)
+    params = tl_parameters(bridge)
+    order = ["embed.W_E", "pos_embed.W_pos"]
+    for layer in range(cfg.n_layers):
+        order += [f"blocks.{layer}.attn.W_{m}" for m in "QOKV"]
+        order += [f"blocks.{layer}.mlp.W_in", f"blocks.{layer}.mlp.W_out"]
+    order.append("unembed.W_U")
+    with torch.no_grad():
+        for name in (n for n in order if n in params):
+            draw = torch.empty(params[name].shape, dtype=cfg.dtype, device=params[name].device)
+            params[name].copy_(torch.nn.init.normal_(draw, std=cfg.initializer_range))
+        for name, p in params.items():
+            if name.rsplit(".", 1)[-1].startswith("b_"):
+                p.zero_()
+
+
+def _parallel_block_class() -> type:
+    """4.x's native block, with attention and MLP reading the same residual (GPT-NeoX's parallel residual, 3.x's
+    ``parallel_attn_mlp``): ``x + attn(ln1(x)) + mlp(ln2(x))``."""
+    from transformer_lens.model_bridge.sources.native import NativeBlock
+
+    class ParallelNativeBlock(NativeBlock):
+        def forward(self, hidden_states: torch.Tensor, attention_mask: Any = None, position_ids: Any = None, **kw: Any):
+            attn_out, _ = self.attn(self.ln1(hidden_states), attention_mask=attention_mask, position_ids=position_ids)
+            return (hidden_states + attn_out + self.mlp(self.ln2(hidden_states)),)
+
+    return ParallelNativeBlock
+
+
+def _rotate_halves(rotary: Any, cfg: Any) -> None:
+    """Make 4.x's native rotary embedding rotate the two halves of the rotary dims (GPT-NeoX's and 3.x's default,
+    ``rotary_adjacent_pairs=False``) instead of adjacent pairs: ``x·cos + rotate_half(x)·sin`` with
+    ``rotate_half(x) = (-x₂, x₁)`` and each frequency repeated over the two halves."""
+    dim = rotary.rotary_dim
+    inv_freq = 1.0 / (cfg.rotary_base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    freqs = torch.outer(torch.arange(cfg.n_ctx, dtype=torch.float32), inv_freq)  # [n_ctx, dim / 2]
+    rotary.cos_cached = torch.cat([freqs, freqs], -1).cos()
+    rotary.sin_cached = torch.cat([freqs, freqs], -1).sin()
+
+    def rotate_half(x: torch.Tensor) -> torch.Tensor:
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+        return torch.cat([-x2, x1], -1)
+
+    rotary._rotate_half = rotate_half
 
 
 # --- parameters by TransformerLens name ------------------------------------------------------------------------

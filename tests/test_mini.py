@@ -13,7 +13,6 @@ import pytest
 import torch
 
 import pretrained
-from mechrecall._tl import IS_BRIDGE
 from pretrained.mini import PRESETS, make_world, pretrain, read_facts, read_ground_truth
 from pretrained.mini.corpus import documents
 from pretrained.mini.recall import recall_prompts
@@ -158,9 +157,6 @@ def test_bad_output_folders_are_refused_in_one_line(mini_series: Path, tmp_path:
     assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.skipif(
-    IS_BRIDGE, reason="TL 4.3's native model has no parallel attention + MLP block: no GPT-NeoX to pass"
-)
 def test_a_model_that_is_not_the_saved_gpt_neox_is_refused_before_training():
     """The series checks, before training, that its TL model computes what the saved GPT-NeoX will: here the HF
     config rotates whole heads while the model rotates a quarter of each, and the check says so in one line."""

@@ -279,12 +279,7 @@ def test_config_mapping_agrees_with_tl(dirs, arch):
     assert {k: ours[k] for k in theirs if k in ours} == {k: theirs[k] for k in theirs if k in ours}
 
 
-NATIVE_SEQUENTIAL = pytest.mark.skipif(
-    IS_BRIDGE, reason="TL 4.3's native model ignores parallel_attn_mlp (its block is sequential): no GPT-NeoX"
-)
-
-
-@pytest.mark.parametrize("arch", [pytest.param("gpt_neox", marks=NATIVE_SEQUENTIAL), "gpt2"])
+@pytest.mark.parametrize("arch", ["gpt_neox", "gpt2"])
 def test_config_mapping_builds_the_hf_model(dirs, hf, arch):
     """A TL model built from our HF->TL config mapping (``new_model``: TL 3's HookedTransformer, TL 4's native
     bridge, what a mini series trains and untrained_like initialises), given the checkpoint's weights by TL name,
