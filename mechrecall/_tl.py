@@ -80,6 +80,8 @@ __all__ = [
     "mlp_activation",
     "named_weights",
     "new_model",
+    "recipe_config",
+    "register_grad_hook",
     "scores_hooks",
     "set_mlp_activation",
     "swap_module",
@@ -118,6 +120,16 @@ def config_dict(cfg: Any) -> dict[str, Any]:
     if not IS_BRIDGE:
         return {k: v for k, v in cfg.to_dict().items() if k in config_fields()}
     return {k: getattr(cfg, k) for k in sorted(config_fields()) if hasattr(cfg, k)}
+
+
+def recipe_config(model: Any) -> dict[str, Any]:
+    """The config fields that rebuild ``model``'s architecture with :func:`new_model` (what a checkpoint's recipe
+    records). 3.x: its config. 4.x: for a Hugging Face model booted by :func:`model_from_hf`, the TransformerLens
+    config its architecture maps to (the bridge's own config describes the wrapped model, not a native one)."""
+    fields = getattr(model.cfg, "mechrecall_tl_config", None) if IS_BRIDGE else None
+    if not fields:
+        return config_dict(model.cfg)
+    return {**fields, "normalization_type": model.cfg.normalization_type, "dtype": model.cfg.dtype}
 
 
 # --- building a model --------------------------------------------------------------------------------------------
@@ -204,7 +216,9 @@ def _parallel_block_class() -> type:
     from transformer_lens.model_bridge.sources.native import NativeBlock
 
     class ParallelNativeBlock(NativeBlock):
-        def forward(self, hidden_states: torch.Tensor, attention_mask: Any = None, position_ids: Any = None, **kw: Any):
+        def forward(
+            self, hidden_states: torch.Tensor, attention_mask: Any = None, position_ids: Any = None, **kw: Any
+        ) -> tuple[torch.Tensor]:
             attn_out, _ = self.attn(self.ln1(hidden_states), attention_mask=attention_mask, position_ids=position_ids)
             return (hidden_states + attn_out + self.mlp(self.ln2(hidden_states)),)
 
@@ -243,7 +257,9 @@ def tl_parameters(model: Any) -> dict[str, torch.Tensor]:
 
     # get_bridge_params fills in zeros for weights the model lacks (an attention-only model's MLP, the LayerNorm
     # of one without LayerNorm): those are not the model's parameters.
-    params = {k: v for k, v in get_bridge_params(model).items() if underlying_parameter(model, v) is not None}
+    with _quiet_tl_logs():  # it logs each swapped-in MLP it cannot read
+        bridge_params = get_bridge_params(model)
+    params = {k: v for k, v in bridge_params.items() if underlying_parameter(model, v) is not None}
     for path, module in (getattr(model, "mechrecall_swapped", None) or {}).items():
         params = {k: v for k, v in params.items() if not k.startswith(path + ".")}
         params.update({f"{path}.{n}": p for n, p in module.named_parameters()})
@@ -306,6 +322,17 @@ def tl_grad(model: Any, name: str) -> torch.Tensor | None:
     return None if grad is None else tl_view(model, name, grad)
 
 
+def register_grad_hook(
+    model: Any, name: str, fn: Callable[[torch.Tensor], torch.Tensor]
+) -> torch.utils.hooks.RemovableHandle:
+    """A gradient hook on the TL weight ``name`` that sees and returns its gradient in the TL layout (on 4.x the
+    hook sits on :func:`weight` and the gradient is viewed through :func:`tl_view`). ``handle.remove()`` undoes it."""
+    param = weight(model, name)
+    if tl_parameter(model, name) is param:
+        return param.register_hook(fn)
+    return param.register_hook(lambda grad: weight_layout(model, name, fn(tl_view(model, name, grad.contiguous()))))
+
+
 def named_weights(model: Any) -> dict[str, torch.nn.Parameter]:
     """TL name -> the ``nn.Parameter`` behind it, once per parameter, in a fixed order: what the trainer optimises
     and what its parameter groups match by ``fnmatch`` pattern. Any other module: its ``named_parameters``."""
@@ -327,8 +354,9 @@ def swap_module(model: Any, path: str, module: torch.nn.Module) -> None:
 
     3.x: ``setattr`` + ``model.setup()``. 4.x: the module takes the place of the bridge's MLP component in the
     block the bridge wraps (the bridge's forward calls it there), and the hook registry is rebuilt; its
-    parameters are listed by :func:`tl_parameters` under ``path``. Only a block's ``mlp`` can be swapped on 4.x
-    (``ValueError`` naming the path otherwise, before any work).
+    parameters are listed by :func:`tl_parameters` under ``path``. Only ``embed`` and a block's ``mlp`` can be
+    swapped on 4.x (``ValueError`` naming the path otherwise, before any work); a module swapped in there has a
+    ``hook_out`` HookPoint on its output (the bridge's ``hook_embed`` / ``hook_mlp_out`` are that hook).
     """
     module = module.to(model.cfg.device or "cpu")
     parent_path, _, attr = path.rpartition(".")
@@ -336,14 +364,18 @@ def swap_module(model: Any, path: str, module: torch.nn.Module) -> None:
         setattr(model.get_submodule(parent_path) if parent_path else model, attr, module)
         model.setup()
         return
-    if attr != "mlp" or not parent_path.startswith("blocks."):
+    if path == "embed":
+        model.original_model.tok_embed = module  # what the native model's forward calls
+    elif attr == "mlp" and parent_path.startswith("blocks."):
+        model.get_submodule(parent_path).original_component.mlp = module  # what the block's forward calls
+    else:
         raise ValueError(
-            f"swapping {type(module).__name__} in at {path!r} needs TransformerLens 3.x: on 4.x only a block's "
-            "'mlp' can be swapped (the bridge wraps every other module in an adapter of its own)"
+            f"swapping {type(module).__name__} in at {path!r} needs TransformerLens 3.x: on 4.x only 'embed' and a "
+            "block's 'mlp' can be swapped (the bridge wraps every other module in an adapter of its own)"
         )
-    block = model.get_submodule(parent_path)
-    block.original_component.mlp = module  # what the block's forward calls
-    block.mlp = module  # where the bridge's hooks, aliases and parameters are found
+    # where the bridge's hooks, aliases and parameters are found (nn.Module's own setattr: the bridge's would
+    # forward the assignment to the module it wraps)
+    torch.nn.Module.__setattr__(model.get_submodule(parent_path) if parent_path else model, attr, module)
     swapped = getattr(model, "mechrecall_swapped", None) or {}
     model.mechrecall_swapped = {**swapped, path: module}
     model.clear_hook_registry()
@@ -373,7 +405,10 @@ def tl_state_dict(model: Any) -> dict[str, torch.Tensor]:
     it with :func:`load_tl_state_dict`)."""
     if not IS_BRIDGE:
         return {k: v.detach().clone() for k, v in model.state_dict().items()}
-    return {k: v.detach().clone().contiguous() for k, v in tl_parameters(model).items()}
+    state = {k: v.detach().clone().contiguous() for k, v in tl_parameters(model).items()}
+    if "unembed.b_U" not in state:  # a Hugging Face model without one: 3.x's HookedTransformer has it, zero
+        state["unembed.b_U"] = torch.zeros(model.cfg.d_vocab_out, dtype=model.cfg.dtype)
+    return state
 
 
 def load_tl_state_dict(model: Any, state: dict[str, torch.Tensor], *, strict: bool = True) -> None:
@@ -516,6 +551,8 @@ def model_from_hf(
     ``normalization_type="LNPre"`` after fold_ln and ``original_architecture``, as 3.x's config has them.
     """
     if not IS_BRIDGE:
+        if tl_config is None:
+            raise ValueError(f"{name}: no TransformerLens config for this architecture")
         return _hooked_from_hf(hf_model, tokenizer, tl_config, name=name, flags=flags, dtype=dtype, device=device)
     with no_warnings(), _quiet_tl_logs():
         bridge = Model.boot_transformers(

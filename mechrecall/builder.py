@@ -23,7 +23,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from mechrecall._tl import Model, ModelConfig, config_dict, config_fields, make_model_config, named_weights, new_model
+from mechrecall._tl import (
+    Model,
+    ModelConfig,
+    config_dict,
+    config_fields,
+    make_model_config,
+    named_weights,
+    new_model,
+    recipe_config,
+)
 from mechrecall.surgeries import Surgery, surgery_from_dict
 
 SPEC_FORMAT = 1
@@ -138,7 +147,12 @@ def model_spec(model: Model) -> dict[str, Any]:
     """
     spec = getattr(model, "mechrecall_spec", None)
     if spec is None:
-        spec = {"format": SPEC_FORMAT, "cfg": cfg_to_dict(model.cfg), "surgeries": [], "seed": model.cfg.seed}
+        spec = {
+            "format": SPEC_FORMAT,
+            "cfg": cfg_to_dict(recipe_config(model)),
+            "surgeries": [],
+            "seed": model.cfg.seed,
+        }
     spec = json.loads(json.dumps(spec))
     # Facts recorded on the config by mechrecall (e.g. pretrained.load's mechrecall_processing).
     extras = {k: v for k, v in vars(model.cfg).items() if k.startswith("mechrecall_")}

@@ -64,9 +64,10 @@ class EmbedWithPrevious(nn.Module):
         super().__init__()
         self.W_E = nn.Parameter(torch.zeros(d_vocab, d_model, dtype=dtype))
         self.W_E_prev = nn.Parameter(torch.zeros(d_vocab, d_model, dtype=dtype))
+        self.hook_out = HookPoint()  # [batch, pos, d_model]: the sum, which a bridge's hook_embed names
 
     def forward(self, tokens: Int[torch.Tensor, "batch pos"]) -> Float[torch.Tensor, "batch pos d_model"]:
         current = self.W_E[tokens]
         previous = torch.zeros_like(current)
         previous[:, 1:] = self.W_E_prev[tokens[:, :-1]]
-        return current + previous
+        return self.hook_out(current + previous)

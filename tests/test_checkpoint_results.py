@@ -70,7 +70,7 @@ def test_round_trip_rebuilds_surgeries_and_weights(tmp_path, monkeypatch):
     torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
     _, cache = loaded.run_with_cache(tokens)
     assert not cache["blocks.1.attn.hook_pattern"][0, 0].diagonal().any()  # the permanent hook came back
-    assert set(trainable_parameters(loaded)) == {n for n in trainable_parameters(model)}
+    assert set(trainable_parameters(loaded)) == set(trainable_parameters(model))
 
     fresh_opt = torch.optim.Adam([p for p in loaded.parameters() if p.requires_grad], lr=0.1)
     checkpoint_module.load_optimizer_state(fresh_opt, path)
@@ -123,7 +123,10 @@ def test_pretrained_model_round_trips_through_a_checkpoint(tmp_path):
     path = save_checkpoint(tmp_path / "ckpt", model)
     loaded = load_model(path)
     tokens = model.to_tokens("Madrid is located in", prepend_bos=False)
-    torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
+    # 4.x rebuilds the model natively from its TL config while the loaded one runs Hugging Face's GPT-NeoX code:
+    # the same function computed in another order, so equal up to float32 noise (3.x: the same code, exactly).
+    tol = 1e-5 if IS_BRIDGE else 0.0
+    torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=tol)
     assert pretrained.processing_of(loaded) == "raw"
     with pytest.raises(ValueError, match=r"cfg.d_model"):
         load_weights(toy(), path)

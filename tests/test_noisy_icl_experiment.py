@@ -160,6 +160,7 @@ def test_ff_margin_and_memory_readouts_by_hand():
     assert memory_recall_accuracy(M) == pytest.approx(0.8) and memory_recall_accuracy(M, exclude=[3]) == 1.0
 
 
+@pytest.mark.tl3_only("calls a HookedTransformer attention module on its own: attn(q_input, k_input, v_input)")
 @torch.no_grad()
 def test_qk_trigger_matching_equals_the_layer2_attention_score():
     """S[i, j] is the score TL's own layer-2 attention gives a query W_E(j) for a key W_E(i) W¹_V W¹_O."""

@@ -18,10 +18,11 @@ def test_layout_imports_and_tl_pin():
 
     assert via_core is analyses and hooks_via_core is hooks and pretrained_via_core is pretrained
     major, minor = (int(x) for x in metadata.version("transformer-lens").split(".")[:2])
-    assert (3, 9) <= (major, minor) < (4, 0)  # 4.x removed HookedTransformer
-    from mechrecall._tl import HookedTransformer
+    assert (3, 9) <= (major, minor) < (5, 0)  # 3.x's HookedTransformer or 4.x's TransformerBridge
+    from mechrecall._tl import TL_MAJOR, HookedTransformer, Model
 
-    assert HookedTransformer.__module__.startswith("transformer_lens")
+    assert major == TL_MAJOR and Model is HookedTransformer and Model.__module__.startswith("transformer_lens")
+    assert Model.__name__ == ("HookedTransformer" if major == 3 else "TransformerBridge")
 
 
 @pytest.mark.slow

@@ -62,7 +62,7 @@ from analyses.papers.induction_heads.models import (
     standard_forward,
 )
 from analyses.papers.induction_heads.theory import closed_form_loss
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, register_grad_hook, tl_grad, tl_parameter
 from mechrecall.batch import Batch
 
 Series = Sequence[float] | np.ndarray  # measurements over time (a list, or an ODE trajectory's array)
@@ -316,12 +316,13 @@ def project_gradients_to_span(model: DisentangledTL, keep: Sequence[str]) -> lis
     dim = model.dim
     tl = model.model
     params = {
-        1: (tl.blocks[0].attn.W_Q, (0, slice(0, 2 * dim), slice(0, 2 * dim))),
-        2: (tl.blocks[1].attn.W_Q, (0, slice(0, 4 * dim), slice(0, 4 * dim))),
-        3: (tl.unembed.W_U, (slice(None), slice(None))),
+        1: ("blocks.0.attn.W_Q", (0, slice(0, 2 * dim), slice(0, 2 * dim))),
+        2: ("blocks.1.attn.W_Q", (0, slice(0, 4 * dim), slice(0, 4 * dim))),
+        3: ("unembed.W_U", (slice(None), slice(None))),
     }
     handles = []
-    for m, (param, index) in params.items():
+    for m, (param_name, index) in params.items():
+        param = tl_parameter(tl, param_name)
         names = [n for n in keep if LAYOUT[n][0] == m]
         basis = [basis_matrix(n, dim, param.dtype).to(param.device) for n in names]
 
@@ -336,7 +337,7 @@ def project_gradients_to_span(model: DisentangledTL, keep: Sequence[str]) -> lis
             out[index] = acc
             return out
 
-        handles.append(param.register_hook(hook))
+        handles.append(register_grad_hook(tl, param_name, hook))
     return handles
 
 
@@ -455,9 +456,10 @@ def tl_vs_reference(seed: int, exclude_self: bool, dim: int = 4, n_pairs: int = 
     ref = [w.clone().requires_grad_(True) for w in (W1, W2, W3)]
     zr = disentangled_forward(X, ref[0], ref[1], ref[2], exclude_self=exclude_self)
     ((zr - y) ** 2).sum(-1).mean().backward()
-    q0, q1 = (dtl.model.blocks[i].attn.W_Q.grad for i in (0, 1))
-    assert q0 is not None and q1 is not None and dtl.model.W_U.grad is not None
-    inside = [q0[0, : 2 * D, : 2 * D], q1[0, : 4 * D, : 4 * D], dtl.model.W_U.grad]
+    q0, q1 = (tl_grad(dtl.model, f"blocks.{i}.attn.W_Q") for i in (0, 1))
+    w_u = tl_grad(dtl.model, "unembed.W_U")
+    assert q0 is not None and q1 is not None and w_u is not None
+    inside = [q0[0, : 2 * D, : 2 * D], q1[0, : 4 * D, : 4 * D], w_u]
     outside = max(
         float(q0[0, 2 * D :].abs().max()), float(q0[0, :, 2 * D :].abs().max()), float(q1[0, 4 * D :].abs().max())
     )
