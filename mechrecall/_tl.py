@@ -375,7 +375,10 @@ def swap_module(model: Any, path: str, module: torch.nn.Module) -> None:
         )
     # where the bridge's hooks, aliases and parameters are found (nn.Module's own setattr: the bridge's would
     # forward the assignment to the module it wraps)
-    torch.nn.Module.__setattr__(model.get_submodule(parent_path) if parent_path else model, attr, module)
+    parent = model.get_submodule(parent_path) if parent_path else model
+    torch.nn.Module.__setattr__(parent, attr, module)
+    if attr in (getattr(parent, "submodules", None) or {}):  # the bridge's own list of a block's components
+        parent.submodules[attr] = module
     swapped = getattr(model, "mechrecall_swapped", None) or {}
     model.mechrecall_swapped = {**swapped, path: module}
     model.clear_hook_registry()

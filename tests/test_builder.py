@@ -20,7 +20,7 @@ from mechrecall import (
     model_spec,
     trainable_parameters,
 )
-from mechrecall._tl import IS_BRIDGE, HookedTransformer, tl_grad, tl_parameters, weight
+from mechrecall._tl import HookedTransformer, tl_grad, tl_parameter, tl_parameters, weight
 
 D, V, T = 16, 11, 8
 
@@ -104,7 +104,7 @@ def test_feed_forward_variants_match_reference(tokens, ff):
         x = cache[f"blocks.{layer}.hook_resid_mid"]
         assert torch.equal(cache[f"blocks.{layer}.mlp.hook_pre"], x)
         torch.testing.assert_close(cache[f"blocks.{layer}.hook_mlp_out"], x @ model.blocks[layer].mlp.W_F)
-        assert model.get_parameter(f"blocks.{layer}.mlp.W_F").requires_grad
+        assert weight(model, f"blocks.{layer}.mlp.W_F").requires_grad
     for layer in none:
         assert not cache[f"blocks.{layer}.hook_mlp_out"].any()
 
@@ -240,7 +240,7 @@ def test_strict_causal_mask():
 def test_spec_round_trip_and_determinism(tokens):
     surgeries = [
         *CHEN_SURGERIES,
-        *([] if IS_BRIDGE else [LinearFeedForward((1,))]),  # a module swap: TL 3.x only
+        LinearFeedForward((1,)),
         PermanentHook("strict_causal_mask", {"layers": [1]}),
         TrainableEntries("blocks.0.attn.W_K", ((0, 1), (0, 4), None)),
     ]
@@ -327,8 +327,8 @@ def test_theory_model_of_chen_eq2():
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name in trainable_parameters(model):
-            model.get_parameter(name).copy_(
-                torch.randn(model.get_parameter(name).shape, generator=g, dtype=torch.float64)
+            tl_parameter(model, name).copy_(
+                torch.randn(tl_parameter(model, name).shape, generator=g, dtype=torch.float64)
             )
     tokens = torch.randint(0, n_tokens, (3, T), generator=g)
     x = model.embed.W_E[tokens].clone()

@@ -37,7 +37,7 @@ def toy(seed=0, d_mlp=32):
         [
             ZeroBiases(),
             SetWeight(("blocks.*.attn.W_Q",), "identity"),
-            *([] if IS_BRIDGE else [LinearFeedForward((1,))]),  # a module swap: TL 3.x only
+            LinearFeedForward((1,)),
             PermanentHook("strict_causal_mask", {"layers": [1]}),
         ],
         seed=seed,
