@@ -75,22 +75,29 @@ __all__ = [
     "config_dict",
     "config_fields",
     "get_act_name",
+    "hf_rotary_pct",
     "load_tl_state_dict",
     "make_model_config",
     "mlp_activation",
+    "model_from_hf",
+    "model_from_hub",
     "named_weights",
     "new_model",
+    "no_warnings",
     "recipe_config",
     "register_grad_hook",
     "scores_hooks",
     "set_mlp_activation",
     "swap_module",
     "tl_grad",
+    "tl_model_names",
     "tl_parameter",
     "tl_parameters",
+    "tl_pythia_checkpoints",
     "tl_state_dict",
     "tl_view",
     "underlying_parameter",
+    "untrained_like",
     "weight",
     "weight_layout",
 ]
@@ -389,8 +396,8 @@ def swap_module(model: Any, path: str, module: torch.nn.Module) -> None:
 def mlp_activation(model: Any, layer: int) -> Callable[[torch.Tensor], torch.Tensor] | None:
     """Block ``layer``'s MLP activation function, or ``None`` if its feed-forward layer has none."""
     mlp = model.blocks[layer].mlp
-    if IS_BRIDGE:
-        return getattr(mlp.original_component, "act", None)
+    if IS_BRIDGE:  # the native MLP the bridge wraps (a module swapped in by swap_module is its own)
+        return getattr(getattr(mlp, "original_component", mlp), "act", None)
     return getattr(mlp, "act_fn", None)
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 import torch
 
-from mechrecall._tl import HookPoint, Model, attn_scale, get_act_name, scores_hooks, tl_parameter
+from mechrecall._tl import HookPoint, Model, attn_scale, get_act_name, scores_hooks
 from mechrecall.checks import check_layer
 
 HookFn = Callable[..., torch.Tensor | None]
@@ -83,12 +83,11 @@ def relative_key_positions(model: Model, layer: int, pos_offset: int, n_pos: int
         raise ValueError(
             f"relative_key_positions: n_pos={n_pos} must be >= n_ctx={model.cfg.n_ctx} (one offset per distance)"
         )
-    W_K = tl_parameter(model, f"blocks.{layer}.attn.W_K")
-    scale = attn_scale(model, layer)
+    attn, scale = model.blocks[layer].attn, attn_scale(model, layer)
 
     def add_relative_keys(scores: torch.Tensor, stash: dict[str, torch.Tensor]) -> torch.Tensor:
         q = stash["q"]  # [batch, pos, head, d_head]; scores: [batch, head, q_pos, k_pos]
-        pos_keys = W_K[:, pos_offset : pos_offset + n_pos, :]  # [head, n_pos, d_head]
+        pos_keys = attn.W_K[:, pos_offset : pos_offset + n_pos, :]  # [head, n_pos, d_head], the current weights
         q_dot_pos = torch.einsum("bthe,hoe->bhto", q, pos_keys) / scale  # [b, h, t, n_pos]
         n_q, n_k = scores.shape[-2:]
         t = torch.arange(n_q, device=scores.device)[:, None]

@@ -273,6 +273,7 @@ def test_trainable_entries_mask_gradient(tokens):
         (chen_config(), [SetWeight(("embed.W_E",), "sparkly")], "sparkly"),
         (chen_config(), [LinearFeedForward((2,))], "blocks=[2]"),
         (chen_config(attn_only=True), [LinearFeedForward((0,))], "attn_only"),
+        (chen_config(), [LinearFeedForward((0,)), SetActivation("square", (0,))], "has no activation"),
         (chen_config(), [PermanentHook("no_such_hook")], "no_such_hook"),
         (chen_config(), [PermanentHook("no_skip_connection", {"layer": 5})], "layer=5"),
         (chen_config(), [SetWeight(("embed.W_E", "unembed.W_U"), "orthonormal")], "d_model >= 22"),
