@@ -3,7 +3,9 @@
 The core: toy-model builder (``build_toy_model`` + ``surgeries``), one batch type (``Batch``), one
 trainer (``train``), one checkpoint format (``save_checkpoint`` / ``load_model``), claims as data
 (``Claim`` + rules) and the experiment protocol (``Experiment``: shared CLI, presets, results written
-as each part finishes). The sibling packages are reachable from here too::
+as each part finishes); weights by TransformerLens name on either TL major (``tl_parameter``, ``weight``,
+``tl_grad``, ``tl_state_dict``, ``load_tl_state_dict``; ``Model`` is the installed major's model class). The
+sibling packages are reachable from here too::
 
     from mechrecall import analyses, hooks, pretrained
 
@@ -19,7 +21,23 @@ __version__ = "0.1.0"
 
 _SIBLINGS = ("analyses", "hooks", "pretrained")
 _LAZY = {
-    **dict.fromkeys(("FactoredMatrix", "HookedTransformer", "HookedTransformerConfig", "HookPoint"), "mechrecall._tl"),
+    **dict.fromkeys(
+        (
+            "FactoredMatrix",
+            "HookedTransformer",
+            "HookedTransformerConfig",
+            "HookPoint",
+            "Model",
+            "TL_MAJOR",
+            "load_tl_state_dict",
+            "tl_grad",
+            "tl_parameter",
+            "tl_parameters",
+            "tl_state_dict",
+            "weight",
+        ),
+        "mechrecall._tl",
+    ),
     **dict.fromkeys(
         ("build_from_spec", "build_toy_model", "make_config", "model_spec", "trainable_parameters"),
         "mechrecall.builder",
