@@ -150,7 +150,8 @@ def new_model(cfg: Any, tokenizer: Any = None) -> Any:
     ``b_U`` (``boot_native``'s has none); ``use_attn_scale=False`` means unscaled scores (``boot_native`` divides by
     √d_head either way); ``parallel_attn_mlp`` gives a parallel residual and rotary positions rotate halves
     (``rotary_adjacent_pairs=False``), as 3.x and GPT-NeoX do; and ``init_mode="gpt2"`` draws 3.x's initial weights
-    exactly, so one config and seed give the same model on both majors.
+    exactly (``boot_native``'s own draws differently and scales ``W_O`` / ``W_out`` by 1/√(2 n_layers)), so one
+    config and seed give the same model on both majors. Other init modes keep ``boot_native``'s initialisation.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
