@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
 import inspect
 import warnings
 from collections.abc import Callable, Iterator
@@ -278,7 +279,8 @@ def tl_parameter(model: Any, name: str) -> torch.Tensor:
     """The weight called ``name`` by TransformerLens (``ValueError`` naming close names if there is none)."""
     params = tl_parameters(model)
     if name not in params:
-        raise ValueError(f"model has no parameter {name!r}; it has e.g. {sorted(params)[:6]}")
+        close = difflib.get_close_matches(name, params, n=4) or sorted(params)[:6]
+        raise ValueError(f"model has no parameter {name!r}; expected a TL name such as {close}")
     return params[name]
 
 
@@ -309,8 +311,10 @@ def tl_view(model: Any, name: str, like_weight: torch.Tensor) -> torch.Tensor:
     tl, param = tl_parameter(model, name), weight(model, name)
     if tl is param:
         return like_weight
+    if like_weight.shape != param.shape or not like_weight.is_contiguous():
+        raise ValueError(f"tl_view of {name}: expected a contiguous tensor of shape {tuple(param.shape)}")
     offset = tl.storage_offset() - param.storage_offset()
-    return like_weight.contiguous().as_strided(tl.shape, tl.stride(), like_weight.storage_offset() + offset)
+    return like_weight.as_strided(tl.shape, tl.stride(), like_weight.storage_offset() + offset)
 
 
 def weight_layout(model: Any, name: str, tl_tensor: torch.Tensor) -> torch.Tensor:
@@ -486,6 +490,11 @@ def scores_hooks(model: Any, layer: int, fn: ScoresFn) -> list[tuple[str, Callab
 
         return [(get_act_name("q", layer), save("q")), (get_act_name("attn_scores", layer), on_scores)]
 
+    if model.cfg.positional_embedding_type != "standard":  # the recomputation is checked for learned positions only
+        raise ValueError(
+            f"scores_hooks on TransformerLens 4.x needs learned absolute positions, not "
+            f"{model.cfg.positional_embedding_type!r}"
+        )
     scale = attn_scale(model, layer)
 
     def on_pattern(pattern: torch.Tensor, hook: HookPoint) -> torch.Tensor:

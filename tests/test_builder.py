@@ -419,3 +419,9 @@ def test_several_trainable_regions_add_up():
     assert mask.sum() == 14 and mask[0, :7, 5:7].all()
     model(torch.zeros(1, T, dtype=torch.long)).sum().backward()
     assert not tl_grad(model, "blocks.0.attn.W_K")[~mask].any()
+
+
+def test_a_misspelt_weight_name_is_one_line_naming_the_right_one():
+    model = build_toy_model(chen_config())
+    with pytest.raises(ValueError, match=r"'blocks.0.attn.W_q'.*'blocks.0.attn.W_Q'"):
+        tl_parameter(model, "blocks.0.attn.W_q")

@@ -108,9 +108,8 @@ def check_exports_as_neox(model: Model, config: Any, atol: float = 1e-4) -> None
         diff = (model(tokens) - _hf_neox(model, config)(tokens).logits).abs().max().item()
     if not diff <= atol:
         raise ValueError(
-            f"the TransformerLens model is not the GPT-NeoX it would be saved as (max logit difference {diff:.2g}); "
-            "TransformerLens 4.3's native model has no parallel attention + MLP block, so a mini series can't be "
-            "trained with it"
+            f"the TransformerLens model is not the GPT-NeoX it would be saved as (max logit difference {diff:.2g} "
+            f"> {atol:g}): its config and the Hugging Face config describe different models"
         )
 
 
