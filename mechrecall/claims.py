@@ -38,11 +38,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mechrecall.policy import PolicyRule
 
 VERDICTS = ("reproduced", "partial", "not reproduced", "vacuous", "not comparable", "not run")
 REPRODUCED, PARTIAL, NOT_REPRODUCED, VACUOUS, NOT_COMPARABLE, NOT_RUN = VERDICTS
-KINDS = ("paper", "extension", "ablation")  # a claim's class: the paper's statement, ours beyond it, an ablation
+# a claim's class: the paper's statement, ours beyond it, an ablation, or a check (an identity: the code against its
+# own closed form, two implementations of one computation) — shown in a table of its own, never counted as the paper's
+KINDS = ("paper", "extension", "ablation", "check")
+PAPER_SCALE, REDUCED_SCALE = "paper", "reduced"  # a row's ``at_scale``: its run's sizes against the paper's
 NOT_RUN_KEY = "not_run"  # a results entry {"not_run": "why"} (at any level of a path) makes its claims `not run`
 # a results entry {"not_applicable": "why"} drops its claims from the run (a configuration this preset does not have)
 NOT_APPLICABLE_KEY = "not_applicable"
@@ -213,6 +219,8 @@ class Claim:
         spread: (min, max) of ours over the trials it summarises.
         control: the same measurement on the claim's control (``control_is`` says what that is).
         comparable: whether the preset's sizes are comparable to the paper's (``False``: ``not comparable``).
+        policy: the line of the rule policy (``mechrecall.policy.POLICY``) the rule was computed from.
+        scale: the run's sizes against the paper's along the axes that matter, ``{axis: (ours, paper's)}``.
     """
 
     id: str
@@ -230,6 +238,8 @@ class Claim:
     control: float | None = None
     control_is: str = ""
     comparable: bool = True
+    policy: str = ""
+    scale: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -269,6 +279,9 @@ class Claim:
             "reason": reason,
             "spread": list(self.spread) if self.spread is not None else None,
             "class": self.kind,
+            "policy": self.policy,
+            "scale": {axis: [ours, paper] for axis, (ours, paper) in self.scale.items()},
+            "at_scale": at_scale(self.scale),
             **dict(self.extra),
         }
 
@@ -334,9 +347,56 @@ def summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def summary_by_class(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
-    """:func:`summary` per class (``paper``, ``extension``, ``ablation``): the headline counts ``paper`` rows."""
+    """:func:`summary` per class (``paper``, ``extension``, ``ablation``, ``check``): the headline counts ``paper``
+    rows only; checks (identities of the code) are never the paper's claims."""
     rows = list(rows)
     return {kind: summary(r for r in rows if (r.get("class") or "paper") == kind) for kind in KINDS}
+
+
+def at_scale(scale: Mapping[str, Sequence[float]]) -> str:
+    """``"paper"`` when the run is at least the paper's size along every axis of ``scale`` (``{axis: (ours,
+    paper's)}``), ``"reduced"`` when it is smaller along one, ``""`` when no axis is declared."""
+    if not scale:
+        return ""
+    return PAPER_SCALE if all(float(o) >= float(p) for o, p in scale.values()) else REDUCED_SCALE
+
+
+def scale_words(row: Mapping[str, Any]) -> str:
+    """A row's scale in words: ``"d 192/256 (0.75), T 64/256 (0.25)"`` — its sizes over the paper's; ``"the
+    paper's (d 256, T 256)"`` at the paper's scale; ``"—"`` where the run declares none."""
+    scale = row.get("scale") or {}
+    if not scale:
+        return "—"
+    if row.get("at_scale") == PAPER_SCALE:
+        return "the paper's (" + ", ".join(f"{a} {_fmt(float(o))}" for a, (o, _) in scale.items()) + ")"
+    return ", ".join(
+        f"{a} {_fmt(float(o))}/{_fmt(float(p))} ({_fmt(float(o) / float(p))})" if float(p) else f"{a} {o}/{p}"
+        for a, (o, p) in scale.items()
+    )
+
+
+def label(row: Mapping[str, Any]) -> str:
+    """A row's verdict as a reader sees it: a judged verdict at reduced scale never reads as a plain one
+    (``"reproduced at reduced scale"``); at the paper's scale it says so (``"reproduced at the paper's scale"``)."""
+    verdict_ = row["verdict"]
+    if verdict_ not in (REPRODUCED, PARTIAL, NOT_REPRODUCED) or (row.get("class") or "paper") == "check":
+        return verdict_
+    if row.get("at_scale") == REDUCED_SCALE:
+        return f"{verdict_} at reduced scale"
+    if row.get("at_scale") == PAPER_SCALE:
+        return f"{verdict_} at the paper's scale"
+    return verdict_
+
+
+def label_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Count of rows per :func:`label` (the headline: the paper's scale apart from reduced scale), most common
+    verdicts first, labels with no row left out."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[label(row)] = counts.get(label(row), 0) + 1
+    order = [f"{v} at the paper's scale" for v in VERDICTS[:3]] + [f"{v} at reduced scale" for v in VERDICTS[:3]]
+    order += list(VERDICTS)
+    return {k: counts[k] for k in sorted(counts, key=lambda k: order.index(k) if k in order else len(order))}
 
 
 def over_seeds(rows_by_seed: Mapping[int, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
@@ -397,8 +457,10 @@ class ClaimSpec:
         id: ``<part>.<name>`` (the experiment's name is prefixed in the row: ``noisy_icl.main.p_noise_full``).
         claim: the paper's statement in words.
         reads: the results entry holding our number, keys joined by ``/`` (``"final/drop_F2.p_correct"``).
-        rule: a :class:`Rule`, or a function of the part's results returning one (a rule that depends on an
-            option, e.g. within ±0.1 of the training α).
+        rule: a line of the rule policy and its arguments (:func:`mechrecall.policy.policy`): the :class:`Rule` is
+            computed from that line and the paper's number, never set by hand. (A :class:`Rule`, or a function of the
+            part's results returning one, is still accepted from a table of one's own; the papers' tables use the
+            policy, and a test recomputes every one of their rules from it.)
         where: section / figure / table / theorem in the paper.
         paper: the paper's number (or a function of the results giving it), ``None`` where it states none.
         kind: ``paper``, ``extension`` (ours, beyond the paper) or ``ablation``.
@@ -418,7 +480,7 @@ class ClaimSpec:
     id: str
     claim: str
     reads: str
-    rule: Rule | Callable[[Results], Rule]
+    rule: Rule | Callable[[Results], Rule] | PolicyRule
     where: str = ""
     paper: float | Callable[[Results], float | None] | None = None
     kind: str = "paper"
@@ -435,6 +497,30 @@ class ClaimSpec:
             raise ValueError(f"ClaimSpec.id={self.id!r}; expected '<part>.<name>' without spaces")
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.id}: kind={self.kind!r}; expected one of {', '.join(KINDS)}")
+        line = self.policy_line
+        if line:
+            from mechrecall.policy import POLICY
+
+            if self.kind not in POLICY[line].classes:
+                raise ValueError(
+                    f"claim {self.id}: policy line {line!r} is for class {' / '.join(POLICY[line].classes)}, "
+                    f"not {self.kind!r}"
+                )
+
+    @property
+    def policy_line(self) -> str:
+        """The policy line this claim's rule is computed from (``""`` for a hand-set rule)."""
+        return str(getattr(self.rule, "line", "")) if not isinstance(self.rule, Rule) else ""
+
+    def rule_for(self, results: Results) -> Rule:
+        """The :class:`Rule` this claim is judged by for ``results``: the policy line's rule for the paper's number,
+        or the hand-set one."""
+        if isinstance(self.rule, Rule):
+            return self.rule
+        if self.policy_line:
+            paper = self.paper(results) if callable(self.paper) else self.paper
+            return self.rule.rule(paper, results)  # type: ignore[union-attr]
+        return self.rule(results)  # type: ignore[operator]
 
     @property
     def part(self) -> str:
@@ -450,14 +536,15 @@ class ClaimSpec:
         note: str = "",
         note_first: str = "",
         comparable: bool = True,
+        scale: Mapping[str, tuple[float, float]] | None = None,
     ) -> Claim:
         """The claim row's data for this part's ``results`` (``not run`` with the reason where the entry is
         missing or says ``{"not_run": why}``). ``note_first`` / ``note``: the run's own notes, put before and
         after the claim's (e.g. a preset that is not comparable; sizes changed from the preset). ``comparable``:
-        whether the run's preset is comparable to the paper's."""
+        whether the run's preset is comparable to the paper's. ``scale``: the run's sizes against the paper's."""
         ours, reason = lookup(results, self.reads)
         control, _ = lookup(results, self.control) if self.control else (None, "")
-        rule = self.rule(results) if callable(self.rule) else self.rule
+        rule = self.rule_for(results)
         paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
@@ -480,6 +567,8 @@ class ClaimSpec:
             control=float(control) if control is not None else None,
             control_is=self.control_is,
             comparable=comparable,
+            policy=self.policy_line,
+            scale=dict(scale or {}),
         )
 
     def applies(self, results: Results) -> bool:
@@ -537,6 +626,7 @@ def evaluate(
     note: str = "",
     note_first: str = "",
     comparable: bool = True,
+    scale: Mapping[str, tuple[float, float]] | None = None,
 ) -> list[Claim]:
     """The claims of ``part``: each spec of that part that applies, evaluated against the part's ``results``."""
     return [
@@ -548,6 +638,7 @@ def evaluate(
             note=note,
             note_first=note_first,
             comparable=comparable,
+            scale=scale,
         )
         for spec in specs
         if spec.part == part and spec.applies(results)

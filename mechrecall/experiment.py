@@ -224,6 +224,15 @@ class Context:
             first = f"{self.preset} preset: {NOT_COMPARABLE_NOTE}"
         return first, describe_overrides(self.preset, self.overrides)
 
+    def scale(self) -> dict[str, tuple[float, float]]:
+        """The running part's sizes against the paper's, ``{axis: (ours, paper's)}``: the typed preset's
+        :meth:`~mechrecall.presets.Preset.scale_axes` beside the ``paper`` preset's (the paper's sizes)."""
+        table = self.experiment.preset_values()
+        if self.params is None or not table or "paper" not in table:
+            return {}
+        ours, paper = self.params.scale_axes(self.part), table["paper"].scale_axes(self.part)
+        return {axis: (float(ours[axis]), float(paper[axis])) for axis in ours if axis in paper}
+
     def say(self, message: str) -> None:
         print(f"[{self.experiment.name}] {message}", flush=True)
 
@@ -605,6 +614,7 @@ class Experiment:
                     note_first=before,
                     note=after,
                     comparable=comparable,
+                    scale=ctx.scale(),
                 )
             except (UsageError, KeyboardInterrupt):
                 raise

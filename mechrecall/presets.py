@@ -33,6 +33,12 @@ class Preset:
 
     comparable: bool = True
 
+    def scale_axes(self, part: str) -> Mapping[str, float]:
+        """The sizes of ``part`` along the axes that matter for it (``{"d": 192, "T": 64, "steps": 1000}``); the
+        protocol puts them beside the paper preset's own on every claim of the part (``mechrecall.claims.Claim
+        .scale``). A paper's preset overrides this; an exact part returns the setting it computes in."""
+        return {}
+
     def fields(self) -> tuple[str, ...]:
         """The names of this preset's fields (``comparable`` aside)."""
         return tuple(f.name for f in dataclasses.fields(self) if f.name != "comparable")
