@@ -569,12 +569,29 @@ class ClaimSpec:
             comparable=comparable,
             policy=self.policy_line,
             scale=dict(scale or {}),
+            extra={"policy_args": _policy_args(self.rule, results)} if self.policy_line else {},
         )
 
     def applies(self, results: Results) -> bool:
         """False where the entry it reads lies below a ``{"not_applicable": why}`` entry: the run has no such
         configuration (a preset without it), so the claim is left out rather than reported ``not run``."""
         return _walk(results, self.reads)[1] != NOT_APPLICABLE_KEY
+
+
+def _policy_args(rule: Any, results: Results) -> dict[str, Any]:
+    """A policy rule's arguments as numbers and words (what a row stores to have its rule recomputed)."""
+    try:
+        return {k: _jsonable_arg(v) for k, v in rule.resolve(results).items()}
+    except (KeyError, TypeError, IndexError):
+        return {}
+
+
+def _jsonable_arg(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_jsonable_arg(v) for v in value]
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return float(value)
 
 
 def _text(fn: Callable[[Results], str] | None, results: Results) -> str:

@@ -40,7 +40,7 @@ paper's scale" in every headline.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,10 +177,14 @@ class PolicyRule:
         if self.line not in POLICY:
             raise ValueError(f"policy line {self.line!r}; expected one of {', '.join(POLICY)}")
 
+    def resolve(self, results: Results) -> dict[str, Any]:
+        """The arguments with every callable one applied to the part's ``results`` (numbers and words: a claim row
+        stores them as ``policy_args``, so a report recomputes the rule from the row alone)."""
+        return {k: (v(results) if callable(v) else v) for k, v in self.args.items()}
+
     def rule(self, paper: Any, results: Results) -> Rule:
         """The rule of this line for the paper's number ``paper`` (and the part's ``results``)."""
-        args = {k: (v(results) if callable(v) else v) for k, v in self.args.items()}
-        return POLICY[self.line].make(paper, **args)
+        return POLICY[self.line].make(paper, **self.resolve(results))
 
 
 def policy(line: str, **args: Any) -> PolicyRule:
@@ -188,12 +192,76 @@ def policy(line: str, **args: Any) -> PolicyRule:
     return PolicyRule(line, args)
 
 
+def recompute(row: Mapping[str, Any]) -> Rule | None:
+    """The rule a written claim row must have been judged by: its policy line applied to its paper number and its
+    ``policy_args`` (``None`` for a row without a policy line, or one whose arguments were not measured)."""
+    line = row.get("policy")
+    if not line:
+        return None
+    try:
+        return POLICY[line].make(row.get("paper"), **dict(row.get("policy_args") or {}))
+    except (TypeError, ValueError):
+        return None
+
+
+def policy_problems(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """What is wrong with written rows' rules, one line each: a paper or ablation row without a policy line, a line
+    its class may not use, or a rule that is not the one its line computes from the paper's number."""
+    problems = []
+    for row in rows:
+        line, kind = row.get("policy"), row.get("class") or "paper"
+        if not line:
+            problems.append(f"{row['id']}: no policy line (a hand-set rule)")
+            continue
+        if line not in POLICY or kind not in POLICY[line].classes:
+            problems.append(f"{row['id']}: policy line {line!r} is not one for class {kind!r}")
+            continue
+        rule = recompute(row)
+        if row.get("ours") is not None and (rule is None or not _same(rule.to_dict(), row.get("rule_spec") or {})):
+            problems.append(f"{row['id']}: its rule {row.get('rule')!r} is not what line {line!r} computes")
+    return problems
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    def close(x: Any, y: Any) -> bool:
+        if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            return len(x) == len(y) and all(close(u, v) for u, v in zip(x, y, strict=True))
+        if x is None or y is None:
+            return x is y
+        return math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1e-15)
+
+    return a.get("kind") == b.get("kind") and all(close(a.get(k), b.get(k)) for k in ("lo", "hi", "partial"))
+
+
 def policy_markdown() -> str:
     """The policy as a Markdown table (``docs/rule-policy.md``)."""
     lines = ["| line | the paper's wording | the band (reproduced; partial) | computed from | classes |",
              "|---|---|---|---|---|"]  # fmt: skip
     for line in POLICY.values():
-        lines.append(
-            f"| `{line.id}` | {line.wording} | {line.band} | {line.needs or '—'} | {', '.join(line.classes)} |"
-        )
+        cells = [f"`{line.id}`", line.wording, line.band, line.needs or "—", ", ".join(line.classes)]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
+
+
+TABLE_START, TABLE_END = "<!-- policy-table:start -->", "<!-- policy-table:end -->"
+
+
+def update_doc(path: str) -> None:
+    """Rewrite the table between ``path``'s policy-table markers from :data:`POLICY` (``docs/rule-policy.md``)."""
+    from pathlib import Path
+
+    text = Path(path).read_text(encoding="utf-8")
+    if text.count(TABLE_START) != 1 or text.count(TABLE_END) != 1:
+        raise SystemExit(f"{path}: expected one {TABLE_START} line and one {TABLE_END} line")
+    head, rest = text.split(TABLE_START, 1)
+    tail = rest.split(TABLE_END, 1)[1]
+    Path(path).write_text(f"{head}{TABLE_START}\n{policy_markdown()}\n{TABLE_END}{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":  # python -m mechrecall.policy docs/rule-policy.md
+    import sys
+
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print("usage: python -m mechrecall.policy DOC.md  (rewrites the table between its policy-table markers)")
+        raise SystemExit(0 if sys.argv[1:] in (["-h"], ["--help"]) else 2)
+    update_doc(sys.argv[1])

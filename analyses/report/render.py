@@ -16,9 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from analyses.report import scale
-from mechrecall.claims import KINDS, VERDICTS, summary_by_class
+from mechrecall.claims import (
+    NOT_REPRODUCED,
+    PAPER_SCALE,
+    PARTIAL,
+    REPRODUCED,
+    label,
+    scale_words,
+    summary,
+    summary_by_class,
+)
 
-COLUMNS = ("claim", "paper", "ours", "control", "rule", "verdict", "preset", "seeds")
+COLUMNS = ("claim", "paper", "ours", "control", "rule", "verdict", "scale", "preset", "seeds")
+CHECK_COLUMNS = ("claim", "ours", "control", "rule", "verdict", "seeds")  # a check has no paper number, no scale
+JUDGED = (REPRODUCED, PARTIAL, NOT_REPRODUCED)
+CLASS_WORDS = {"extension": "extensions", "ablation": "ablations", "check": "checks"}
 VERDICT_COLOURS = {
     "reproduced": "#d7f5dd",
     "partial": "#fff3c4",
@@ -58,6 +70,10 @@ def _cell(row: Mapping[str, Any], column: str) -> str:
         return f"not run: {row['reason']}"
     if column == "verdict" and value == "vacuous":
         return "vacuous: the control passes the rule too"
+    if column == "verdict":
+        return label(row)
+    if column == "scale":
+        return scale_words(row)
     if column == "class":
         return row_class(row)
     return "" if value is None else str(value)
@@ -85,13 +101,36 @@ def _summary_line(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no claims"
 
 
+def scale_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """The ``paper`` rows' verdicts in three groups: judged at the paper's scale (``paper``), judged at reduced
+    scale (``reduced``; a run that declares no scale counts here too: nothing shows it reached the paper's size),
+    and the rest (``other``: vacuous, not comparable, not run)."""
+    papers = [r for r in rows if row_class(r) == "paper"]
+    judged = [r for r in papers if r["verdict"] in JUDGED]
+    at_paper = [r for r in judged if r.get("at_scale") == PAPER_SCALE]
+    reduced = [r for r in judged if r.get("at_scale") != PAPER_SCALE]
+    other = summary(r for r in papers if r["verdict"] not in JUDGED)
+    return {
+        "paper": {v: n for v, n in summary(at_paper).items() if v in JUDGED},
+        "reduced": {v: n for v, n in summary(reduced).items() if v in JUDGED},
+        "other": {v: n for v, n in other.items() if v not in JUDGED},
+    }
+
+
 def headline(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The report's headline: the paper's claims by verdict, then the extensions and ablations apart."""
-    by_class = summary_by_class(rows)
-    text = f"paper claims: {_summary_line(by_class['paper'])}"
-    for kind, label in zip(KINDS[1:], ("extensions", "ablations")):
+    """The report's headline: the paper's claims reproduced at the paper's scale apart from those at reduced scale
+    (a reduced-scale verdict never reads as a plain one), then extensions, ablations and checks apart (a check is an
+    identity of the code, never one of the paper's claims)."""
+    counts, by_class = scale_counts(rows), summary_by_class(rows)
+    text = (
+        f"paper claims at the paper's scale: {_summary_line(counts['paper'])}; "
+        f"at reduced scale: {_summary_line(counts['reduced'])}"
+    )
+    if any(counts["other"].values()):
+        text += f"; {_summary_line(counts['other'])}"
+    for kind, words in CLASS_WORDS.items():
         if any(by_class[kind].values()):
-            text += f"; {label}: {_summary_line(by_class[kind])}"
+            text += f"; {words}: {_summary_line(by_class[kind])}"
     return text
 
 
@@ -106,6 +145,17 @@ def _rows(report: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
     return [r for r in report["claims"] if r["experiment"] == name]
 
 
+CHECKS_TITLE = (
+    "Checks — identities of the code (its own closed form, two implementations of one computation): tests of the "
+    "code, never counted among the paper's claims:"
+)
+
+
+def _split_checks(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """``(claims, checks)``: the rows of the claims table, and the rows of class ``check`` shown apart."""
+    return [r for r in rows if row_class(r) != "check"], [r for r in rows if row_class(r) == "check"]
+
+
 def markdown(report: Mapping[str, Any]) -> str:
     """``report.md``: a section per paper, per experiment its claims table and its figures with captions."""
     out = [
@@ -116,6 +166,8 @@ def markdown(report: Mapping[str, Any]) -> str:
         "control (the same measurement on the untrained model, the model without the mechanism, or a perturbed "
         "input: a rule its control passes is `vacuous`) and the seeds' numbers.",
         "",
+        *overview_md(report, anchors=False),
+        "",
     ]
     for paper, sections in _by_paper(report).items():
         out += [f"## {paper}", ""]
@@ -123,8 +175,10 @@ def markdown(report: Mapping[str, Any]) -> str:
             out += [f"### `{s['experiment']}` — preset {s['preset'] or '?'}, {_seeds(s)}", ""]
             if s["status"] == "failed":
                 out += [f"**Failed:** `{_md_escape(s['error'])}` (logs: `report/logs/{s['experiment']}.*.log`)", ""]
-            rows = _rows(report, s["experiment"])
+            rows, checks = _split_checks(_rows(report, s["experiment"]))
             out += [claims_table_md(rows) if rows else "_No claims recorded._", ""]
+            if checks:
+                out += [CHECKS_TITLE, "", claims_table_md(checks, columns=CHECK_COLUMNS), ""]
             for fig in s["figures"]:
                 caption = _md_escape(f"{fig['file']} — {fig['caption']}")
                 if not fig["file"]:
@@ -231,6 +285,7 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
         f"<title>Reproduction report ({html.escape(report['preset'])})</title><style>{CSS}</style></head><body>",
         f"<h1>Reproduction report ({html.escape(report['preset'])} preset)</h1>",
         f"<p>Created {html.escape(report['created'])}. {html.escape(_cap(headline(report['claims'])))}.</p>",
+        _overview_html(report),
     ]
     for paper, sections in _by_paper(report).items():
         parts.append(f'<section class="paper"><h2>{html.escape(paper)}</h2>')
@@ -242,18 +297,10 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
             )
             if s["status"] == "failed":
                 parts.append(f'<div class="failed">Failed: {html.escape(s["error"])}</div>')
-            rows = _rows(report, s["experiment"])
-            if rows:
-                head = "".join(f"<th>{c}</th>" for c in COLUMNS)
-                body = "".join(
-                    f'<tr class="claim" style="background:{VERDICT_COLOURS.get(r["verdict"], "#fff")}">'
-                    + "".join(f"<td>{html.escape(_cell(r, c))}</td>" for c in COLUMNS)
-                    + "</tr>"
-                    for r in rows
-                )
-                parts.append(f'<table class="claims" data-experiment="{name}"><tr>{head}</tr>{body}</table>')
-            else:
-                parts.append("<p><em>No claims recorded.</em></p>")
+            rows, checks = _split_checks(_rows(report, s["experiment"]))
+            parts.append(_claims_html(rows, name, COLUMNS, "claims") if rows else "<p><em>No claims recorded.</em></p>")
+            if checks:
+                parts += [f"<h4>{html.escape(CHECKS_TITLE)}</h4>", _claims_html(checks, name, CHECK_COLUMNS, "checks")]
             parts += [_figure_html(root, fig, bundle) for fig in s["figures"]]
             parts += [_sweep_html(root, sweep) for sweep in scale.of_experiment(report, s["experiment"])]
             parts.append("</div>")
@@ -265,6 +312,56 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
     parts.append(bundle.script())
     parts.append(f"<script>{MARK_RENDERED}</script></body></html>")
     return "\n".join(parts)
+
+
+def _claims_html(rows: Sequence[Mapping[str, Any]], name: str, columns: Sequence[str], kind: str) -> str:
+    """A claims (or checks) table of one experiment, each row coloured by its verdict."""
+    head = "".join(f"<th>{c}</th>" for c in columns)
+    body = "".join(
+        f'<tr class="claim" style="background:{VERDICT_COLOURS.get(r["verdict"], "#fff")}">'
+        + "".join(f"<td>{html.escape(_cell(r, c))}</td>" for c in columns)
+        + "</tr>"
+        for r in rows
+    )
+    return f'<table class="{kind}" data-experiment="{name}"><tr>{head}</tr>{body}</table>'
+
+
+def _overview_html(report: Mapping[str, Any]) -> str:
+    """The page's opening table: per experiment its ``paper`` claims at the paper's scale and at reduced scale, the
+    rest, its extensions, ablations and checks, each experiment linking to its section."""
+    head, lines = overview_rows(report)
+    cells = ["<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for name, values in lines:
+        link = f'<a href="#{html.escape(name)}">{html.escape(name)}</a>'
+        cells.append(f"<tr><td>{link}</td>" + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>")
+    return f'<table class="overview">{"".join(cells)}</table>'
+
+
+def overview_rows(report: Mapping[str, Any]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """The overview's header and, per experiment, ``(name, cells)``: paper (authors), preset, seeds, the ``paper``
+    claims at the paper's scale, at reduced scale, the rest, then extensions, ablations and checks."""
+    head = ["experiment", "paper (authors)", "preset", "seeds", "paper claims at the paper's scale",
+            "at reduced scale", "vacuous / not comparable / not run", "extensions", "ablations", "checks"]  # fmt: skip
+    lines = []
+    for section in report["experiments"]:
+        rows = _rows(report, section["experiment"])
+        counts, by_class = scale_counts(rows), summary_by_class(rows)
+        status = " (failed)" if section["status"] == "failed" else ""
+        cells = [_authors(section["paper"]) or "—", (section["preset"] or "?") + status, _seeds(section)]
+        cells += [_summary_line(counts[k]) if any(counts[k].values()) else "—" for k in ("paper", "reduced", "other")]
+        cells += [_summary_line(by_class[k]) if any(by_class[k].values()) else "—" for k in CLASS_WORDS]
+        lines.append((section["experiment"], cells))
+    return head, lines
+
+
+def overview_md(report: Mapping[str, Any], anchors: bool = True) -> list[str]:
+    """:func:`overview_rows` as a Markdown table (``anchors``: each experiment links to its section below)."""
+    head, lines = overview_rows(report)
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, cells in lines:
+        first = f"[`{name}`](#{name})" if anchors else f"`{name}`"
+        out.append("| " + " | ".join([first, *(_md_escape(c) for c in cells)]) + " |")
+    return out
 
 
 def _sweep_html(root: Path, sweep: Mapping[str, Any]) -> str:
@@ -299,12 +396,13 @@ def write_report(report: Mapping[str, Any], root: str | Path) -> dict[str, Path]
 
 SUMMARY_START = "<!-- report-summary:start -->"
 SUMMARY_END = "<!-- report-summary:end -->"
-DOC_COLUMNS = ("claim", "class", "paper", "ours", "control", "rule", "verdict", "preset", "seeds", "note")
+DOC_COLUMNS = ("claim", "class", "paper", "ours", "control", "rule", "verdict", "scale", "preset", "seeds", "note")
 HEADLINES = 2  # headline rows per experiment in the README's summary
 
 
 def row_class(row: Mapping[str, Any]) -> str:
-    """A row's class: ``paper``, ``extension`` or ``ablation`` (rows of older reports have none: ``paper``)."""
+    """A row's class: ``paper``, ``extension``, ``ablation`` or ``check`` (rows of older reports have none:
+    ``paper``)."""
     return str(row.get("class") or "paper")
 
 
@@ -365,9 +463,13 @@ def claims_doc_md(report: Mapping[str, Any], regenerate: str = "", figures: Mapp
         f"Generated from {_origin(report)}" + (f" by `{regenerate}`" if regenerate else "") + ". Do not edit by hand. "
         f"{_cap(headline(report['claims']))}. Every row is read from an experiment's `results.json`; its verdict "
         "is recomputed from its rule, its control and (over several seeds) each seed's number. Class: `paper` (the "
-        "paper's statement), `extension` (beyond the paper), `ablation`. The control is the same measurement on "
+        "paper's statement), `extension` (beyond the paper), `ablation`, `check` (an identity of the code, in a "
+        "table of its own, never counted as the paper's). Every rule comes from one line of the rule policy "
+        "([rule-policy.md](rule-policy.md)) and the paper's number. The control is the same measurement on "
         "the untrained model, the model with the mechanism removed, or a perturbed input; a rule its control "
-        "passes is `vacuous`. A preset not comparable to the paper's sizes gets `not comparable`, never a verdict.",
+        "passes is `vacuous`. The scale column gives the run's sizes over the paper's along the axes that matter; a "
+        "verdict below the paper's size reads 'at reduced scale'. A preset not comparable to the paper's sizes gets "
+        "`not comparable`, never a verdict.",
         "",
     ]
     for section in report["experiments"]:
@@ -380,7 +482,10 @@ def claims_doc_md(report: Mapping[str, Any], regenerate: str = "", figures: Mapp
         ]
         if section["status"] == "failed":
             out += [f"**Failed:** `{_md_escape(section['error'])}`", ""]
+        rows, checks = _split_checks(rows)
         out += [claims_table_md(rows, columns=DOC_COLUMNS) if rows else "_No claims recorded._", ""]
+        if checks:
+            out += [CHECKS_TITLE, "", claims_table_md(checks, columns=CHECK_COLUMNS), ""]
         for sweep in scale.of_experiment(report, section["experiment"]):
             out += scale.sweep_md(sweep, (figures or {}).get(sweep["name"]))
     return "\n".join(out)
@@ -394,35 +499,27 @@ def summary_md(report: Mapping[str, Any], claims_link: str | None = "docs/claims
     out = [
         f"From {_origin(report)}: {headline(report['claims'])}.{full}",
         "",
-        "Paper claims per verdict; extensions and ablations (ours, beyond the paper's claims) apart:",
+        "Paper claims per verdict, those judged at the paper's scale apart from those at reduced scale (a run smaller "
+        "than the paper along an axis that matters); extensions, ablations (ours, beyond the paper's claims) and "
+        "checks (identities of the code) apart:",
         "",
-        "| experiment | paper (authors) | preset | " + " | ".join(VERDICTS) + " | extensions | ablations |",
-        "|---|---|---|" + "---:|" * len(VERDICTS) + "---|---|",
+        *overview_md(report, anchors=False),
     ]
     headlines = []
     for section in report["experiments"]:
         rows = _rows(report, section["experiment"])
-        by_class = summary_by_class(rows)
-        status = " (failed)" if section["status"] == "failed" else ""
-        paper = _md_escape(_authors(section["paper"]) or "—")
-        others = [_summary_line(by_class[k]) if any(by_class[k].values()) else "—" for k in KINDS[1:]]
-        out.append(
-            f"| `{section['experiment']}`{status} | {paper} | {section['preset'] or '?'} | "
-            + " | ".join(str(by_class["paper"][v]) for v in VERDICTS)
-            + f" | {others[0]} | {others[1]} |"
-        )
         headlines += [(section["experiment"], r) for r in headline_rows(rows)]
     out += [
         "",
         f"Headline claims (per experiment, up to {HEADLINES} rows of class `paper` that state the paper's number, "
         "measured ones first, in table order):",
         "",
-        "| experiment | claim | paper | ours | control | verdict |",
-        "|---|---|---|---|---|---|",
+        "| experiment | claim | paper | ours | control | verdict | scale |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, row in headlines:
         cells = [f"`{name}`", _cell(row, "claim"), _num(row.get("paper")), _cell(row, "ours")]
-        cells += [_cell(row, "control"), row["verdict"]]
+        cells += [_cell(row, "control"), _cell(row, "verdict"), scale_words(row)]
         out.append("| " + " | ".join(_md_escape(c) for c in cells) + " |")
     return "\n".join(out + _sweeps_summary(report, claims_link))
 
