@@ -101,7 +101,7 @@ def write_docs(out: str, claims_doc: str | None, readme: str | None) -> int:
     prog = parser().prog
     try:
         if claims_doc:
-            command = f"{prog} --out {out} --claims-doc {claims_doc}"
+            command = f"{prog} --claims-doc {claims_doc}"  # as a user types it: the report in runs/ (make docs)
             print(f"wrote {write_claims_doc(out, claims_doc, regenerate=command)}")
         if readme:
             print(f"updated {update_readme(out, readme, claims_doc)}")

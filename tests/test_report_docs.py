@@ -12,7 +12,7 @@ from analyses.report.render import SUMMARY_END, SUMMARY_START, claims_doc_md, he
 from analyses.reproduce import main
 
 
-def row(id, verdict, paper=None, ours=None, kind=None, note="", reason="", control=None):
+def row(id, verdict, paper=None, ours=None, kind=None, note="", reason="", control=None, scale=None):
     experiment = id.split(".")[0]
     r = {
         "id": id,
@@ -32,6 +32,9 @@ def row(id, verdict, paper=None, ours=None, kind=None, note="", reason="", contr
     }
     if kind is not None:  # rows of reports written before claims had a class have none
         r["class"] = kind
+    if scale is not None:  # {axis: [ours, the paper's]}
+        r["scale"] = scale
+        r["at_scale"] = "paper" if all(o >= p for o, p in scale.values()) else "reduced"
     return r
 
 
@@ -47,9 +50,10 @@ ALPHA = [
         kind="paper",
         note="changed from preset smoke: steps 5",
         control=0.1,
+        scale={"d": [64, 256]},
     ),
     row("alpha.p.a5", "not reproduced", paper=0.0, ours=0.25, kind="paper"),
-    row("alpha.p.a6", "reproduced", paper=3.0, ours=3.0, kind="paper"),
+    row("alpha.p.a6", "reproduced", paper=3.0, ours=3.0, kind="paper", scale={"d": [256, 256]}),
 ]
 BETA = [row("beta.q.b1", "reproduced", paper=1.0, ours=1.0, kind="ablation"), row("beta.q.b2", "not run")]
 REPORT = {
@@ -81,23 +85,26 @@ def test_headline_rows_are_paper_claims_with_a_paper_number_measured_first():
 
 def test_summary_counts_each_experiment_and_lists_its_headlines():
     lines = summary_md(REPORT).splitlines()
-    assert lines[0] == (
+    assert lines[0] == (  # a row without a scale (a2, a5: reports of before) is not counted at the paper's scale
         "From the `quick` report (`python -m analyses.reproduce --preset quick`) of 2026-01-02 03:04:05 UTC: "
-        "paper claims: 2 reproduced, 1 partial, 1 not reproduced, 2 not run; extensions: 1 reproduced; "
-        "ablations: 1 reproduced. The full table: [docs/claims.md](docs/claims.md)."
+        "paper claims at the paper's scale: 1 reproduced; at reduced scale: 1 reproduced, 1 partial, 1 not "
+        "reproduced; 2 not run; extensions: 1 reproduced; ablations: 1 reproduced. The full table: "
+        "[docs/claims.md](docs/claims.md)."
     )
-    assert lines[4:8] == [  # the paper's claims counted apart from the extensions and ablations
-        "| experiment | paper (authors) | preset | reproduced | partial | not reproduced | vacuous | not comparable | "
-        "not run | extensions | ablations |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|---|",
-        "| `alpha` | Doe & Roe | smoke | 2 | 1 | 1 | 0 | 0 | 1 | 1 reproduced | — |",
-        "| `beta` (failed) | — | micro | 0 | 0 | 0 | 0 | 0 | 1 | — | 1 reproduced |",
+    assert lines[4:8] == [  # the paper's claims at each scale, apart from the extensions, ablations and checks
+        "| experiment | paper (authors) | preset | seeds | paper claims at the paper's scale | at reduced scale | "
+        "vacuous / not comparable / not run | extensions | ablations | checks |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        "| `alpha` | Doe & Roe | smoke | seed 0 | 1 reproduced | 1 reproduced, 1 partial, 1 not reproduced | "
+        "1 not run | 1 reproduced | — | — |",
+        "| `beta` | — | micro (failed) | seed 0 | — | — | 1 not run | — | 1 reproduced | — |",
     ]
-    table = lines[lines.index("| experiment | claim | paper | ours | control | verdict |") + 2 :]
+    table = lines[lines.index("| experiment | claim | paper | ours | control | verdict | scale |") + 2 :]
     assert table == [
-        "| `alpha` | claim alpha.p.a4 (Fig 1) | 2 | 1.5 | 0.1 (untrained) | partial |",
-        "| `alpha` | claim alpha.p.a5 (Fig 1) | 0 | 0.25 | — | not reproduced |",
-        "| `beta` | claim beta.q.b2 (Fig 1) | — | — | — | not run |",
+        "| `alpha` | claim alpha.p.a4 (Fig 1) | 2 | 1.5 | 0.1 (untrained) | partial at reduced scale | "
+        "d 64/256 (0.25) |",
+        "| `alpha` | claim alpha.p.a5 (Fig 1) | 0 | 0.25 | — | not reproduced | — |",
+        "| `beta` | claim beta.q.b2 (Fig 1) | — | — | — | not run | — |",
     ]
     assert "The full table" not in summary_md(REPORT, claims_link=None)
 
@@ -110,16 +117,22 @@ def test_claims_doc_holds_every_row_once_with_its_class_and_where_it_came_from()
     for r in ALPHA + BETA:
         assert doc.count(f"| claim {r['id']} (Fig 1) |") == 1
     lines = doc.splitlines()
-    header = "| claim | class | paper | ours | control | rule | verdict | preset | seeds | note |"
+    header = "| claim | class | paper | ours | control | rule | verdict | scale | preset | seeds | note |"
     assert lines.count(header) == 2
-    assert "| claim alpha.p.a2 (Fig 1) | paper | — | 0.9 | — | ≥ 0.5 | reproduced | smoke | 0 |  |" in lines
-    assert "| claim alpha.p.a1 (Fig 1) | paper | 0.5 | — | — | ≥ 0.5 | not run: no weights | smoke | 0 |  |" in lines
-    assert "| claim alpha.p.a3 (Fig 1) | extension | 1 | 1 | — | ≥ 0.5 | reproduced | smoke | 0 |  |" in lines
+    assert "| claim alpha.p.a2 (Fig 1) | paper | — | 0.9 | — | ≥ 0.5 | reproduced | — | smoke | 0 |  |" in lines
+    assert (
+        "| claim alpha.p.a1 (Fig 1) | paper | 0.5 | — | — | ≥ 0.5 | not run: no weights | — | smoke | 0 |  |" in lines
+    )
+    assert "| claim alpha.p.a3 (Fig 1) | extension | 1 | 1 | — | ≥ 0.5 | reproduced | — | smoke | 0 |  |" in lines
+    assert (
+        "| claim alpha.p.a6 (Fig 1) | paper | 3 | 3 | — | ≥ 0.5 | reproduced at the paper's scale | "
+        "the paper's (d 256) | smoke | 0 |  |" in lines
+    )
     assert any(line.startswith("| claim alpha.p.a4 (Fig 1) | paper |") and "steps 5 |" in line for line in lines)
     assert "## `alpha` — preset smoke, seed 0" in lines and "## `beta` — preset micro, seed 0" in lines
     assert (
-        "A Title: With a Colon (Doe & Roe). Paper claims: 2 reproduced, 1 partial, 1 not reproduced, 1 not run; "
-        "extensions: 1 reproduced." in lines
+        "A Title: With a Colon (Doe & Roe). Paper claims at the paper's scale: 1 reproduced; at reduced scale: 1 "
+        "reproduced, 1 partial, 1 not reproduced; 1 not run; extensions: 1 reproduced." in lines
     )
     assert "**Failed:** `boom`" in lines
 
@@ -162,7 +175,8 @@ def test_cli_writes_both_documents_and_fails_in_one_line(out, tmp_path, capsys):
     readme, doc = tmp_path / "README.md", tmp_path / "docs" / "claims.md"
     readme.write_text(f"{SUMMARY_START}\n{SUMMARY_END}\n", encoding="utf-8")
     assert main(["--out", str(out), "--claims-doc", str(doc), "--update-readme", str(readme)]) == 0
-    assert f"--out {out} --claims-doc {doc}`" in doc.read_text(encoding="utf-8")
+    written = doc.read_text(encoding="utf-8")
+    assert f"`python -m analyses.reproduce --claims-doc {doc}`" in written and str(out) not in written
     assert "[docs/claims.md](docs/claims.md)" in readme.read_text(encoding="utf-8")
     capsys.readouterr()
     assert main(["--out", str(tmp_path / "none"), "--claims-doc", str(doc)]) == 2

@@ -167,3 +167,15 @@ def test_default_measures_leave_out_the_claims_no_job_measured(tmp_path):
     assert set(meta["summary"]["measure"]) == {
         f"{m}{c}" for m in ("adam_L3_counts", "adam_L3_accuracy_gain") for c in ("", ".control")
     }
+
+
+def test_a_recorded_command_is_quoted_as_a_user_types_it():
+    from analyses.report.scale import user_command
+
+    recorded = (
+        "python -m analyses.sweep noisy_icl:ioi --preset laptop --out /work/s --workers 1 --no-progress --seeds 0-2"
+    )
+    assert user_command(recorded) == "python -m analyses.sweep noisy_icl:ioi --preset laptop --seeds 0-2"
+    assert user_command("python -m analyses.sweep x:y --out=/tmp/a --grid steps=1,2") == (
+        "python -m analyses.sweep x:y --grid steps=1,2"
+    )

@@ -41,8 +41,30 @@ def cells(sweep: Mapping[str, Any]) -> list[list[str]]:
     return out
 
 
+#: options of a recorded command that say where and how it ran on one machine, not what it computes
+MACHINE_OPTIONS = {"--out": True, "--workers": True, "--no-progress": False, "--threads": True}
+
+
+def user_command(command: str) -> str:
+    """A recorded command as a user types it: without the options that named the machine it ran on (its output
+    folder, worker count, progress display), which a reader's own run sets for itself (``--out`` defaults to
+    ``runs``)."""
+    words, out = command.split(), []
+    skip = 0
+    for word in words:
+        if skip:
+            skip -= 1
+            continue
+        name = word.split("=", 1)[0]
+        if name in MACHINE_OPTIONS:
+            skip = int(MACHINE_OPTIONS[name] and "=" not in word)
+            continue
+        out.append(word)
+    return " ".join(out)
+
+
 def jobs_line(sweep: Mapping[str, Any]) -> str:
-    command = f"`{sweep['command']}`" if sweep.get("command") else "(command not recorded)"
+    command = f"`{user_command(sweep['command'])}`" if sweep.get("command") else "(command not recorded)"
     done = f"{sweep.get('jobs_done', 0)} of {sweep.get('jobs', 0)} jobs done"
     return f"{command}: {done} (folder `sweeps/{sweep['name']}/`)."
 
