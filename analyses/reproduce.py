@@ -14,7 +14,7 @@ from typing import Any
 from mechrecall.seeds import parse_seeds
 
 #: The seeds each report preset runs unless --seed or --seeds says otherwise: the smoke report shows the spread.
-DEFAULT_SEEDS = {"quick": (0,), "smoke": (0, 1, 2), "paper": (0,)}
+DEFAULT_SEEDS = {"quick": (0,), "smoke": (0, 1, 2, 3, 4), "paper": (0,)}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -36,6 +36,7 @@ each part's results (:func:`evaluate`); no part builds a claim.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -522,6 +523,19 @@ class ClaimSpec:
             return self.rule.rule(paper, results)  # type: ignore[union-attr]
         return self.rule(results)  # type: ignore[operator]
 
+    def _text(self, fn: Callable[[Results], str] | None, results: Results, measured: bool) -> str:
+        """``fn(results)``, or ``""`` where the results lack what it reads. Under ``MECHRECALL_STRICT_CLAIMS=1`` a
+        failure on a measured claim raises :class:`ClaimTextError` (a typo in a claim must not vanish); a user's
+        run keeps its numbers and loses only the note."""
+        if fn is None:
+            return ""
+        try:
+            return fn(results)
+        except (KeyError, TypeError, IndexError) as exc:
+            if measured and os.environ.get(STRICT_ENV) == "1":
+                raise ClaimTextError(f"claim {self.id}: its notes / words failed: {type(exc).__name__}: {exc}") from exc
+            return ""
+
     @property
     def part(self) -> str:
         return self.id.split(".", 1)[0]
@@ -548,12 +562,13 @@ class ClaimSpec:
         paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
-        notes = "; ".join(n for n in (note_first, self.note, _text(self.notes, results), note) if n)
+        measured = ours is not None
+        notes = "; ".join(n for n in (note_first, self.note, self._text(self.notes, results, measured), note) if n)
         spread, _ = lookup(results, self.spread) if self.spread else (None, "")
         measured_on, _ = lookup(results, self.seeds) if self.seeds else (None, "")
         return Claim(
             id=f"{experiment}.{self.id}",
-            claim=_text(self.words, results) or self.claim,
+            claim=self._text(self.words, results, measured) or self.claim,
             ours=ours,
             rule=rule,
             paper=paper,
@@ -594,14 +609,14 @@ def _jsonable_arg(value: Any) -> Any:
     return float(value)
 
 
-def _text(fn: Callable[[Results], str] | None, results: Results) -> str:
-    """``fn(results)``, or ``""`` where the results lack what it reads."""
-    if fn is None:
-        return ""
-    try:
-        return fn(results)
-    except (KeyError, TypeError, IndexError):
-        return ""
+STRICT_ENV = "MECHRECALL_STRICT_CLAIMS"  # "1" (the tests): a notes / words function failing on a measured claim raises
+
+
+class ClaimTextError(RuntimeError):
+    """A claim's ``notes`` / ``words`` function failed on results that hold the claim's number: a bug in the
+    claim (a misspelt entry, say), raised under ``MECHRECALL_STRICT_CLAIMS=1`` (the test suite sets it)."""
+
+
 
 
 def lookup(results: Results, path: str) -> tuple[Any, str]:

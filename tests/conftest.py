@@ -11,6 +11,8 @@ install_import_hook(["mechrecall", "hooks", "analyses", "pretrained"], "shape_ch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# a claim's notes / words function that fails on a measured claim raises in the tests (mechrecall.claims.STRICT_ENV)
+os.environ.setdefault("MECHRECALL_STRICT_CLAIMS", "1")
 
 import matplotlib
 

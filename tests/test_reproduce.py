@@ -166,7 +166,7 @@ def test_cli_seed_and_seeds_together_are_refused_in_one_line(capsys):
     ("argv", "seeds"),
     [
         ([], (0,)),
-        (["--preset", "smoke"], (0, 1, 2)),
+        (["--preset", "smoke"], (0, 1, 2, 3, 4)),
         (["--preset", "smoke", "--seed", "4"], (4,)),
         (["--seeds", "1,3"], (1, 3)),
     ],

@@ -154,3 +154,14 @@ def test_the_headline_counts_checks_and_reduced_scale_apart():
 def test_the_policy_doc_holds_the_policy_table():
     doc = (ROOT / "docs" / "rule-policy.md").read_text(encoding="utf-8")
     assert policy_markdown() in doc, "docs/rule-policy.md is stale: python -m mechrecall.policy docs/rule-policy.md"
+
+
+def test_a_failing_notes_function_fails_loudly_in_the_tests_and_quietly_for_a_user(monkeypatch):
+    from mechrecall.claims import ClaimTextError
+
+    spec = ClaimSpec("main.p", "p", "p", policy("close_to_one"), notes=lambda r: f"chance {r['chanse']:.2f}")
+    with pytest.raises(ClaimTextError, match=r"claim main\.p: its notes / words failed: KeyError"):
+        spec.evaluate({"p": 0.95, "chance": 0.1}, experiment="toy")
+    assert spec.evaluate({}, experiment="toy").verdict == "not run"  # nothing measured: nothing to note
+    monkeypatch.setenv("MECHRECALL_STRICT_CLAIMS", "0")
+    assert spec.evaluate({"p": 0.95, "chance": 0.1}, experiment="toy").note == ""
