@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mechrecall.claims import judge_row, over_seeds, summary, summary_by_class
+from mechrecall.policy import policy_problems
 
 REPORT_SCHEMA = "mechrecall.report/1"
 
@@ -38,8 +39,9 @@ def collect(
     Rows are read from ``OUT/<folder>/<name>/results.json`` as written (``folders[name]``: ``[""]``, or
     ``["seed0", "seed1", ...]`` over several seeds, merged by :func:`mechrecall.claims.over_seeds`); each verdict
     is recomputed with :func:`mechrecall.claims.judge_row` (a row whose written verdict disagrees keeps it as
-    ``verdict_written``). ``records``: the runner's, by job key. ``circuits``: add a circuit view of each trained
-    toy model (``analyses.report.circuits``)."""
+    ``verdict_written``); ``rule_problems`` names every rule not computed from its policy line and the paper's
+    number (:func:`mechrecall.policy.policy_problems`). ``records``: the runner's, by job key. ``circuits``: add a
+    circuit view of each trained toy model (``analyses.report.circuits``)."""
     out = Path(out)
     sections, rows = [], []
     for name in names:
@@ -55,6 +57,7 @@ def collect(
         "claims": rows,
         "summary": summary(rows),
         "by_class": summary_by_class(rows),
+        "rule_problems": policy_problems(rows),
         "sweeps": collect_sweeps(out),
     }
 

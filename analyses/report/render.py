@@ -168,6 +168,7 @@ def markdown(report: Mapping[str, Any]) -> str:
         "",
         *overview_md(report, anchors=False),
         "",
+        *[f"- **Rule not from the policy:** {p}" for p in report.get("rule_problems", [])],
     ]
     for paper, sections in _by_paper(report).items():
         out += [f"## {paper}", ""]
@@ -286,6 +287,7 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
         f"<h1>Reproduction report ({html.escape(report['preset'])} preset)</h1>",
         f"<p>Created {html.escape(report['created'])}. {html.escape(_cap(headline(report['claims'])))}.</p>",
         _overview_html(report),
+        *[f'<p class="failed">Rule not from the policy: {html.escape(p)}</p>' for p in report.get("rule_problems", [])],
     ]
     for paper, sections in _by_paper(report).items():
         parts.append(f'<section class="paper"><h2>{html.escape(paper)}</h2>')
