@@ -165,3 +165,20 @@ def test_a_failing_notes_function_fails_loudly_in_the_tests_and_quietly_for_a_us
     assert spec.evaluate({}, experiment="toy").verdict == "not run"  # nothing measured: nothing to note
     monkeypatch.setenv("MECHRECALL_STRICT_CLAIMS", "0")
     assert spec.evaluate({"p": 0.95, "chance": 0.1}, experiment="toy").note == ""
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+def test_every_part_declares_its_scale_against_the_papers(name, tmp_path):
+    """Each part of each experiment names its sizes along the axes that matter, beside the paper preset's, at the
+    presets the reports run (a row without a scale could read as a plain 'reproduced')."""
+    exp = experiment(name)
+    for report_preset in ("quick", "smoke"):
+        preset = exp.report_presets.get(report_preset)
+        if preset is None:
+            continue
+        for part in exp.select_parts(["all"], preset):
+            ctx, _ = exp.prepare(tmp_path, preset=preset, parts=[part])
+            ctx.part = part
+            scale = ctx.scale()
+            assert scale, f"{name}:{part} at preset {preset} declares no scale axes"
+            assert all(o > 0 and p > 0 for o, p in scale.values()), f"{name}:{part}: {scale}"
