@@ -184,11 +184,16 @@ class PartResult:
     str / bytes). Claims are not built here: the protocol evaluates the paper's claims table against ``results``.
 
     ``footer``: what else a reader of the figures needs (e.g. "600 steps, d = 64"); the protocol writes it, with
-    the experiment, part, preset and seed, at the bottom of every matplotlib figure of the part."""
+    the experiment, part, preset and seed, at the bottom of every matplotlib figure of the part.
+
+    ``scale``: the part's sizes against the paper's, ``{axis: (ours, paper's)}``, where the part knows them better
+    than its preset does (a pretrained model's size against the paper's model); ``None``: from the preset
+    (:meth:`Context.scale`)."""
 
     results: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     footer: str = ""
+    scale: Mapping[str, tuple[float, float]] | None = None
 
 
 NOT_COMPARABLE_NOTE = "sizes far below the paper's, not comparable"
@@ -614,7 +619,7 @@ class Experiment:
                     note_first=before,
                     note=after,
                     comparable=comparable,
-                    scale=ctx.scale(),
+                    scale=ctx.scale() if result.scale is None else result.scale,
                 )
             except (UsageError, KeyboardInterrupt):
                 raise
