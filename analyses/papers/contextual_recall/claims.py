@@ -293,7 +293,8 @@ def _init_range(entry: str) -> Callable[[Results], str]:
         if "at_init" not in r:
             return ""
         values, seeds = r["at_init"]["init_values"][entry], r["at_init"]["seeds"]
-        return f"bar from untrained seeds {seeds[0]}–{seeds[-1]} (not the run's own): {min(values):.3g} … {max(values):.3g}"
+        span = f"{min(values):.3g} … {max(values):.3g}"
+        return f"bar from untrained seeds {seeds[0]}–{seeds[-1]} (not the run's own): {span}"
 
     return note
 
