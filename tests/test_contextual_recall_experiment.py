@@ -103,15 +103,18 @@ def test_micro_run_end_to_end(tmp_path):
     trained = [r for r in run["claims"] if r["id"].split(".")[1] in ("world_r", "world_g")]
     assert len(trained) == 16 and all(r.get("control_is") for r in trained)
     assert control_problems(trained) == [
-        "contextual_recall.world_g.pt_icl_near_zero: control 0 passes the rule '≤ 0.05'"
+        "contextual_recall.world_g.pt_icl_near_zero: control 0 passes the rule '≤ 0.05 ('≈ 0'); partial ≤ 0.1'"
     ]
     assert rows["world_r.pt_icl_at_chance"]["control"] == 1.0  # Prop. 2 on the same held-out sequences
     assert all(isinstance(r["ours"], (int, float)) for r in run["claims"])
+    for r in run["claims"]:  # every row names its policy line and stands beside the paper preset's sizes
+        assert r["policy"] and r["scale"] and r["at_scale"] == "reduced", r["id"]
+    assert tuple(rows["world_g.ft_icl_heldout"]["scale"]["M"]) == (16, 256)
     res = json.loads((tmp_path / "contextual_recall" / "results.json").read_text())
     g = res["parts"]["world_g"]["results"]
     assert [r["step"] for r in g["history_pt"]] == [0, 3, 6]
     for part in (g, res["parts"]["world_r"]["results"]):  # the untrained control is the run's model at step 0
-        assert part["at_init"]["seeds"] == [0, 1, 2, 3, 4]
+        assert part["at_init"]["seeds"] == [1, 2, 3, 4, 5]  # the bar's seeds: never the run's own (seed 0)
         assert part["at_init"]["control"]["PT.exact"] == part["history_pt"][0]["PT.exact"]
     step0 = g["history_pt"][0]
     assert g["at_init"]["control"]["stagewise_gap"] == step0["PT.attr_type"] - step0["PT.exact"]
@@ -297,3 +300,102 @@ def test_world_g_size_options_resize_the_world_and_keep_the_finetuning_share(tmp
     assert resized_world(base.world, 6, None).n_values == (6, 6, 6, 6)  # every M_l at most M
     with pytest.raises(Exception, match="n-subjects"):
         EXPERIMENT.prepare(tmp_path, preset="smoke", parts=["world_g"], options={"n_subjects": 1})
+
+
+def test_every_claim_names_a_policy_line_and_identities_are_checks():
+    """Issue #35: every rule of the table is computed from a line of the rule policy (never a hand-set Rule, never a
+    bar from our seeds), each line is allowed for its class, and an identity row is class check (and only it)."""
+    from analyses.papers.contextual_recall import claims as C
+    from mechrecall.claims import Rule
+    from mechrecall.policy import POLICY, PolicyRule
+
+    assert C.CLAIMS
+    for spec in C.CLAIMS:
+        assert isinstance(spec.rule, PolicyRule) and not isinstance(spec.rule, Rule), spec.id
+        assert spec.policy_line in POLICY and spec.kind in POLICY[spec.policy_line].classes, spec.id
+        assert (spec.policy_line == "identity") == (spec.kind == "check"), spec.id
+        assert (spec.policy_line == "extension") <= (spec.kind == "extension"), spec.id
+    assert not hasattr(C, "R_FT_HELDOUT_MIN") and not hasattr(C, "G_FT_HELDOUT_MIN")  # no bar set from seeds
+    lines = {s.id: s.policy_line for s in C.CLAIMS}
+    assert lines["world_g.ft_icl_heldout"] == lines["world_r.ft_icl_heldout"] == "close_to_one"
+    assert lines["world_r.pt_subject_head_cosine"] == lines["world_r.pt_relation_head_cosine"] == "close_to_one"
+    assert lines["world_g.pt_icl_near_zero"] == "near_zero" and lines["world_g.steering_reaches_target"] == (
+        "above_untrained"
+    )
+
+
+def _cascade_results(measured: float, corrected: float, printed: float = 0.5) -> dict:
+    acc = {s: {"seen@beta=inf": 1.0, "all_heldout@beta=inf": 1.0, "heldout_query@beta=40": 1.0} for s in (1, 2)}
+    tag = {
+        "alpha1": printed, "population": "exact", "acc_step1": acc[1], "acc_step2": acc[2], "condition_lhs": 1.25,
+        "condition_rhs": 3, "condition_holds": True, "step1_heldout": 1.0, "step2_heldout": 1.0,
+        "coef": {"alpha1_kq_subj_prev_token": measured, "alpha1_predicted": corrected,
+                 "kq_subj_demo_subject_offsets_mean": -0.125},
+    }  # fmt: skip
+    return {"cascade": {"holds": tag}}
+
+
+def test_cascade_alpha1_is_judged_against_the_printed_value_with_the_erratum_in_the_note():
+    """Theorem 2's α_1 := η m⁻¹(1-1/U_L) as printed (0.5 in the theorem's setting) is the paper column; our measured
+    coefficient 0.375 = α_1 (1-1/m) (m = 4) misses the printed band (±10 %) but lies in its partial band (±25 %), and
+    the note gives the verdict against the corrected value."""
+    from analyses.papers.contextual_recall.claims import CLAIMS
+
+    spec = next(s for s in CLAIMS if s.id == "construction.cascade_holds_alpha1")
+    row = spec.evaluate(_cascade_results(0.375, 0.375), experiment="contextual_recall").row()
+    assert row["paper"] == 0.5 and row["policy"] == "printed"
+    assert row["verdict"] == "partial"  # |0.375 - 0.5| = 0.125: outside ±0.05, inside ±0.125
+    assert "0.375" in row["note"] and "against it: reproduced" in row["note"]
+    far = spec.evaluate(_cascade_results(0.2, 0.375), experiment="contextual_recall").row()
+    assert far["verdict"] == "not reproduced" and "against it: not reproduced" in far["note"]
+    assert spec.evaluate(_cascade_results(0.5, 0.375), experiment="contextual_recall").row()["verdict"] == "reproduced"
+
+
+def test_above_untrained_bar_comes_from_the_other_seeds_and_the_own_untrained_model_is_the_control():
+    """A contrast's bar is 2 × the largest |value| of the untrained seeds seed+1..seed+5; the run's own untrained
+    model (the control) is judged by that bar and fails it when it is no larger than them."""
+    from analyses.papers.contextual_recall.claims import CLAIMS
+
+    spec = next(s for s in CLAIMS if s.id == "world_g.silhouette_rises_with_demos")
+    res = {
+        "silhouette_rise": 0.5,
+        "clustering_ft_icl": {"t": [0, 8], "silhouette": {"L2_attn_out": [0.1, 0.6]}},
+        "at_init": {"seeds": [1, 2, 3, 4, 5], "control": {"silhouette_rise": 0.1},
+                    "init_values": {"silhouette_rise": [0.05, -0.2, 0.1, 0.0, 0.15]}},
+    }  # fmt: skip
+    row = spec.evaluate(res, experiment="contextual_recall").row()
+    assert row["rule_spec"]["lo"] == pytest.approx(0.4) and row["verdict"] == "reproduced"
+    assert "untrained seeds 1–5" in row["note"]
+    res["silhouette_rise"] = 0.3
+    assert spec.evaluate(res, experiment="contextual_recall").row()["verdict"] == "not reproduced"
+    missing = spec.evaluate({"not_run": "no weights"}, experiment="contextual_recall").row()
+    assert missing["verdict"] == "not run"
+
+
+def test_scale_axes_hold_the_papers_sizes_and_smoke_is_reduced_where_it_is_smaller():
+    """``scale_axes``: the paper preset holds App. B.1 / B.2's sizes; smoke's World-G (M = 32 of 256, S = 24 of 80)
+    and World-R read 'reduced scale'; the construction part is the theorem's own setting (the paper's scale at
+    smoke); the pretrained extension declares none."""
+    from analyses.papers.contextual_recall.presets import PRESETS
+    from mechrecall.claims import PAPER_SCALE, REDUCED_SCALE, at_scale
+
+    paper = PRESETS["paper"]
+    assert {k: paper.scale_axes("world_g")[k] for k in ("M", "S", "L", "N_tr", "d", "PT steps", "FT steps")} == {
+        "M": 256, "S": 80, "L": 8, "N_tr": 5, "d": 256, "PT steps": 20000, "FT steps": 2000,
+    }  # fmt: skip
+    r = paper.scale_axes("world_r")
+    assert (r["M"], r["S"], r["d_h"], r["heads"], r["PT steps"], r["FT steps"], r["N_ft"]) == (
+        256, 10, 256, 3, 2000, 1000, 5,
+    )  # fmt: skip
+    assert paper.scale_axes("world_r_absolute") == r and paper.scale_axes("pretrained") == {}
+
+    def scale(preset: str, part: str) -> dict:
+        ours, theirs = PRESETS[preset].scale_axes(part), paper.scale_axes(part)
+        return {a: (ours[a], theirs[a]) for a in ours}
+
+    g = scale("smoke", "world_g")
+    assert g["M"] == (32, 256) and g["S"] == (24, 80) and at_scale(g) == REDUCED_SCALE
+    assert at_scale(scale("smoke", "world_r")) == REDUCED_SCALE
+    assert at_scale(scale("smoke", "construction")) == PAPER_SCALE
+    assert at_scale(scale("micro", "construction")) == REDUCED_SCALE  # a smaller cascade world and fewer samples
+    assert at_scale(scale("paper", "world_g")) == PAPER_SCALE

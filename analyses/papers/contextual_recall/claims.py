@@ -1,7 +1,8 @@
 """The paper's claims, declared once; the protocol evaluates them against each part's results.
 
-Thresholds of the smoke claims come from 5 seeds (0-4) of the smoke preset (``runs.seed_spread``); the per-seed
-numbers and their spread are in this package's README. No torch here.
+Every rule is a line of the one rule policy (``mechrecall.policy``), chosen from the paper's own words for that
+statement (quoted in each claim's ``where`` / ``note``), never set by hand nor from our seeds' results; the
+policy computes the band from the line and the paper's number. No torch here.
 """
 
 from __future__ import annotations
@@ -10,13 +11,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mechrecall.claims import ClaimSpec, Results, above_untrained, at_least, at_most, lookup, near
+from mechrecall.claims import ClaimSpec, Results, lookup
+from mechrecall.policy import policy
 
 from .presets import CASCADE_HOLDS, CASCADE_PAPER
 
-#: smoke thresholds set from seeds 0-4 (README)
-R_FT_HELDOUT_MIN = 0.3  # World-R, held-out ICL exact after finetuning; seeds 0-4: 0.316, 1.0, 1.0, 1.0, 1.0
-G_FT_HELDOUT_MIN = 0.15  # World-G, ICL held-out after FT on ICL; seeds 0-4: 0.330, 0.223, 0.271, 0.350, 0.170
+#: the untrained seeds an ``above_untrained`` bar is set from (``mechrecall.controls.INIT_SEEDS``; no torch here)
+INIT_SEEDS = 5
+
+#: the paper's words each claim's policy line rests on (quoted in the claims' notes)
+PERFECT = "the paper: 'perfect accuracy' / 'perfectly predicts'"
 
 
 def _num(results: Results, path: str, default: float | None = 0.0) -> Any:
@@ -35,9 +39,9 @@ _PROPS = [
         "construction.prop1_factual_recall",
         "Prop. 1 weights (relation + subject head) give perfect factual recall on PT_rel",
         "prop1_pt_rel/exact",
-        at_least(0.999),
+        policy("printed_bound"),
         paper=1.0,
-        where="§4, Prop. 1",
+        where="§4, Prop. 1 ('capable of perfectly predicting the next token')",
         control="prop1_pt_rel_no_subject_head/exact",
         control_is=_SUBJECT_HEAD_OFF,
     ),
@@ -45,9 +49,8 @@ _PROPS = [
         "construction.prop1_no_icl",
         "the same Prop. 1 weights get ≈0% on ICL_rel (Finding 1 in the construction)",
         "prop1_icl_rel/exact",
-        at_most(0.01),
-        paper=0.0,
-        where="§4, Prop. 1 / Finding 1",
+        policy("near_zero"),
+        where="§4, Prop. 1 / Finding 1 ('near-zero accuracy on ICL sequences', §3.1)",
         control="prop2_icl_rel_all/exact",
         control_is="Prop. 2's weights (U' = U) on the same ICL_rel sequences",
     ),
@@ -55,9 +58,9 @@ _PROPS = [
         "construction.prop3_factual_recall",
         "Prop. 3 weights (with the grammar head) give perfect last-token factual recall",
         "prop3_pt_rel/exact",
-        at_least(0.999),
+        policy("printed_bound"),
         paper=1.0,
-        where="App. C, Prop. 3",
+        where="App. C, Prop. 3 ('perfectly predicting the next token')",
         control="prop3_pt_rel_no_subject_head/exact",
         control_is=_SUBJECT_HEAD_OFF,
     ),
@@ -65,9 +68,9 @@ _PROPS = [
         "construction.prop2_icl_heldout",
         "Prop. 2 weights give perfect ICL_rel accuracy on held-out query subjects",
         "prop2_icl_rel_heldout/exact",
-        at_least(0.999),
+        policy("printed_bound"),
         paper=1.0,
-        where="§4, Prop. 2 (Eq. 4-5)",
+        where="§4, Prop. 2 (Eq. 4-5) ('perfectly predicts the last token')",
         control="prop2_icl_rel_heldout_no_query_term/exact",
         control_is=_QUERY_TERM_OFF,
     ),
@@ -75,9 +78,9 @@ _PROPS = [
         "construction.prop4_icl_heldout",
         "Prop. 4 (appendix variant) gives perfect ICL_rel accuracy on held-out queries",
         "prop4_icl_rel_heldout/exact",
-        at_least(0.999),
+        policy("printed_bound"),
         paper=1.0,
-        where="App. C, Prop. 4",
+        where="App. C, Prop. 4 ('perfect accuracy on ICL sequences with seen or held-out subjects')",
         control="prop4_icl_rel_heldout_no_query_term/exact",
         control_is=_QUERY_TERM_OFF,
     ),
@@ -85,8 +88,8 @@ _PROPS = [
         "construction.prop2_needs_values_seen",
         "Prop. 2 fails on queries whose answer value was never seen in finetuning (∉ U')",
         "prop2_restricted/acc_answer_not_in_U'",
-        at_most(0.01),
-        where="§4 (Fig. 13 mechanism)",
+        policy("near_zero"),
+        where="§4 (Fig. 13 mechanism: 'U'_ℓ should match the full set U_ℓ')",
         control="prop2_restricted/acc_answer_not_in_U'_with_U'=U",
         control_is="the same queries with Prop. 2's U' = U (every value seen)",
         notes=lambda r: "answers inside U': {}".format(r["prop2_restricted"]["acc_answer_and_a_demo_in_U'"]),
@@ -118,24 +121,26 @@ def _cascade_claims(tag: str, name: str) -> list[ClaimSpec]:
     return [
         ClaimSpec(
             f"construction.cascade_{tag}_alpha1",
-            f"[{name}] step 1: W_KQ^subj gains a previous-token coefficient α_1 (printed: η m⁻¹(1-1/U_L); "
-            "measured against α_1 (1-1/m), the factor the printed constant lacks)",
+            f"[{name}] step 1: W_KQ^subj gains a previous-token coefficient α_1 := η m⁻¹(1-1/U_L) (as printed)",
             f"{at}/coef/alpha1_kq_subj_prev_token",
-            lambda r: near(_num(r, f"{at}/coef/alpha1_predicted"), 0.03),
-            paper=lambda r: _num(r, f"{at}/coef/alpha1_predicted", None),
-            where="Theorem 2 / App. C (with the (1-1/m) factor)",
+            policy("printed"),
+            paper=lambda r: _num(r, f"{at}/alpha1", None),
+            where="Theorem 2 / App. C (α_1 as printed)",
             control=f"{at}/coef/kq_subj_demo_subject_offsets_mean",
             control_is="the same step's coefficient at the demonstration subjects' offsets (-1-3k)",
-            notes=note("printed α_1 = {alpha1:.3g}; {population}"),
+            notes=note(
+                "erratum: our derivation finds α_1 (1-1/m) = {alpha1_corrected:.4g} (the printed constant lacks the "
+                "factor (1-1/m)); against it: {alpha1_corrected_verdict}; {population}"
+            ),
         ),
         ClaimSpec(
             f"construction.cascade_{tag}_step1_heldout",
             f"[{name}] after step 1 (one GD step on W_KQ^subj, one projected step on W_OV^rel), ICL_rel on "
             "held-out query subjects is perfect as β → ∞",
             f"{at}/step1_heldout",
-            at_least(0.99, partial=0.5),
+            policy("printed_bound"),
             paper=1.0,
-            where="Theorem 1 ('one or two steps of GD') / Theorem 2",
+            where="Theorem 1 ('one or two steps of GD') / Theorem 2 ('perfect accuracy', β → ∞)",
             control=f"{at}/step0_heldout",
             control_is=_STEP0,
             notes=note(
@@ -147,9 +152,10 @@ def _cascade_claims(tag: str, name: str) -> list[ClaimSpec]:
             f"construction.cascade_{tag}_step2_heldout",
             f"[{name}] after step 2 (one GD step on W_KQ^rel), ICL_rel on held-out query subjects is perfect as β → ∞",
             f"{at}/step2_heldout",
-            at_least(0.99, partial=0.5),
+            policy("printed_bound"),
             paper=1.0,
-            where="Theorem 2 (assumes M ≫ mL, M > M_ft ≫ U_L, T ≤ S+2)",
+            where="Theorem 2 ('perfect accuracy ... with seen or held-out subjects'; assumes M ≫ mL, M > M_ft ≫ U_L, "
+            "T ≤ S+2)",
             control=f"{at}/step0_heldout",
             control_is=_STEP0,
             notes=note(
@@ -168,7 +174,12 @@ def _collapse_claim(tag: str, name: str, note: Callable[[str], Callable[[Results
         f"[{name}] ours, beyond the paper: where U_L(U_L+N_ft)/M_ft >= N_ft, step 2 locks the relation head onto "
         "the query subject and held-out ICL_rel collapses (β → ∞)",
         f"cascade/{tag}/step2_collapse",
-        at_most(0.5),
+        policy(
+            "extension",
+            bar=0.5,
+            upper=True,
+            why="at most half the held-out queries right, where the theorem predicts all: a collapse, not a shortfall",
+        ),
         kind="extension",
         where="Theorem 2 (our condition, package README)",
         control=f"cascade/{tag}/step1_heldout",
@@ -194,9 +205,10 @@ def _sensitivity_claims(tag: str, name: str) -> list[ClaimSpec]:
             f"construction.cascade_sensitivity_{tag}_step{k}_heldout",
             f"[{name}] sensitivity: ICL_rel on held-out query subjects after step {k} at β = 50",
             f"{at}/step{k}_heldout",
-            at_least(0.99, partial=0.5),
+            policy("printed_bound"),
+            paper=1.0,
             kind="ablation",
-            where="Theorem 2",
+            where="Theorem 2 ('perfect accuracy', β → ∞)",
             control=f"{at}/step0_heldout",
             control_is=_STEP0,
             note=_SENSITIVITY,
@@ -216,6 +228,7 @@ def _cascade_words(r: Results) -> dict[str, Any]:
     return {
         "population": r["population"],
         "alpha1": r.get("alpha1", float("nan")),
+        **_alpha1_corrected(r),
         "seen1": at(1, "seen"),
         "all1": at(1, "all_heldout"),
         "held1_40": at(1, "heldout_query", "40"),
@@ -226,6 +239,17 @@ def _cascade_words(r: Results) -> dict[str, Any]:
         "rhs": r["condition_rhs"],
         "verdict": " (holds)" if r["condition_holds"] else " (fails: our derivation predicts the collapse, README)",
     }
+
+
+def _alpha1_corrected(r: Results) -> dict[str, Any]:
+    """The erratum's α_1 (with the factor (1-1/m) the printed constant lacks) and the verdict of our measured
+    coefficient against it under the same policy line (``printed``) the row applies to the printed α_1."""
+    coef = r.get("coef", {})
+    corrected, measured = coef.get("alpha1_predicted"), coef.get("alpha1_kq_subj_prev_token")
+    if corrected is None or measured is None:
+        return {"alpha1_corrected": float("nan"), "alpha1_corrected_verdict": "not measured"}
+    rule = policy("printed").rule(corrected, {})
+    return {"alpha1_corrected": corrected, "alpha1_corrected_verdict": f"{rule.judge(measured)} ({rule.describe()})"}
 
 
 def _other_world(r: Results, name: str) -> str:
@@ -246,17 +270,22 @@ _UNTRAINED = "the untrained model (step 0, same seed)"
 _BEFORE_FT = "the pretrained model before finetuning, on the same evaluation sequences"
 
 
-def _above_untrained(entry: str, what: str) -> Callable[[Results], Any]:
-    """A contrast (≈ 0 at init, either sign) judged against the untrained models of 5 seeds (``at_init``): ours must
-    reach twice the largest |value| among them (``mechrecall.claims.above_untrained``)."""
+def _init_values(entry: str) -> Callable[[Results], list[float]]:
+    """The untrained seeds' values of ``entry`` (``at_init/init_values``: seeds ``seed+1 .. seed+5``, never the run's
+    own, whose value is the control); NaN where the part did not run (no weights: the row is ``not run``)."""
 
-    def rule(r: Results) -> Any:
-        values = _num(r, f"at_init/init_values/{entry}", None)
-        if values is None:  # the part did not run (no weights): no number to judge
-            return at_least(math.inf, words=f"≥ 2 × the largest |{what}| of 5 untrained seeds (not measured)")
-        return above_untrained(values, what=what)
+    def values(r: Results) -> list[float]:
+        got = _num(r, f"at_init/init_values/{entry}", None)
+        return [math.nan] * INIT_SEEDS if got is None else [float(v) for v in got]
 
-    return rule
+    return values
+
+
+def _above_untrained(entry: str, what: str) -> Any:
+    """The policy line ``above_untrained`` for a contrast ≈ 0 at initialisation (either sign, a score without a
+    natural unit): ours must reach twice the largest |value| over the untrained models of 5 seeds other than the
+    run's own (``mechrecall.controls.untrained_controls``)."""
+    return policy("above_untrained", values=_init_values(entry), what=what)
 
 
 def _init_range(entry: str) -> Callable[[Results], str]:
@@ -264,32 +293,31 @@ def _init_range(entry: str) -> Callable[[Results], str]:
         if "at_init" not in r:
             return ""
         values, seeds = r["at_init"]["init_values"][entry], r["at_init"]["seeds"]
-        return f"untrained seeds {seeds[0]}–{seeds[-1]}: {min(values):.3g} … {max(values):.3g}"
+        span = f"{min(values):.3g} … {max(values):.3g}"
+        return f"bar from untrained seeds {seeds[0]}–{seeds[-1]} (not the run's own): {span}"
 
     return note
 
 
 def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_cos: str) -> list[ClaimSpec]:
-    def chance(r: Results) -> float:
-        return float(_num(r, "chance_exact"))
-
     return [
         ClaimSpec(
             f"{part}.pt_factual_recall",
             f"{model}: PT_rel last-token accuracy after pretraining",
             "after_pt/PT.exact",
-            at_least(0.95, partial=0.8),
+            policy("printed_bound"),
             paper=1.0,
             where=where_pt,
+            note="the paper (§4, Fig. 14): 'the model achieves perfect accuracy for factual recall'",
             control="at_init/control/PT.exact",
             control_is=_UNTRAINED,
         ),
         ClaimSpec(
             f"{part}.pt_icl_at_chance",
-            f"{model}: ICL_rel exact accuracy (held-out queries) after pretraining is at most chance",
+            f"{model}: ICL_rel exact accuracy (held-out queries) after pretraining is near zero",
             "after_pt/ICL_heldout.exact",
-            lambda r: at_most(chance(r)),
-            where="§4 (Finding 1)",
+            policy("near_zero"),
+            where="§3.1 / §4 (Finding 1: 'near-zero accuracy on ICL sequences')",
             control="control/prop2_icl_heldout",
             control_is="Prop. 2's weights (U' = U: a model that does contextual recall) on the same held-out sequences",
             notes=lambda r: (
@@ -301,21 +329,25 @@ def _world_r_claims(part: str, model: str, where_pt: str, where_ft: str, where_c
             f"{part}.ft_icl_seen",
             f"{model}: ICL_rel on seen query subjects after finetuning",
             "after_ft/ICL_seen.exact",
-            at_least(0.95, partial=0.5),
+            policy("printed_bound"),
             paper=1.0,
             where=where_ft,
+            note="the paper (§4, Fig. 14): 'perfect accuracy ... on ICL sequences with seen subjects'",
             control="after_pt/ICL_seen.exact",
             control_is=_BEFORE_FT,
         ),
         ClaimSpec(
             f"{part}.ft_icl_heldout",
-            f"{model}: ICL_rel on held-out query subjects after finetuning on 50% of subjects, far above chance",
+            f"{model}: ICL_rel on held-out query subjects after finetuning on 50% of subjects generalises",
             "after_ft/ICL_heldout.exact",
-            lambda r: at_least(R_FT_HELDOUT_MIN, partial=2 * chance(r)),
+            policy("close_to_one"),
             where=where_ft,
             control="after_pt/ICL_heldout.exact",
             control_is=_BEFORE_FT,
-            notes=lambda r: f"chance {r['chance_exact']:.3f}; threshold from seeds 0-4 (README)",
+            note="the paper prints no number: 'the model generalizes on held-out subjects' (Fig. 19 / 24), the "
+            "model it validates attaining 'perfect accuracy on ICL sequences for all subjects' (Theorem 1): "
+            "read as 'close to 1'",
+            notes=lambda r: f"chance {r['chance_exact']:.3f}",
         ),
         *_head_cosine_claims(part, model, where_cos),
     ]
@@ -331,8 +363,11 @@ def _head_cosine_claims(part: str, model: str, where: str) -> list[ClaimSpec]:
             f"{model}: after pretraining one head's output matches the Prop. 1 "
             f"{head}-head output (max cosine over heads, U_all projected out)",
             f"max_{head}_cosine_after_pt",
-            at_least(0.5, partial=0.3),
+            policy("close_to_one"),
             where=where,
+            note=f"the paper: the {head} head's output 'closely matches' the construction's (Fig. 10 / 23), "
+            "'the cosine similarities ... are high' (Fig. 14); ours is the cosine with U_all projected out of both "
+            "sides (the paper does not say it projects)",
             control=f"at_init/control/max_{head}_cosine",
             control_is=control_is,
             notes=_init_range(f"max_{head}_cosine"),
@@ -342,10 +377,6 @@ def _head_cosine_claims(part: str, model: str, where: str) -> list[ClaimSpec]:
 
 
 # ------------------------------------------------------------------------------------------------ World-G
-
-
-def _g_chance(r: Results) -> float:
-    return float(_num(r, "chance_exact"))
 
 
 #: the readings of the finetuning loss (``data.LOSS_READINGS``; the paper: "the standard next-token prediction
@@ -367,7 +398,8 @@ def _finding3_notes(at: str, reading: str | None) -> Callable[[Results], str]:
         words = [f"loss positions: {loss} ({LOSS_WORDS[loss]})"]
         words.append(
             f"FT on ICL (loss: {r.get('ft_loss', 'all')}) at the same {icl['step'] * r.get('samples_per_ft_step', 0)} "
-            f"samples: {icl['ICL_heldout.exact']:.3f}"
+            f"samples: {icl['ICL_heldout.exact']:.3f} (Fig. 5: 'comparable'; ours / it "
+            f"{_ratio(r[f'after_{at}']['ICL_heldout.exact'], icl['ICL_heldout.exact'])})"
         )
         b = r.get("query_breakdown", {}).get(at)
         if b:
@@ -378,17 +410,23 @@ def _finding3_notes(at: str, reading: str | None) -> Callable[[Results], str]:
     return notes
 
 
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "—"
+
+
 def _finding3_claim(name: str, text: str, at: str, reading: str | None) -> ClaimSpec:
     """Finding 3 at one loss reading of the ICL+Grm finetuning (``reading``; ``None``: the run's ``--ft-loss``,
-    default ``all``, the literal reading), judged by the level FT on ICL reaches in the same samples (the smoke
-    floor of ``world_g.ft_icl_heldout`` over seeds 0-4)."""
+    default ``all``, the literal reading): §3.2, Fig. 4, 'the model successfully generalizes to ICL sequences for
+    both seen and held-out subjects', the policy line ``close_to_one``; FT on ICL at the same samples (Fig. 5's
+    'comparable') is in the note."""
     return ClaimSpec(
         f"world_g.{name}",
-        "finetuning on ICL+Grm gives contextual recall on held-out subjects with sample efficiency comparable to "
-        f"finetuning on ICL directly (ICL exact after the same finetuning samples){text}",
+        "finetuning on ICL+Grm gives contextual recall on held-out subjects (ICL exact after finetuning, "
+        f"FT on ICL at the same samples beside it){text}",
         f"after_{at}/ICL_heldout.exact",
-        lambda r: at_least(G_FT_HELDOUT_MIN, partial=_g_chance(r)),
-        where="§3.2, Figs. 4 and 15 (Finding 3)",
+        policy("close_to_one"),
+        where="§3.2, Figs. 4 and 15 (Finding 3: 'successfully generalizes to ICL sequences for both seen and "
+        "held-out subjects')",
         control="after_pt/ICL_heldout.exact",
         control_is=_BEFORE_FT,
         notes=_finding3_notes(at, reading),
@@ -400,11 +438,12 @@ _WORLD_G = [
         "world_g.pt_factual_recall",
         "Model A learns factual recall: PT exact match at the end of pretraining",
         "after_pt/PT.exact",
-        at_least(0.9, partial=0.5),
+        policy("close_to_one"),
         where="§3.1, Fig. 2",
         control="at_init/control/PT.exact",
         control_is=_UNTRAINED,
-        note="paper: 'performs well'",
+        note="the paper prints no number: 'performs well on PT sequences', 'high performance on PT sequences': "
+        "read as 'close to 1'",
     ),
     ClaimSpec(
         "world_g.pt_stagewise",
@@ -412,7 +451,7 @@ _WORLD_G = [
         "gap attr-type minus exact match on PT during pretraining)",
         "stagewise_max_gap/type_minus_exact",
         _above_untrained("stagewise_gap", "attr-type − exact"),
-        where="§3.1, Fig. 2",
+        where="§3.1, Fig. 2 ('the model first learns to predict the attribute type, and then the exact attribute')",
         control="at_init/control/stagewise_gap",
         control_is=_UNTRAINED + ": its attr-type minus exact on the same PT sequences",
         notes=lambda r: f"at PT step {r['stagewise_max_gap']['step']}; " + _init_range("stagewise_gap")(r),
@@ -421,9 +460,8 @@ _WORLD_G = [
         "world_g.pt_icl_near_zero",
         "after pretraining, ICL exact accuracy (held-out subjects) is near zero",
         "after_pt/ICL_heldout.exact",
-        at_most(0.05),
-        paper=0.0,
-        where="§3.1, Fig. 2 (Finding 1)",
+        policy("near_zero"),
+        where="§3.1, Fig. 2 (Finding 1: 'near-zero accuracy on ICL sequences')",
         control="after_ft_icl/ICL_heldout.exact",
         control_is="the same model finetuned on ICL (it does in-context recall), same held-out sequences",
     ),
@@ -431,17 +469,19 @@ _WORLD_G = [
         "world_g.ft_icl_seen",
         "after finetuning on ICL, ICL exact on seen query subjects",
         "after_ft_icl/ICL_seen.exact",
-        at_least(0.95, partial=0.5),
-        where="§3.2, Fig. 3",
+        policy("close_to_one"),
+        where="§3.2, Fig. 3 ('the model successfully learns to perform contextual recall')",
         control="after_pt/ICL_seen.exact",
         control_is=_BEFORE_FT,
     ),
     ClaimSpec(
         "world_g.ft_icl_heldout",
-        "finetuning on ICL over 50% of subjects generalises to held-out query subjects, well above chance",
+        "finetuning on ICL over 50% of subjects generalises to held-out query subjects",
         "after_ft_icl/ICL_heldout.exact",
-        lambda r: at_least(G_FT_HELDOUT_MIN, partial=_g_chance(r)),
-        where="§3.2, Fig. 3 (Finding 2)",
+        policy("close_to_one"),
+        where="§3.2, Fig. 3 (Finding 2: 'successfully learns to perform contextual recall, generalizing to held-out "
+        "subjects')",
+        note="the paper prints no number; 'successfully ... generalizing' read as 'close to 1'",
         control="after_pt/ICL_heldout.exact",
         control_is=_BEFORE_FT,
         notes=lambda r: f"chance {r['chance_exact']:.3f}; before FT {r['after_pt']['ICL_heldout.exact']:.3f}",
@@ -464,7 +504,7 @@ _WORLD_G = [
         "of demonstrations (silhouette at t=max minus t=0)",
         "silhouette_rise",
         _above_untrained("silhouette_rise", "rise"),
-        where="§3.4, Fig. 8 (left)",
+        where="§3.4, Fig. 8 (left) ('clustering strength initially improve as t is increased')",
         control="at_init/control/silhouette_rise",
         control_is=_UNTRAINED + ", same held-out prompts",
         notes=lambda r: (
@@ -477,7 +517,8 @@ _WORLD_G = [
         "layer-2 attention clusters more than layer-1 attention (silhouette difference at t=max)",
         "silhouette_l2_minus_l1",
         _above_untrained("silhouette_l2_minus_l1", "L2 − L1"),
-        where="App. B.3, Fig. 16",
+        where="App. B.3, Fig. 16 ('layer-2 attention representations cluster most strongly, while layer-1 "
+        "representations exhibit no clustering')",
         control="at_init/control/silhouette_l2_minus_l1",
         control_is=_UNTRAINED + ", same held-out prompts",
         notes=_init_range("silhouette_l2_minus_l1"),
@@ -488,7 +529,7 @@ _WORLD_G = [
         "outrank the original (ln of mean rank original / mean rank target; > 0: the target outranks)",
         "steering_log_orig_over_target",
         _above_untrained("steering_log_orig_over_target", "ln ratio"),
-        where="§3.4, Fig. 8 (right)",
+        where="§3.4, Fig. 8 (right) ('as β increases, the model output is steered towards the target')",
         control="at_init/control/steering_log_orig_over_target",
         control_is=_UNTRAINED + "'s own task vectors, same held-out prompts",
         notes=lambda r: (

@@ -255,6 +255,36 @@ class ContextualRecallPreset(Preset):
             ft_loss=self.ft_loss,
         )
 
+    def scale_axes(self, part: str) -> dict[str, float]:
+        """The sizes of ``part`` along the axes the paper states (App. B.1 / B.2), beside the ``paper`` preset's.
+
+        ``world_g`` (§3, App. B.1): subjects M, grammar length S, attribute types L, subsequences N_tr, width d,
+        PT / FT iterations, batch, demonstrations N_ft, FT subjects. ``world_r`` / ``world_r_absolute`` (§4, App. B.2):
+        M, S, L, N_tr, head width d_h, heads, PT / FT iterations, batch, N_ft, FT subjects. ``construction``: the
+        theorem's own setting (the §4-scale cascade world's M and the sample sizes the exact statements are scored
+        on: the same in the smoke and paper presets). ``pretrained``: none (an extension: the paper runs no
+        pretrained checkpoint, so there is no paper size to stand beside)."""
+        if part == "world_g":
+            g = self.run_g(0)
+            return {
+                "M": g.world.n_subjects, "S": g.world.grammar_len, "L": g.world.n_types, "N_tr": g.world.n_subseq,
+                "d": g.d_model, "PT steps": g.pt_steps, "FT steps": g.ft_steps, "batch": g.batch,
+                "N_ft": g.n_demos, "FT subjects": g.n_finetune,
+            }  # fmt: skip
+        if part in ("world_r", "world_r_absolute"):
+            r = self.run_r(0)
+            return {
+                "M": r.world.n_subjects, "S": r.world.grammar_len, "L": r.world.n_types, "N_tr": r.world.n_subseq,
+                "d_h": r.d_head, "heads": r.n_heads, "PT steps": r.pt_steps, "FT steps": r.ft_steps,
+                "batch": r.batch, "N_ft": r.n_demos, "FT subjects": r.n_finetune,
+            }  # fmt: skip
+        if part == "construction":
+            return {
+                "cascade M": self.cascade[1].M, "samples": self.construction_samples,
+                "cascade MC draws": self.cascade_mc, "cascade eval": self.cascade_eval,
+            }  # fmt: skip
+        return {}
+
     def run_r(self, seed: int) -> RunR:
         """The World-R run with the options applied, its world drawn from ``seed``."""
         return replace(
