@@ -406,7 +406,7 @@ def test_runs_give_the_spreads_and_trial_seeds_their_claims_show():
     results, _ = sample_complexity_run(replace(micro, full_n=(), full_N=(1,)), 0, _FakeSweep())
     rows = _spread_claims_filled("sample_complexity", results)
     assert "fig3_N8_at_ceiling" not in rows and "full_mode_second_step" not in rows  # no such runs: left out
-    assert rows["full_mode_Nstar_growth"]["verdict"] == "not run"  # runs that reach nothing: not run
+    assert "full_mode_Nstar_growth" not in rows and "affine_N8_accuracy" in rows  # N* is in the notes only
 
     bases, seeds = PRESETS["paper"].algorithm1, (0, 1, 2)
     results = algorithm1_run(bases, seeds, _FakeSweep(), (7, 13))
