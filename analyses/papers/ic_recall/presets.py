@@ -15,6 +15,7 @@ A seed list is the trial seeds at ``--seed 0``; another ``--seed`` shifts them (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mechrecall.presets import Preset
@@ -167,7 +168,7 @@ def _pretrained_mlp_axes(p: ICRecallPreset) -> dict[str, float]:
     return {"n": cfg.n, "m": cfg.m, "m_right": cfg.right.m if cfg.right else 0, "seeds": len(cfg.seeds)}
 
 
-_SCALE_AXES = {
+_SCALE_AXES: dict[str, Callable[[ICRecallPreset], dict[str, float]]] = {
     "exact": lambda p: {"tasks": 3 if p.exact_affine else 2},
     "pattern": _pattern_axes,
     "sample_complexity": _sample_complexity_axes,
