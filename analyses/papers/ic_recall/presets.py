@@ -15,6 +15,7 @@ A seed list is the trial seeds at ``--seed 0``; another ``--seed`` shifts them (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mechrecall.presets import Preset
@@ -132,6 +133,49 @@ class ICRecallPreset(Preset):
     pretrained_mlp: PretrainedMLP = PretrainedMLP(right=replace(FIG4_RIGHT, m=64, pretrain_steps=1500))
     pretrain_weight_decay: float = 0.1  # Fig 4's pretraining AdamW weight decay (both panels; --pretrain-weight-decay)
     prompts: int = 120
+
+    def scale_axes(self, part: str) -> dict[str, float]:
+        """The sizes of ``part`` that the paper states (beside the ``paper`` preset's; ``mechrecall.claims.at_scale``):
+        Fig 2 and Fig 4 give |S| = |A| = n = 8, |R| = m = 64 (2-ICL) and 512 (3-ICL); Fig 3 gives n ∈ {8, …, 64},
+        m = 64, N up to 128 and 10 seeds. ``exact`` checks the construction (Lemma 3.1, eq. (16), App. D) on its
+        tasks, the same in every comparable preset; ``algorithm1`` runs Theorem 4.4's procedure, whose text states
+        no sizes (the paper preset's largest n and seed count are ours)."""
+        return dict(_SCALE_AXES[part](self)) if part in _SCALE_AXES else {}
+
+
+def _pattern_axes(p: ICRecallPreset) -> dict[str, float]:
+    """Fig 2: config B's n, m (the left panel) and the 3-ICL panel's m (config C; 0 where the preset lacks it)."""
+    c = dict(p.pattern).get("C")
+    return {"n": p.n, "m": p.m, "m_3icl": c.m if c else 0, "seeds": len(p.pattern_seeds)}
+
+
+def _sample_complexity_axes(p: ICRecallPreset) -> dict[str, float]:
+    """Fig 3: the random-relation sweep's largest n, largest N and seed count (0 where the preset lacks it), beside
+    the affine cells' largest n and seed count."""
+    cfg, f = p.sample_complexity, p.sample_complexity.fig3
+    return {
+        "affine_n_max": max(cfg.affine_n),
+        "seeds": len(cfg.seeds),
+        "fig3_n_max": max(f.n) if f else 0,
+        "fig3_N_max": max(f.N) if f else 0,
+        "fig3_seeds": len(f.seeds) if f else 0,
+    }
+
+
+def _pretrained_mlp_axes(p: ICRecallPreset) -> dict[str, float]:
+    """Fig 4: n and m of the left panel, m of the right (3-ICL) panel (0 where the preset lacks it), seeds."""
+    cfg = p.pretrained_mlp
+    return {"n": cfg.n, "m": cfg.m, "m_right": cfg.right.m if cfg.right else 0, "seeds": len(cfg.seeds)}
+
+
+_SCALE_AXES: dict[str, Callable[[ICRecallPreset], dict[str, float]]] = {
+    "exact": lambda p: {"tasks": 3 if p.exact_affine else 2},
+    "pattern": _pattern_axes,
+    "sample_complexity": _sample_complexity_axes,
+    "algorithm1": lambda p: {"n_max": max(c.n for c in p.algorithm1), "seeds": len(p.algorithm1_seeds)},
+    "pretrained_mlp": _pretrained_mlp_axes,
+    "pretrained": lambda p: {"prompts": p.prompts},
+}
 
 
 SMOKE = ICRecallPreset()
