@@ -107,16 +107,32 @@ def test_closed_form_holds_on_orthonormal_codes_and_breaks_on_gaussian_ones():
     assert min(em.closed_form_gaps(points, seed=0, data="gaussian")) > 1e-2
 
 
-def test_untrained_controls_measure_the_run_seed_and_the_next_four():
+def test_untrained_controls_measure_the_run_seed_and_set_the_bar_from_the_next_five():
     from analyses.papers.induction_heads.models import demo_model
     from mechrecall.claims import above_untrained
     from mechrecall.controls import untrained_controls
 
     c = untrained_controls(lambda s: demo_model(16, 16, 8, seed=s), lambda m: {"w": float(m.W_E[0, 0])}, seed=3)
-    assert c["seeds"] == [3, 4, 5, 6, 7] and len(set(c["init_values"]["w"])) == 5
-    assert c["control"]["w"] == c["init_values"]["w"][0] == demo_model(16, 16, 8, seed=3).W_E[0, 0].item()
+    assert c["seeds"] == [4, 5, 6, 7, 8] and len(set(c["init_values"]["w"])) == 5
+    own = demo_model(16, 16, 8, seed=3).W_E[0, 0].item()
+    assert c["control"]["w"] == own and own not in c["init_values"]["w"]  # the control never sets its own bar
+    assert c["init_values"]["w"][0] == demo_model(16, 16, 8, seed=4).W_E[0, 0].item()
     rule = above_untrained(c["init_values"]["w"])
-    assert rule.judge(c["control"]["w"]) == "not reproduced"  # the run's own untrained value never clears the bar
+    assert rule.lo == 2 * max(abs(v) for v in c["init_values"]["w"])
+
+
+def test_diagonal_zscore_ignores_the_weights_norm_and_sees_the_diagonal():
+    """Fig 2's contrasts are z-scores of their block: scaling the block (weight-norm growth) leaves them unchanged,
+    a random block scores ≈ 0 (N(0, 1/n)), a dominant (sub)diagonal scores ≈ √n."""
+    g = torch.Generator().manual_seed(0)
+    noise = torch.randn(32, 32, generator=g, dtype=torch.float64)
+    z = em.diagonal_zscore(noise, -1)
+    assert abs(z) < 1.0 and em.diagonal_zscore(100 * noise, -1) == pytest.approx(z, rel=1e-12)
+    sub = torch.diag(torch.ones(31, dtype=torch.float64), -1) + 0.01 * noise
+    assert em.diagonal_zscore(sub, -1) > 5 and em.diagonal_zscore(sub, 0) < 0  # the subdiagonal, not the diagonal
+    assert em.diagonal_zscore(1e3 * sub, -1) == pytest.approx(em.diagonal_zscore(sub, -1))
+    with pytest.raises(ValueError, match="no spread"):
+        em.diagonal_zscore(torch.ones(4, 4))
 
 
 def test_large_N_constants_match_the_derived_asymptotics():

@@ -26,7 +26,13 @@ def _ctx(tmp_path, preset="micro", parts=(), **options):
 def _claims(part, result, preset="micro"):
     """The claims table evaluated against a part's results, as the protocol does: {name: Claim}; every measured claim
     has a control value that its rule rejects."""
-    rows = evaluate(EXPERIMENT.claim_table(), part, result.results, experiment=EXPERIMENT.name, preset=preset)
+    from analyses.papers.induction_heads.presets import PRESETS
+
+    ours, paper = PRESETS[preset].scale_axes(part), PRESETS["paper"].scale_axes(part)
+    scale = {axis: (float(ours[axis]), float(paper[axis])) for axis in ours}
+    rows = evaluate(
+        EXPERIMENT.claim_table(), part, result.results, experiment=EXPERIMENT.name, preset=preset, scale=scale
+    )
     assert control_problems([c.row() for c in rows]) == []
     return {c.id.rsplit(".", 1)[1]: c for c in rows}
 
@@ -42,9 +48,17 @@ def test_micro_parts_write_claims_with_computed_verdicts(tmp_path):
         r["id"] for r in payload["claims"] if r["reason"].startswith("not measured")
     ] == []  # every `reads` is written
     assert control_problems(payload["claims"]) == []
-    assert len(rows) == 7 and [k for k, r in rows.items() if r["class"] != "paper"] == [
-        "ode.t_icl_over_N2_vs_asymptote"
-    ]
+    assert len(rows) == 7 and {k: r["class"] for k, r in rows.items() if r["class"] != "paper"} == {
+        "exact.closed_form_equals_matrix_model": "check",
+        "exact.orbit_gradient_in_19dim_subspace": "check",
+        "ode.t_icl_over_N2_vs_asymptote": "extension",
+    }
+    assert all(r["policy"] for r in rows.values())
+    exact_scale = {"closed_form_D": [16, 16], "closed_form_N": [4, 4], "orbit_D": [4, 4], "orbit_N": [2, 2]}
+    assert rows["exact.closed_form_equals_matrix_model"]["scale"] == exact_scale
+    assert rows["exact.closed_form_equals_matrix_model"]["at_scale"] == "paper"  # the identities' own setting
+    assert rows["ode.t_icl_exponent"]["scale"] == {"N_max": [16, 128]}
+    assert rows["ode.t_icl_exponent"]["at_scale"] == "reduced"
     assert all(
         r["note"].startswith("micro preset: sizes far below") or "; micro preset:" in r["note"] for r in rows.values()
     )
@@ -93,16 +107,25 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     res = parts.part_standard(_ctx(tmp_path, parts=("standard",)))
     claims = _claims("standard", res)
     assert all(c.ours is not None for c in claims.values()) and len(claims) == 8
-    assert claims["previous_token_head_layer0"].note.startswith("layer 1: ")
-    assert claims["fig2_P_P_subdiagonal"].note.startswith("untrained seeds 0–4: ")
+    assert claims["previous_token_head_layer0"].note.endswith(
+        f"layer 1: {res.results['role_scores']['L1_previous_token']:.3f}"
+    )
+    assert "bar from untrained seeds 1–5: " in claims["fig2_P_P_subdiagonal"].note
     at_init = res.results["at_init"]
-    assert at_init["seeds"] == [0, 1, 2, 3, 4] and all(len(v) == 5 for v in at_init["init_values"].values())
-    assert claims["final_loss"].control == at_init["init_values"]["test_loss"][0] > 3  # ≈ ln 32 untrained
+    assert at_init["seeds"] == [1, 2, 3, 4, 5] and all(len(v) == 5 for v in at_init["init_values"].values())
+    assert claims["final_loss"].control == at_init["control"]["test_loss"] > 3  # ≈ ln 32 untrained
+    assert claims["final_loss"].kind == "extension"  # Fig 17 prints no number
     for name, key in (
         ("fig2_P_P_subdiagonal", "previous_position"),
-        ("roles_in_the_right_layers", "smaller_layer_difference"),
+        ("fig2_E_OV0E_diagonal", "induction"),
+        ("fig2_output_OV1E_diagonal", "copy"),
     ):
+        assert claims[name].policy == "above_untrained"
         assert claims[name].rule.lo == pytest.approx(2 * max(abs(v) for v in at_init["init_values"][key]))
+        assert abs(at_init["control"][key]) < 1.0  # a z-score: ≈ N(0, 1/n) untrained
+    roles = claims["roles_in_the_right_layers"]
+    assert roles.policy == "higher_than" and roles.rule.lo == 0.05  # a difference of two attention fractions
+    assert claims["final_loss"].scale == {"d_model": (32, 2048), "batch": (64, 512), "steps": (30, 300), "N": (8, 8)}
     roles = res.results["head_roles"]
     expected = {(l, s) for l in (0, 1) for s in ("previous_token", "induction")}
     assert {(r["layer"], r["score"]) for r in roles} == expected
@@ -262,3 +285,47 @@ def test_an_option_that_changes_a_size_is_noted_on_every_claim_of_the_run(tmp_pa
     assert payload["parts"]["ode"]["results"]["fit_ns"] == [2, 4, 8]
     notes = [r["note"] for r in payload["claims"]]
     assert notes and all("changed from preset micro: ode_ns (2, 4, 8) (preset (2, 4, 8, 16))" in n for n in notes)
+
+
+# --------------------------------------------------------------------------- the rule policy
+
+
+def test_every_claim_names_a_policy_line_and_identities_are_checks():
+    """Every rule of the table is computed from a line of ``mechrecall.policy`` (none set by hand), each line is one
+    its class may use, the float64 identities are class ``check``, and each rule recomputes from its line."""
+    from analyses.papers.induction_heads.claims import CLAIMS
+    from mechrecall.claims import Rule
+    from mechrecall.policy import POLICY, PolicyRule
+
+    assert all(isinstance(c.rule, PolicyRule) and not isinstance(c.rule, Rule) for c in CLAIMS)
+    assert all(c.kind in POLICY[c.policy_line].classes for c in CLAIMS)
+    assert (
+        {c.id for c in CLAIMS if c.policy_line == "identity"}
+        == {c.id for c in CLAIMS if c.kind == "check"}
+        == {
+            "exact.closed_form_equals_matrix_model",
+            "exact.orbit_gradient_in_19dim_subspace",
+        }
+    )
+    assert all(c.paper is not None for c in CLAIMS if c.policy_line in ("printed", "printed_bound", "theta"))
+    theta = {c.id: c.paper for c in CLAIMS if c.policy_line == "theta"}
+    assert theta["ode.T_gamma_linear"] == 1.0 and theta["ode.T_beta_quadratic"] == 2.0  # Theorem 2's exponents
+    assert all(c.kind == "extension" for c in CLAIMS if c.part in ("demo", "pythia"))
+    t_gamma = next(c for c in CLAIMS if c.id == "ode.T_gamma_linear")
+    rule = t_gamma.rule_for({})
+    assert (rule.lo, rule.hi, rule.partial) == (0.75, 1.25, (0.5, 1.5))  # theta: ±0.25, partial ±0.5
+
+
+def test_scale_axes_of_the_paper_preset_are_the_papers():
+    """The paper preset holds the sizes the paper states: App. E (§2 model), App. D (Fig 4), App. C (Figs 6-14),
+    App. F (Fig 5's SGD); smoke is below them on d_model; the exact part is the same in every preset."""
+    from analyses.papers.induction_heads.presets import PRESETS
+
+    paper, smoke = PRESETS["paper"], PRESETS["smoke"]
+    assert paper.scale_axes("standard") == {"d_model": 2048, "batch": 512, "steps": 300, "N": 8}
+    assert paper.scale_axes("disentangled") == {"D": 32, "N": 16, "batch": 256}
+    assert paper.scale_axes("weights") == {"D": 16, "batch": 512, "N_max": 16, "steps_max": 1000}
+    assert paper.scale_axes("sgd_scaling") == {"D": 256, "batch": 64}
+    assert smoke.scale_axes("standard")["d_model"] == 128
+    assert all(p.scale_axes("exact") == paper.scale_axes("exact") for p in PRESETS.values())
+    assert paper.scale_axes("pythia") == {}

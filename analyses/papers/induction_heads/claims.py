@@ -1,5 +1,11 @@
 """The claims of ``python -m analyses.induction_emergence``: one declarative row per paper statement checked.
 
+Every rule is a line of the rule policy (``mechrecall.policy``), chosen from the paper's own words for the statement
+and quoted in the row's ``note``; a statement the paper gives neither number nor word for is an ``extension`` with its
+bar and reason; the float64 identities (the code against its own closed form) are class ``check``, never counted
+among the paper's claims. A contrast without a natural unit is a z-score of its matrix (``metrics.fig2_contrasts``)
+judged against untrained models of the five seeds after the run's own (``mechrecall.controls``).
+
 Each row reads one entry of its part's results (``reads``, keys joined by ``/``). A few statements and notes quote
 numbers of the run (the N values, a score at init): those rows are :class:`Quoting` specs, whose ``says`` /
 ``notes`` format them from the same results.
@@ -9,19 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
-from mechrecall.claims import (
-    NOT_RUN_KEY,
-    ClaimSpec,
-    Results,
-    above_untrained,
-    at_least,
-    at_most,
-    between,
-    is_true,
-    near,
-)
+from mechrecall.claims import NOT_RUN_KEY, ClaimSpec, Results
+from mechrecall.policy import PolicyRule, policy
 
 # ------------------------------------------------------------------------------------------- demo (extension)
 
@@ -29,15 +25,25 @@ DEMO_WHERE = "extension (not in the paper): §2's induction circuit, on the repo
 UNTRAINED = "the untrained model (step 0, same seed)"
 
 
-def _above_untrained(entry: str, what: str) -> Callable[[Results], Any]:
-    """A contrast (≈ 0 at init, either sign) judged against the untrained models of ≥ 5 seeds (``at_init``)."""
-    return lambda r: above_untrained(r["at_init"]["init_values"][entry], what=what)
+def _above_untrained(entry: str, what: str) -> PolicyRule:
+    """A normalised contrast (≈ 0 at init, either sign) judged against the untrained models of the 5 seeds after the
+    run's own (``at_init``; the run's own untrained model is the control)."""
+    return policy("above_untrained", values=lambda r: r["at_init"]["init_values"][entry], what=what)
+
+
+#: a difference of two attention fractions in the demo (an extension): the policy's ``higher_than`` band as our bar
+LAYER_DIFFERENCE = policy(
+    "extension",
+    bar=0.05,
+    partial=0.02,
+    why="a difference of two attention fractions; the band of the policy's 'higher_than' line",
+)
 
 
 def _init_range(entry: str) -> Callable[[Results], str]:
     def note(r: Results) -> str:
         values, seeds = r["at_init"]["init_values"][entry], r["at_init"]["seeds"]
-        return f"untrained seeds {seeds[0]}–{seeds[-1]}: {min(values):.2g} … {max(values):.2g}"
+        return f"bar from untrained seeds {seeds[0]}–{seeds[-1]}: {min(values):.2g} … {max(values):.2g}"
 
     return note
 
@@ -47,7 +53,12 @@ DEMO = [
         id="demo.induction_accuracy",
         claim="a 2-layer attention-only model learns in-context copying (induction accuracy on repeated random tokens)",
         reads="final/accuracy",
-        rule=at_least(0.6, partial=0.2),
+        rule=policy(
+            "extension",
+            bar=0.6,
+            partial=0.2,
+            why="not in the paper: most repeated tokens copied, far above chance (1 / vocabulary)",
+        ),
         where=DEMO_WHERE,
         kind="extension",
         notes=lambda r: f"chance is {r['chance_accuracy']:.3f}",
@@ -58,10 +69,9 @@ DEMO = [
         id="demo.previous_token_head_in_layer0",
         claim="the previous-token head is in layer 0 (head-role score L0 minus L1)",
         reads="layer_differences/previous_token_L0_minus_L1",
-        rule=_above_untrained("previous_token_L0_minus_L1", "L0 − L1"),
+        rule=LAYER_DIFFERENCE,
         where=DEMO_WHERE,
         kind="extension",
-        notes=_init_range("previous_token_L0_minus_L1"),
         control="at_init/control/previous_token_L0_minus_L1",
         control_is=UNTRAINED,
     ),
@@ -69,10 +79,9 @@ DEMO = [
         id="demo.induction_head_in_layer1",
         claim="the induction head is in layer 1 (head-role score L1 minus L0)",
         reads="layer_differences/induction_L1_minus_L0",
-        rule=_above_untrained("induction_L1_minus_L0", "L1 − L0"),
+        rule=LAYER_DIFFERENCE,
         where=DEMO_WHERE,
         kind="extension",
-        notes=_init_range("induction_L1_minus_L0"),
         control="at_init/control/induction_L1_minus_L0",
         control_is=UNTRAINED,
     ),
@@ -86,9 +95,11 @@ EXACT = [
         claim="the 3-parameter closed-form loss equals the matrix model on orthonormal data "
         "(max |difference|, float64, 4 points)",
         reads="max_closed_form_gap",
-        rule=at_most(1e-10),
+        rule=policy("identity", tol=1e-10),
         where="App. B.3",
-        note="D=16, N=4, 32 sequences per point",
+        kind="check",
+        note="D=16, N=4, 32 sequences per point; an identity of the code (B.3's closed form against the matrix "
+        "model it is derived from), not one of the paper's claims",
         control="control/max_closed_form_gap",
         control_is="the same sequences' layout with Gaussian N(0, 1/D) codes: Assumption 7 (orthonormal) broken",
     ),
@@ -97,11 +108,14 @@ EXACT = [
         claim="Theorem 1: the group-symmetrised gradient lies in the 19-dimensional subspace "
         "(off-subspace fraction, float64)",
         reads="max_orbit_residual",
-        rule=at_most(1e-10),
+        rule=policy("identity", tol=1e-10),
         where="Theorem 1, App. A",
+        kind="check",
         notes=lambda r: (
             f"D=4, N=2, {r['orbit']['strict']['orbit_sequences']} sequences; the plain gradient of the "
-            f"same base sequences has fraction {r['orbit']['strict']['plain']:.2f}"
+            f"same base sequences has fraction {r['orbit']['strict']['plain']:.2f}; an identity of the code (the "
+            "group average of the matrix model's gradient against the theorem's closed-form structure), not one of "
+            "the paper's claims: the paper's own evidence (Fig 3, SGD) is the disentangled part"
         ),
         control="control/max_orbit_residual",
         control_is="the plain (not group-symmetrised) gradient of the same base sequences (smaller of the 2 masks)",
@@ -110,12 +124,11 @@ EXACT = [
 
 # ------------------------------------------------------------------------------------------- ode (Fig 5)
 
-QUADRATIC = between(1.9, 2.05, partial=(1.8, 2.2))
+#: Theorem 2 / Corollary 1: "T_α = Θ(N²), T_β = Θ(N²), T_γ = Θ(N)", "t_ICL = Θ(N²)": the fitted exponent of N
+THETA = policy("theta")
 
-
-def _asymptote_rule(r: Results) -> Any:
-    asym = float(r["asymptote_over_N2"])
-    return near(asym, 0.03 * asym, partial_tol=0.1 * asym)
+#: a yes/no the paper states categorically ("always", "namely"): reproduced when it holds (1), the printed bound
+HOLDS = policy("printed_bound")
 
 
 ODE = [
@@ -124,8 +137,10 @@ ODE = [
         claim="parameters emerge in the order γ₃ < β₂ < α₃ at every N of the run",
         words=lambda r: f"parameters emerge in the order γ₃ < β₂ < α₃ at every N in {r['ns']}",
         reads="order_gamma_beta_alpha",
-        rule=is_true(),
+        rule=HOLDS,
+        paper=1.0,
         where="Theorem 2",
+        note="the paper: 'parameters always emerge in the order T_γ < T_β < T_α' (1 = at every N)",
         control="control/order_gamma_beta_alpha",
         control_is="the same ODE with β₂ held at 0 (the K-composition removed: α₃'s gradient is ∝ β₂)",
     ),
@@ -134,7 +149,7 @@ ODE = [
         claim="t_ICL = Θ(N²): fitted exponent of t_ICL on N",
         words=lambda r: f"t_ICL = Θ(N²): fitted exponent of t_ICL on N ∈ {r['fit_ns']}",
         reads="exponent_t_icl",
-        rule=QUADRATIC,
+        rule=THETA,
         paper=2.0,
         where="Theorem 2, Corollary 1, Fig 5",
         control="control/exponent_t_icl",
@@ -145,7 +160,7 @@ ODE = [
         claim="T_γ = Θ(N): fitted exponent of T_γ on N",
         words=lambda r: f"T_γ = Θ(N): fitted exponent of T_γ on N ∈ {r['fit_ns']}",
         reads="exponent_T_gamma",
-        rule=near(1.0, 0.05),
+        rule=THETA,
         paper=1.0,
         where="Theorem 2",
         control="control/exponent_T_gamma",
@@ -156,7 +171,7 @@ ODE = [
         claim="T_β = Θ(N²): fitted exponent of T_β on N",
         words=lambda r: f"T_β = Θ(N²): fitted exponent of T_β on N ∈ {r['fit_ns']}",
         reads="exponent_T_beta",
-        rule=QUADRATIC,
+        rule=THETA,
         paper=2.0,
         where="Theorem 2",
         control="control/exponent_T_beta",
@@ -164,17 +179,25 @@ ODE = [
     ),
     ClaimSpec(
         id="ode.t_icl_over_N2_vs_asymptote",
-        claim="t_ICL / N² at the largest N vs the derived large-N constant √(2π)·erf(√θ_α)",
+        claim="t_ICL / N² at the largest N vs the derived large-N constant √(2π)·erf(√θ_α) "
+        "(relative gap |ratio / constant − 1|)",
         words=lambda r: (
             f"t_ICL / N² at N = {r['N_max']} vs the derived large-N constant √(2π)·erf(√θ_α) = "
-            f"{r['asymptote_over_N2']:.3f}"
+            f"{r['asymptote_over_N2']:.3f} (relative gap |ratio / constant − 1|)"
         ),
-        reads="t_icl_over_N2_at_max",
-        rule=_asymptote_rule,
+        reads="t_icl_over_N2_gap",
+        rule=policy(
+            "extension",
+            bar=0.03,
+            upper=True,
+            partial=0.1,
+            why="the paper draws the asymptote (Fig 5 right) but prints no constant; 3 % of it",
+        ),
         where="Fig 5 right (quadratic asymptote)",
         kind="extension",
         note="the constant is derived here from App. B.5's ODE",
-        control="control/t_icl_over_N2_at_max",
+        notes=lambda r: f"t_ICL / N² = {r['t_icl_over_N2_at_max']:.3f}",
+        control="control/t_icl_over_N2_gap",
         control_is="t_ICL / N² at the run's smallest N, far from the large-N limit",
     ),
 ]
@@ -192,8 +215,9 @@ DISENTANGLED = [
         id="disentangled.loss_drops",
         claim="SGD drops the loss (final / first training MSE)",
         reads="summary/final_over_first_loss",
-        rule=at_most(0.3, partial=0.6),
+        rule=policy("ratio_below"),
         where="Fig 4 top right",
+        note="the paper: 'the drop in loss is driven by the emergence of the induction head' (§5)",
         notes=lambda r: (
             f"first {r['summary']['first_loss']:.3f}, final {r['summary']['final_loss']:.3f} at step "
             f"{r['summary']['coefficients']['step']}"
@@ -205,8 +229,11 @@ DISENTANGLED = [
         id="disentangled.top3_are_alpha3_beta2_gamma3",
         claim="α₃, β₂ and γ₃ are the three largest |pseudo-parameters| after training",
         reads="summary/top3_are_alpha3_beta2_gamma3",
-        rule=is_true(),
+        rule=HOLDS,
+        paper=1.0,
         where="§5, Fig 3, Fig 4",
+        note="the paper: 'three parameters have a larger magnitude, namely α₃, β₂, and γ₃' (§5; 1 = they are the "
+        "top three)",
         notes=_top3_note,
         control="control/top3_are_alpha3_beta2_gamma3",
         control_is="the untrained model (zero init, step 0: every pseudo-parameter 0, no top three)",
@@ -216,7 +243,7 @@ DISENTANGLED = [
         claim='training only α₃, β₂, γ₃ gives nearly the same dynamics, "even slightly accelerated": '
         "final loss ratio (only / all)",
         reads="summary/only_over_all_final_loss",
-        rule=at_most(1.0, partial=1.5),
+        rule=policy("stated_bound", bound=1.0, upper=True, says="'unaffected, even slightly accelerated'"),
         where="§5, Fig 4",
         notes=lambda r: (
             f"final loss {r['summary']['final_loss_only']:.4f} (only) vs {r['summary']['final_loss']:.4f} (all)"
@@ -240,8 +267,16 @@ STANDARD = [
         id="standard.final_loss",
         claim="the §2 transformer solves Task A (held-out NLL of the query's label)",
         reads="final/test_loss",
-        rule=at_most(0.1, partial=0.5),
+        rule=policy(
+            "extension",
+            bar=0.1,
+            upper=True,
+            partial=0.5,
+            why="Fig 17 draws the loss falling but the text prints no number and no word for it: NLL ≤ 0.1 is "
+            "p(label) ≥ 0.9",
+        ),
         where="Fig 17",
+        kind="extension",
         note=f"ln 32 = {math.log(32):.2f} at chance, ln 8 = {math.log(8):.2f} for 'one of the 8 labels'",
         control="at_init/control/test_loss",
         control_is=UNTRAINED,
@@ -250,8 +285,9 @@ STANDARD = [
         id="standard.L1_query_to_label_attention",
         claim="layer 1 attends from the query to its label",
         reads="final/L1_query_to_label",
-        rule=at_least(0.8, partial=0.5),
-        where="§2.2",
+        rule=policy("close_to_one"),
+        where="§2.3",
+        note="the paper: 'the second layer attends to the token retrieved by the first layer' (§2.3)",
         control="at_init/control/L1_query_to_label",
         control_is=UNTRAINED,
     ),
@@ -259,8 +295,9 @@ STANDARD = [
         id="standard.previous_token_head_layer0",
         claim="analyses.head_roles: layer 0 is a previous-token head (score on repeated random tokens)",
         reads="role_scores/L0_previous_token",
-        rule=at_least(0.5, partial=0.3),
+        rule=policy("close_to_one"),
         where=FIG2,
+        note="the paper: 'each position attends to the previous position during the first layer' (Fig 2)",
         notes=_layer_note("previous_token", 1),
         control="at_init/control/L0_previous_token",
         control_is=UNTRAINED,
@@ -269,8 +306,9 @@ STANDARD = [
         id="standard.induction_head_layer1",
         claim="analyses.head_roles: layer 1 is an induction head",
         reads="role_scores/L1_induction",
-        rule=at_least(0.5, partial=0.3),
+        rule=policy("close_to_one"),
         where=FIG2,
+        note="the paper: 'the second layer attends to the token retrieved by the first layer' (§2.3)",
         notes=_layer_note("induction", 0),
         control="at_init/control/L1_induction",
         control_is=UNTRAINED,
@@ -280,11 +318,13 @@ STANDARD = [
         claim="the previous-token score peaks in layer 0 and the induction score in layer 1 (the smaller of the two "
         "layer differences: previous-token L0 − L1, induction L1 − L0)",
         reads="role_differences/smaller_layer_difference",
-        rule=_above_untrained("smaller_layer_difference", "smaller difference"),
+        rule=policy("higher_than"),
         where=FIG2,
+        note="the paper: 'the first layer attends to the previous position. The second layer attends to the token "
+        "retrieved by the first layer' (§2.3); a difference of two attention fractions",
         notes=lambda r: (
             f"previous-token L0 − L1 {r['role_differences']['previous_token_L0_minus_L1']:.3f}, induction L1 − L0 "
-            f"{r['role_differences']['induction_L1_minus_L0']:.3f}; {_init_range('smaller_layer_difference')(r)}"
+            f"{r['role_differences']['induction_L1_minus_L0']:.3f}"
         ),
         control="at_init/control/smaller_layer_difference",
         control_is=UNTRAINED,
@@ -294,8 +334,10 @@ STANDARD = [
             id=f"standard.{name}",
             claim=claim,
             reads=f"fig2_contrasts/{key}",
-            rule=_above_untrained(key, "contrast"),
+            rule=_above_untrained(key, "z-score"),
             where=FIG2,
+            note="the paper: 'each layer is dominated by a diagonal or subdiagonal within a single block' (§2.3); "
+            "(diagonal mean − off-diagonal mean) / std of the block's entries",
             notes=_init_range(key),
             control=f"at_init/control/{key}",
             control_is=UNTRAINED,
@@ -304,17 +346,15 @@ STANDARD = [
             (
                 "fig2_P_P_subdiagonal",
                 "previous_position",
-                "Fig 2: layer-0 QK, P–P block, subdiagonal contrast (query i on key i−1)",
+                "Fig 2: layer-0 QK, P–P block, subdiagonal z-score (query i on key i−1)",
             ),
-            ("fig2_E_OV0E_diagonal", "induction", "Fig 2: layer-1 QK, E vs OV0·E block, diagonal contrast"),
-            ("fig2_output_OV1E_diagonal", "copy", "Fig 2: output matrix, OV1·E block, diagonal contrast"),
+            ("fig2_E_OV0E_diagonal", "induction", "Fig 2: layer-1 QK, E vs OV0·E block, diagonal z-score"),
+            ("fig2_output_OV1E_diagonal", "copy", "Fig 2: output matrix, OV1·E block, diagonal z-score"),
         )
     ),
 ]
 
 # ------------------------------------------------------------------------------------------- sgd_scaling
-
-SCALING = between(1.75, 2.25, partial=(1.5, 2.5))
 
 
 def _full_training_claim(r: Results) -> str:
@@ -331,7 +371,7 @@ SGD_SCALING = [
         "exponent, mean over seeds",
         words=_full_training_claim,
         reads="mean_exponent_full",
-        rule=SCALING,
+        rule=THETA,
         paper=2.0,
         where="Corollary 1, Fig 5",
         notes=lambda r: (
@@ -352,7 +392,7 @@ SGD_SCALING = [
             f"exponent on N ∈ {r['ns']}"
         ),
         reads="exponent_appendixF",
-        rule=SCALING,
+        rule=THETA,
         paper=2.0,
         where="App. F, Fig 5",
         notes=lambda r: (
@@ -366,8 +406,10 @@ SGD_SCALING = [
         id="sgd_scaling.order_full_training",
         claim="full training: γ₃, β₂, α₃ emerge in this order (fraction of seeds with the order at every N)",
         reads="order_fraction_full",
-        rule=at_least(1.0, partial=0.6),
+        rule=HOLDS,
+        paper=1.0,
         where="Theorem 2",
+        note="the paper: 'parameters always emerge in the order T_γ < T_β < T_α' (Theorem 2)",
         seeds="seeds",
         kind="ablation",
         control="control/order_fraction_full",
@@ -406,7 +448,7 @@ PYTHIA = [
         claim="an induction head forms during training: its score is below the threshold at the first checkpoint "
         "and above it at the last",
         reads="induction_head_forms",
-        rule=is_true(),
+        rule=policy("extension", bar=1.0, why="not in the paper: holds (1 = yes)"),
         where=PYTHIA_WHERE,
         kind="extension",
         notes=_forms_note,
@@ -418,7 +460,7 @@ PYTHIA = [
         claim="the top previous-token head reaches the threshold no later than the top induction head "
         "(K-composition needs it)",
         reads="previous_token_before_induction",
-        rule=is_true(),
+        rule=policy("extension", bar=1.0, why="not in the paper: holds (1 = yes)"),
         where=PYTHIA_WHERE,
         kind="extension",
         notes=_order_note,
@@ -429,7 +471,11 @@ PYTHIA = [
         id="pythia.final_induction_score",
         claim="induction score of the top head at the last checkpoint",
         reads="final_induction_score",
-        rule=lambda r: at_least(float(r["threshold"])),
+        rule=policy(
+            "extension",
+            bar=lambda r: float(r["threshold"]),
+            why="not in the paper: the induction-score threshold of the run (--pythia-threshold)",
+        ),
         where=PYTHIA_WHERE,
         kind="extension",
         notes=lambda r: "" if NOT_RUN_KEY in r else f"{_on(r)}threshold {r['threshold']}",

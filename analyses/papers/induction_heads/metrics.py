@@ -31,7 +31,7 @@ mutually Frobenius-orthogonal with ``‖B_k‖² = D``, so the coefficient of ``
 
 **The trained circuits**: the demo's induction accuracy and attention halves (:func:`induction_accuracy`,
 :func:`circuit_attention`), the §2 model's Task-A scores (:func:`task_a_scores`) and Fig 2's diagonal
-contrasts (:func:`fig2_contrasts`).
+contrasts as z-scores of their blocks (:func:`fig2_contrasts`, :func:`diagonal_zscore`).
 """
 
 from __future__ import annotations
@@ -522,14 +522,26 @@ def task_a_scores(test: TokenICLBatch, device: str) -> Callable[[HookedTransform
     return scores
 
 
+def diagonal_zscore(mat: Any, offset: int = 0) -> float:
+    """``(mean(diagonal at offset) − mean(every other entry)) / std(every entry)``: the diagonal contrast
+    (``analyses.ov.diagonal_contrast``) in units of the block's own spread, so that growth of the weights' norm alone
+    does not raise it (scaling the block scales both). ≈ N(0, 1/n) for a random n-diagonal block."""
+    block = torch.as_tensor(mat, dtype=torch.float64)
+    scale = float(block.std())
+    if not scale > 0:
+        raise ValueError("diagonal_zscore: the block's entries have no spread")
+    return diagonal_contrast(block, offset) / scale
+
+
 def fig2_contrasts(mats: Mapping[str, Any]) -> dict[str, float]:
-    """Fig 2's three patterns as diagonal contrasts of the interpretable matrices (``analyses.ov``): layer 0's
-    P–P subdiagonal (previous position), layer 1's E vs OV0·E diagonal (induction), the output's OV1·E diagonal."""
+    """Fig 2 (§2.2)'s three patterns as z-scored diagonal contrasts of the interpretable matrices
+    (:func:`diagonal_zscore` of ``analyses.ov`` blocks): layer 0's P–P subdiagonal (previous position), layer 1's E vs
+    OV0·E diagonal (induction), the output's OV1·E diagonal (copying)."""
 
     return {
-        "previous_position": diagonal_contrast(block_of(mats["L0"], "P", "P"), -1),
-        "induction": diagonal_contrast(block_of(mats["L1"], "E", "OV0·E"), 0),
-        "copy": diagonal_contrast(block_of(mats["OUT"], "OV1·E"), 0),
+        "previous_position": diagonal_zscore(block_of(mats["L0"], "P", "P"), -1),
+        "induction": diagonal_zscore(block_of(mats["L1"], "E", "OV0·E"), 0),
+        "copy": diagonal_zscore(block_of(mats["OUT"], "OV1·E"), 0),
     }
 
 

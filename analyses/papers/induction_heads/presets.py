@@ -61,6 +61,37 @@ class InductionPreset(Preset):
     sgd_seeds: int = 5
     sgd_batch_size: int = 64
 
+    def scale_axes(self, part: str) -> dict[str, float]:
+        """The sizes of ``part`` along the axes the paper states for it (the ``paper`` preset holds the paper's):
+        App. E for ``standard`` (D, B, steps, N pairs), App. D for ``disentangled`` (D, N, B), App. C for ``weights``
+        (D, B, largest N and step of Figs 6-14), App. F for ``sgd_scaling`` (D, B); the largest N of the Fig 5 ODE;
+        ``exact``: the fixed setting the identities compute in (the same in every preset); ``demo``: its steps
+        (an extension: the paper preset's are ours); ``pythia``: none (the sizes are the checkpoints')."""
+        axes: dict[str, dict[str, float]] = {
+            "demo": {"steps": self.demo_steps},
+            "exact": {"closed_form_D": 16, "closed_form_N": 4, "orbit_D": 4, "orbit_N": 2},
+            "ode": {"N_max": max(self.ode_ns)},
+            "disentangled": {
+                "D": self.disentangled.dim,
+                "N": self.disentangled.n_pairs,
+                "batch": self.disentangled.batch_size,
+            },
+            "weights": {
+                "D": self.weights_dim,
+                "batch": self.weights_batch_size,
+                "N_max": max(f.n_pairs for f in self.weight_figures),
+                "steps_max": max(max(f.steps) for f in self.weight_figures),
+            },
+            "standard": {
+                "d_model": self.standard.d_model,
+                "batch": self.standard.batch_size,
+                "steps": self.standard.steps,
+                "N": self.standard_n_pairs,
+            },
+            "sgd_scaling": {"D": self.sgd_dim, "batch": self.sgd_batch_size},
+        }
+        return axes.get(part, {})
+
 
 #: Figs 15 (caption: D = 16, N = 32) and 16 (D = 32, N = 8): the paper preset only.
 EXTRA_TRAJECTORIES = {"fig15": dict(dim=16, n_pairs=32), "fig16": dict(dim=32, n_pairs=8)}
@@ -94,7 +125,7 @@ PRESETS: dict[str, InductionPreset] = {
             WeightFigure(16, (250, 500, 1000), (12, 13, 14)),
         ),
         standard=StandardSizes(d_model=2048, batch_size=512, steps=300, eval_every=25),
-        sgd_dim=64,
+        sgd_dim=256,  # App. F: D = 256, B = 64
         sgd_ns=(4, 8, 16, 32),
     ),
 }

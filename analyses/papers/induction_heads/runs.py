@@ -374,6 +374,7 @@ def run_ode(ns: Sequence[int], fit_ns: Sequence[int], thresholds: Mapping[str, f
     by_n = {r["N"]: r for r in rows}
     fits = {k: fit_power_law(fit_ns, [by_n[n][k] for n in fit_ns]) for k in ("t_icl", "T_gamma3", "T_beta2")}
     n_max = max(ns)
+    asymptote = asymptotic_emergence_times(n_max, dict(thresholds))["alpha3"] / n_max**2
     return {
         "thresholds": dict(thresholds),
         "ns": list(ns),
@@ -386,13 +387,15 @@ def run_ode(ns: Sequence[int], fit_ns: Sequence[int], thresholds: Mapping[str, f
         "exponent_T_beta": fits["T_beta2"][0],
         "N_max": n_max,
         "t_icl_over_N2_at_max": by_n[n_max]["t_icl"] / n_max**2,
-        "asymptote_over_N2": asymptotic_emergence_times(n_max, dict(thresholds))["alpha3"] / n_max**2,
+        "asymptote_over_N2": asymptote,
+        "t_icl_over_N2_gap": abs(by_n[n_max]["t_icl"] / n_max**2 / asymptote - 1),
         "control": {  # the same measurements where they must fail
             "order_gamma_beta_alpha": ode_order_with_frozen(ns, thresholds, ("beta2",)),  # no K-composition
             "exponent_t_icl": fits["T_gamma3"][0],  # the first phase, Θ(N): the fit must tell N from N²
             "exponent_T_gamma": fits["T_beta2"][0],
             "exponent_T_beta": fits["T_gamma3"][0],
             "t_icl_over_N2_at_max": by_n[min(ns)]["t_icl"] / min(ns) ** 2,  # far from the large-N limit
+            "t_icl_over_N2_gap": abs(by_n[min(ns)]["t_icl"] / min(ns) ** 2 / asymptote - 1),
         },
     }
 
@@ -560,8 +563,9 @@ def run_weights(
 
 
 def run_standard(run: StandardRun, out_dir: Path, *, device: str | None = None, progress: bool = False) -> Trained:
-    """Train the §2 model on Task A; held-out scores, head roles and Fig 2's contrasts, and the same measurements on
-    the untrained models of the run's seed and the next four (the claims' controls)."""
+    """Train the §2 model on Task A; held-out scores, head roles and Fig 2's z-scored contrasts, and the same
+    measurements on the untrained model of the run's seed (the claims' control) and on those of the five seeds after
+    it (the bar of a contrast, ``mechrecall.controls.untrained_controls``)."""
     test = make_token_icl_batch(
         512, run.n_pairs, run.vocab, run.block, True, torch.Generator().manual_seed(10_000 + run.seed)
     )
