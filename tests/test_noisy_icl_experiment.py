@@ -422,7 +422,7 @@ def test_micro_controls_are_measured_and_rejected_by_their_rules(micro_all):
     )
     # the untrained model (the run's step 0): p(τ) ≈ 1/vocab, attention ≈ as many [q, ȳ] as [q, τ] keys
     assert claims["main.p_noise_full"]["control"] < 3 / 65 and claims["main.early_p_noise_noisy"]["control"] < 3 / 65
-    assert 0.5 < claims["main.attention_correct_over_noise"]["control"] < 1.5
+    assert 0.4 < claims["main.attention_correct_over_noise"]["control"] < 0.67  # the τ share: ≈ α = 0.5
     assert claims["main.ff_margin_first_step"]["control"] == main["config"]["sizes"]["steps"] + 1  # never at init
     assert claims["main.ff_margin_first_step"]["rule_spec"]["partial"] == [None, 25]  # capped at the run's length
     # FF variants: normalised contrasts judged against the 5 untrained seeds after the run's, whose own untrained
@@ -447,7 +447,7 @@ def test_micro_controls_are_measured_and_rejected_by_their_rules(micro_all):
     # fine-tuning: the clean-pretrained model predicts no τ and attends to [q, ȳ] and [q, τ] alike
     ft = part["finetune"]
     assert claims["finetune.p_noise_full"]["control"] == pytest.approx(ft["phase1_final"]["full.p_noise"], abs=1e-6)
-    assert claims["finetune.attention_correct_over_noise"]["control"] < 1.5
+    assert claims["finetune.attention_correct_over_noise"]["control"] > 0.4  # [q, τ] attended as [q, ȳ]
     assert claims["multi_trigger.qk_diagonal_triggers"]["control"] == 0  # untrained: no trigger's row peaks on q
 
 

@@ -130,13 +130,15 @@ MAIN = [
     ),
     ClaimSpec(
         "main.attention_correct_over_noise",
-        "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] (ratio of attention masses)",
-        "attention_ratio",
-        policy("ratio_above"),
+        "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] (the share of [q, τ] in the attention "
+        "mass on the two)",
+        "attention_noise_share",
+        policy("near_zero"),
         where="Fig 4, App. B.2",
-        note='the paper: "the second-layer attention learns to attend to z = ȳ and avoid z = N + 1"',
-        control="control/attention_ratio",
-        control_is=UNTRAINED + " (≈ (1 − α)/α: as many [q, ȳ] as [q, τ] keys at α = 0.5)",
+        note='the paper: "the second-layer attention learns to attend to z = ȳ and avoid z = N + 1"; the share is '
+        "1 / (1 + the former ratio [q, ȳ] / [q, τ])",
+        control="control/attention_noise_share",
+        control_is=UNTRAINED + " (≈ α: as many [q, ȳ] as [q, τ] keys at α = 0.5, attended alike)",
     ),
     ClaimSpec(
         "main.early_p_noise_noisy",
@@ -255,13 +257,14 @@ FINETUNE = [
     ),
     ClaimSpec(
         "finetune.attention_correct_over_noise",
-        "after fine-tuning, layer-2 attention still prefers [q, ȳ] over [q, τ] (ratio of attention masses)",
-        "attention_ratio",
-        policy("ratio_above"),
+        "after fine-tuning, layer-2 attention avoids [q, τ] (the share of [q, τ] in the attention mass on [q, ȳ] "
+        "and [q, τ])",
+        "attention_noise_share",
+        policy("near_zero"),
         where="Fig 4 right, §3.2",
         note='the paper: "after being fine-tuned on noise data, the attention becomes only focused on the correct '
         'tokens"',
-        control="control/attention_ratio",
+        control="control/attention_noise_share",
         control_is=PHASE1 + ", on the same noisy data",
     ),
 ]

@@ -212,6 +212,14 @@ def attention_ratio(last: Mapping[str, float]) -> float:
     return last["attn_last.on_correct"] / max(last["attn_last.on_noise"], 1e-9)
 
 
+def attention_noise_share(last: Mapping[str, float]) -> float:
+    """Layer-2 attention mass on ``[q, τ]`` over that on ``[q, ȳ]`` and ``[q, τ]`` together (Fig 4: attention
+    "avoids" the noise, §3.2 "only focused on the correct tokens"): ``1 / (1 + attention_ratio)``, ≈ 0 when the
+    noise is avoided, ≈ α when both kinds of key are attended alike."""
+    on_correct, on_noise = last["attn_last.on_correct"], last["attn_last.on_noise"]
+    return on_noise / max(on_correct + on_noise, 1e-9)
+
+
 # ----------------------------------------------------------------------------------- the parts' measurements
 
 
@@ -234,6 +242,7 @@ def measure_main(run: Mapping[str, Any], rc: RunConfig) -> dict[str, Any]:
         "max_p_noise_first_10_steps": max(early) if early else None,
         "p_correct_gain_drop_F2": last["drop_F2.p_correct"] - last["full.p_correct"],
         "attention_ratio": attention_ratio(last),
+        "attention_noise_share": attention_noise_share(last),
         "control": main_controls(run, rc),
         "seconds": run["seconds"],
         "resumed_from": run["resumed_from"],
@@ -279,6 +288,7 @@ def main_controls(run: Mapping[str, Any], rc: RunConfig) -> dict[str, float]:
         "p_noise_drop_F1": last["drop_F2.p_noise"],
         "first_step_ff_margin_positive": 0 if init["ff_margin"] > 0 else rc.sizes.steps + 1,
         "attention_ratio": attention_ratio(init),
+        "attention_noise_share": attention_noise_share(init),
         "max_p_noise_first_10_steps": init["noisy.p_noise"],
         "previous_token_score_L1": previous_token_score(untrained, run["noisy"].tokens),
     }
@@ -351,8 +361,13 @@ def train_finetune(runs: Callable[[str], Path], rc: RunConfig, progress: bool) -
         "phase2_final": last,
         "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")},
         "attention_ratio": attention_ratio(last),
+        "attention_noise_share": attention_noise_share(last),
         # the controls: the clean-pretrained model before any fine-tuning step (phase 2's step-0 evaluation)
-        "control": {"p_noise_full": before["full.p_noise"], "attention_ratio": attention_ratio(before)},
+        "control": {
+            "p_noise_full": before["full.p_noise"],
+            "attention_ratio": attention_ratio(before),
+            "attention_noise_share": attention_noise_share(before),
+        },
     }
     return results, fine
 
