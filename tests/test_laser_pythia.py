@@ -220,9 +220,9 @@ def _check_controls(claims, model, out):
 @pytest.mark.parametrize("layer", [3, 2])
 def test_a_model_with_the_mechanism_reproduces_every_claim_and_rejects_every_control(dirs, tmp_path, layer):
     """On a model built with §4's mechanism (``_planted_checkpoint``), LASER on its last layer reproduces every
-    claim that runs without checkpoints, and no control passes its rule: the LASER model without the cue
-    ('It is located in'), the IOI prompts without the IO, Spain's own ratio, no rank reduction. The same
-    truncation of layer 2, which holds no association, reproduces none of the LASER claims."""
+    claim that runs without checkpoints and is not judged at a printed number, and no control passes its rule: the
+    LASER model without the cue ('It is located in'), the IOI prompts without the IO, Spain's own ratio, no rank
+    reduction. The same truncation of layer 2, which holds no association, reproduces none of the LASER claims."""
     out = tmp_path / "p"
     args = ["--model", str(dirs["planted"]), "--layer", str(layer), "--rho", "0.25", "--n-prompts", "12"]
     assert (
@@ -230,12 +230,17 @@ def test_a_model_with_the_mechanism_reproduces_every_claim_and_rejects_every_con
     )
     rows = _results(out)["claims"]
     verdicts = {r["id"].removeprefix("laser_pythia.").replace(".pythia-1b.", "."): r["verdict"] for r in rows}
+    policies = {r["id"].removeprefix("laser_pythia.").replace(".pythia-1b.", "."): r["policy"] for r in rows}
     assert len(verdicts) == 9 and all(r["control"] is not None for r in rows)
+    # the rows under the policy's "printed" line are judged at Table 1's / Fig 5's own numbers (±10 %), which a
+    # planted toy model does not carry: the mechanism is asked of the others (ratio_below / ratio_above / extension)
+    directional = {k: v for k, v in verdicts.items() if policies[k] != "printed"}
+    assert set(directional) == {"factual20.p_the_drop", "factual20.answer_over_the_gain", "sweep.best_gain"}
     if layer == 3:
         assert control_problems(rows) == []
-        assert set(verdicts.values()) == {"reproduced"}, verdicts
-    else:  # the full model's own claim holds; every LASER claim fails; ratio_full's control (LASER) no longer differs
-        assert verdicts.pop("ioi.ratio_full") == "reproduced" and verdicts.pop("factual.ratio_full") == "vacuous"
+        assert set(directional.values()) == {"reproduced"}, verdicts
+    else:  # every LASER claim fails (the full model's ratios, judged at the paper's numbers, aside)
+        verdicts.pop("ioi.ratio_full"), verdicts.pop("factual.ratio_full")
         assert set(verdicts.values()) == {"not reproduced"}, verdicts
 
 
