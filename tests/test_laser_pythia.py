@@ -220,9 +220,9 @@ def _check_controls(claims, model, out):
 @pytest.mark.parametrize("layer", [3, 2])
 def test_a_model_with_the_mechanism_reproduces_every_claim_and_rejects_every_control(dirs, tmp_path, layer):
     """On a model built with §4's mechanism (``_planted_checkpoint``), LASER on its last layer reproduces every
-    claim that runs without checkpoints, and no control passes its rule: the LASER model without the cue
-    ('It is located in'), the IOI prompts without the IO, Spain's own ratio, no rank reduction. The same
-    truncation of layer 2, which holds no association, reproduces none of the LASER claims."""
+    claim that runs without checkpoints and is not judged at a printed number, and no control passes its rule: the
+    LASER model without the cue ('It is located in'), the IOI prompts without the IO, Spain's own ratio, no rank
+    reduction. The same truncation of layer 2, which holds no association, reproduces none of the LASER claims."""
     out = tmp_path / "p"
     args = ["--model", str(dirs["planted"]), "--layer", str(layer), "--rho", "0.25", "--n-prompts", "12"]
     assert (
@@ -230,12 +230,17 @@ def test_a_model_with_the_mechanism_reproduces_every_claim_and_rejects_every_con
     )
     rows = _results(out)["claims"]
     verdicts = {r["id"].removeprefix("laser_pythia.").replace(".pythia-1b.", "."): r["verdict"] for r in rows}
+    policies = {r["id"].removeprefix("laser_pythia.").replace(".pythia-1b.", "."): r["policy"] for r in rows}
     assert len(verdicts) == 9 and all(r["control"] is not None for r in rows)
+    # the rows under the policy's "printed" line are judged at Table 1's / Fig 5's own numbers (±10 %), which a
+    # planted toy model does not carry: the mechanism is asked of the others (ratio_below / ratio_above / extension)
+    directional = {k: v for k, v in verdicts.items() if policies[k] != "printed"}
+    assert set(directional) == {"factual20.p_the_drop", "factual20.answer_over_the_gain", "sweep.best_gain"}
     if layer == 3:
         assert control_problems(rows) == []
-        assert set(verdicts.values()) == {"reproduced"}, verdicts
-    else:  # the full model's own claim holds; every LASER claim fails; ratio_full's control (LASER) no longer differs
-        assert verdicts.pop("ioi.ratio_full") == "reproduced" and verdicts.pop("factual.ratio_full") == "vacuous"
+        assert set(directional.values()) == {"reproduced"}, verdicts
+    else:  # every LASER claim fails (the full model's ratios, judged at the paper's numbers, aside)
+        verdicts.pop("ioi.ratio_full"), verdicts.pop("factual.ratio_full")
         assert set(verdicts.values()) == {"not reproduced"}, verdicts
 
 
@@ -286,28 +291,35 @@ def _first_step_claim(rows):
 
 
 def test_the_early_the_claim_is_judged_against_the_in_context_answers_first_step():
-    """' the' top-5 at step 16 while the IO name gets there at 2,000 (§4.1): reproduced; a model that puts both there
-    at step 16 (a unigram phase, no contrast) makes the claim vacuous; an IO never in the top 5: last step + 1."""
+    """' the' top-5 "around 10 steps" (Fig 14; policy ``printed``: within ±1, partial ±2.5) while the IO name gets
+    there at 2,000 (§4.1): at step 10 reproduced, at Pythia's checkpoint 8 partial, at 16 a miss; a model that puts
+    both there at once (a unigram phase, no contrast) makes the claim vacuous; an IO never in the top 5: last + 1."""
 
-    def rows(the, io):
+    def rows(the, io, at=16):
         return {
             str(step): {"raw_prepositions": {"mean_rank_the": t}, "ioi_answer": {"mean_rank_io": i}}
-            for step, t, i in zip((0, 16, 2000), the, io, strict=True)
+            for step, t, i in zip((0, at, 2000), the, io, strict=True)
         }
 
-    claim = _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 2.5)))
-    assert (claim.ours, claim.control, claim.verdict) == (16, 2000, "reproduced")
-    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 4, 2.5))).verdict == "vacuous"
+    claim = _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 2.5), at=10))
+    assert (claim.ours, claim.control, claim.verdict, claim.policy) == (10, 2000, "reproduced", "printed")
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 2.5), at=8)).verdict == "partial"
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 2.5))).verdict == "not reproduced"
+    assert _first_step_claim(rows((30000, 3, 1.2), (20000, 4, 2.5), at=8)).verdict == "vacuous"
     assert _first_step_claim(rows((30000, 3, 1.2), (20000, 900, 800))).control == 2001
 
 
 def test_a_laser_that_changes_nothing_earns_no_gain_claim():
-    """The gain claims' control is the model without its rank reduction (1): their rules reject it (the partial
-    band was ≥ 1, which made them vacuous)."""
+    """The gain claims' control is the model without its rank reduction (1): their rules (policy: the printed gain,
+    ``ratio_above`` ≥ 2 with partial ≥ 1.25, or the sweep's own bar) reject it, partial band included."""
     gains = [s for s in LASER_PYTHIA_CLAIMS if s.control_is.startswith("the model without its rank reduction")]
     assert {s.id.split(".")[-1] for s in gains} == {"p_answer_gain", "answer_over_the_gain", "ratio_gain", "best_gain"}
     for spec in gains:
-        assert spec.rule.judge(1.0) == "not reproduced" and spec.rule.judge(1.6) == "partial", spec.id
+        rule = spec.rule_for({})
+        assert rule.judge(1.0) == "not reproduced" and rule.judge(1.2) == "not reproduced", spec.id
+        assert spec.policy_line in ("printed", "ratio_above", "extension"), spec.id
+    table1 = {s.id: s for s in gains}["factual.pythia-1b.p_answer_gain"]
+    assert table1.policy_line == "printed" and table1.rule_for({}).judge(3.797) == "reproduced"
 
 
 @torch.no_grad()

@@ -291,7 +291,7 @@ def micro_all(tmp_path_factory):
 
 @pytest.mark.slow
 def test_micro_main_run_end_to_end_claims(micro_all):
-    from mechrecall.claims import judge_row
+    from mechrecall.claims import judge_row, rule_of
 
     data = micro_all
     main = data["parts"]["main"]
@@ -304,14 +304,21 @@ def test_micro_main_run_end_to_end_claims(micro_all):
     claims = {c["id"]: c for c in main["claims"]}
     drop = claims["noisy_icl.main.p_correct_drop_F2"]
     assert drop["paper"] == 0.98 and drop["ours"] == pytest.approx(final["drop_F2.p_correct"])
-    assert drop["rule_spec"] == {"kind": "at_least", "lo": 0.9, "hi": None, "partial": [0.6, None]}
+    # policy "printed" at the paper's 0.98: within ±0.098 (10 %), partial ±0.245 (25 %)
+    assert drop["policy"] == "printed" and drop["paper"] == 0.98
+    assert [rule_of(drop).judge(x) for x in (0.9, 0.87, 0.7)] == ["reproduced", "partial", "not reproduced"]
     assert all("not comparable" in c["note"] for c in data["claims"])  # a micro run says so on every claim
     assert claims["noisy_icl.main.p_noise_full"]["ours"] == pytest.approx(final["full.p_noise"])
     assert claims["noisy_icl.main.p_correct_gain_drop_F2"]["ours"] == pytest.approx(
         final["drop_F2.p_correct"] - final["full.p_correct"]
     )
     assert all(isinstance(c["ours"], (int, float)) and c["verdict"] == judge_row(c) for c in main["claims"])
-    assert {c["class"] for c in main["claims"]} == {"paper"}
+    assert {c["class"] for c in main["claims"]} == {"paper", "extension"}
+    # every row carries its policy line and its scale against the paper preset's (micro: reduced on every axis)
+    assert all(c["policy"] and c["at_scale"] == "reduced" for c in data["claims"] if c["class"] != "check")
+    assert main["claims"][0]["scale"] == {
+        "d_model": [32, 256], "seq_len": [32, 256], "batch": [32, 512], "d_mlp": [128, 1024], "steps": [25, 2000]
+    }  # fmt: skip
     assert set(main["figures"]) == {
         "fig3_truncation.png",
         "fig4_attention.png",
@@ -342,8 +349,8 @@ def test_micro_other_parts_measure_what_they_claim(micro_all):
         adam["F3_rho0.01.acc"] - adam["full.acc"]
     )
     assert claims["noisy_icl.ioi.adam_L3_io_s_margin_kept"]["ours"] == pytest.approx(
-        adam["F3_rho0.01.io_s_margin"] - adam["full.io_s_margin"]
-    )
+        abs(adam["F3_rho0.01.io_s_margin"] - adam["full.io_s_margin"]) / abs(adam["control"]["io_s_margin_change"])
+    )  # normalised by what zeroing every attention layer changes
     assert claims["noisy_icl.ioi.adam_L3_io_s_margin_kept"]["class"] == "extension"
     assert claims["noisy_icl.ioi.sgd_L3_noise_removed"]["ours"] == pytest.approx(
         sgd["drop_F3.p_noise"] / sgd["full.p_noise"]
@@ -356,8 +363,8 @@ def test_micro_other_parts_measure_what_they_claim(micro_all):
     assert claims["noisy_icl.ff_variants.no_ff_best_rho"]["ours"] == best
     ml = part["ff_variants"]["mlp_linear"]["final"]
     assert claims["noisy_icl.ff_variants.mlp_linear_drop_F2_helps"]["ours"] == pytest.approx(
-        ml["full.loss"] - ml["drop_F2.loss"]
-    )
+        (ml["full.loss"] - ml["drop_F2.loss"]) / ml["full.loss"]
+    )  # normalised by the full model's own loss
     # multi-trigger: the claim counts the triggers whose QK diagonal beats the row's off-diagonal maximum
     mt = part["multi_trigger"]
     wins = sum(d > o for d, o in zip(mt["qk_diag_triggers"], mt["qk_max_offdiag_trigger_rows"]))
@@ -415,17 +422,23 @@ def test_micro_controls_are_measured_and_rejected_by_their_rules(micro_all):
     )
     # the untrained model (the run's step 0): p(τ) ≈ 1/vocab, attention ≈ as many [q, ȳ] as [q, τ] keys
     assert claims["main.p_noise_full"]["control"] < 3 / 65 and claims["main.early_p_noise_noisy"]["control"] < 3 / 65
-    assert 0.5 < claims["main.attention_correct_over_noise"]["control"] < 1.5
+    assert 0.4 < claims["main.attention_correct_over_noise"]["control"] < 0.67  # the τ share: ≈ α = 0.5
     assert claims["main.ff_margin_first_step"]["control"] == main["config"]["sizes"]["steps"] + 1  # never at init
     assert claims["main.ff_margin_first_step"]["rule_spec"]["partial"] == [None, 25]  # capped at the run's length
-    # FF variants: contrasts judged against 5 untrained seeds, the run's own seed the control
+    # FF variants: normalised contrasts judged against the 5 untrained seeds after the run's, whose own untrained
+    # model is the control (so the control can fail the bar)
     for claim, variant, entry in [
-        ("mlp_linear_drop_F2_helps", "mlp_linear", "drop_F2_loss_gain"),
-        ("no_ff_rho0.01_hurts", "none", "p_correct_full_minus_rho0.01"),
+        ("mlp_linear_drop_F2_helps", "mlp_linear", "drop_F2_loss_gain_rel"),
+        ("linear_mlp_drop_F2_helps", "linear_mlp", "drop_F2_loss_gain_rel"),
     ]:
         at_init, row = part["ff_variants"][variant]["at_init"], claims[f"ff_variants.{claim}"]
-        assert at_init["seeds"] == [0, 1, 2, 3, 4] and row["control"] == at_init["init_values"][entry][0]
+        assert at_init["seeds"] == [1, 2, 3, 4, 5] and row["control"] == at_init["control"][entry]
+        assert row["policy"] == "above_untrained"
         assert row["rule_spec"]["lo"] == pytest.approx(2 * max(abs(v) for v in at_init["init_values"][entry]))
+    # a difference of two probabilities: the policy's "higher_than" (≥ 0.05), the untrained model the control
+    hurts = claims["ff_variants.no_ff_rho0.01_hurts"]
+    assert hurts["policy"] == "higher_than" and hurts["rule_spec"]["lo"] == 0.05
+    assert hurts["control"] == part["ff_variants"]["none"]["at_init"]["control"]["p_correct_full_minus_rho0.01"]
     none = part["ff_variants"]["none"]
     assert (
         claims["ff_variants.no_ff_best_rho"]["control"]
@@ -434,7 +447,7 @@ def test_micro_controls_are_measured_and_rejected_by_their_rules(micro_all):
     # fine-tuning: the clean-pretrained model predicts no τ and attends to [q, ȳ] and [q, τ] alike
     ft = part["finetune"]
     assert claims["finetune.p_noise_full"]["control"] == pytest.approx(ft["phase1_final"]["full.p_noise"], abs=1e-6)
-    assert claims["finetune.attention_correct_over_noise"]["control"] < 1.5
+    assert claims["finetune.attention_correct_over_noise"]["control"] > 0.4  # [q, τ] attended as [q, ȳ]
     assert claims["multi_trigger.qk_diagonal_triggers"]["control"] == 0  # untrained: no trigger's row peaks on q
 
 
@@ -466,13 +479,17 @@ def test_theory_part_claims_match_the_paper(micro_all):
         claim = claims[f"noisy_icl.theory.{name}"]
         assert rule_of(claim).judge(claim["ours"]) == "reproduced"
     assert claims["noisy_icl.theory.b3_fixed_point"]["note"] == (
-        "micro preset: sizes far below the paper's, not comparable; no overshoot"
+        "micro preset: sizes far below the paper's, not comparable; a check: the recursion against its own "
+        "closed-form fixed point (float64); no overshoot"
     )
+    assert claims["noisy_icl.theory.b3_fixed_point"]["class"] == "check"
     assert claims["noisy_icl.theory.thm1_attn_margin"]["note"].startswith(
         "micro preset: sizes far below the paper's, not comparable"
     )
     assert "closed form" in claims["noisy_icl.theory.thm1_attn_margin"]["note"]
-    assert "t = 10000" in claims["noisy_icl.theory.thm3_rank1_rate_alpha0.3"]["claim"]
+    assert "t in [1000, 10000]" in claims["noisy_icl.theory.thm3_rank1_rate_alpha0.3"]["claim"]
+    # the theory part at micro: quick sizes, below the paper preset's 20 runs of Fig 18
+    assert claims["noisy_icl.theory.fig18_full_d12"]["scale"]["fig18_runs"] == [5, 20]
 
 
 @pytest.mark.slow
@@ -491,10 +508,14 @@ def test_micro_ioi_and_theory_rules_reject_their_controls(micro_all):
     theory = {k: r for k, r in rows.items() if k.startswith("theory.")}
     assert [k for k, r in theory.items() if rule_of(r).judge(r["ours"]) != "reproduced"] == []
     control = micro_all["parts"]["theory"]["results"]["control"]
-    assert control["thm1_ff_margin"] == pytest.approx(0.25, abs=0.05)  # η_f α at α = 0.25: the margin follows α
-    assert control["thm1_ratio"] == pytest.approx(2.0, abs=0.1)  # without W̃_E the FF / attention ratio is ≈ N
-    assert control["b3_fixed_point"] == pytest.approx(math.log(0.2 / 0.8) - math.log(0.3 / 0.7), abs=1e-3)
     t3 = micro_all["parts"]["theory"]["results"]["theorem3_gd"]["0.1"]
+    assert control["thm1_ff_margin"] == pytest.approx(0.25, abs=0.05)  # η_f α at α = 0.25: the margin follows α
+    assert control["thm1_ratio"] == pytest.approx(1.0, abs=0.1)  # without W̃_E the FF / attention ratio is ≈ N: 2×
+    # the attention margins after a step on noise-free data (α = 0): ≈ 0 of the α = 0.5 closed form
+    assert abs(control["thm1_attn_margin_no_prev"]) < 0.25 and control["thm1_attn_margin"] > 0.75
+    assert control["b3_fixed_point"] == pytest.approx(abs(math.log(0.2 / 0.8) - math.log(0.3 / 0.7)), abs=1e-3)
+    # Theorem 3: the rank-1 exponent ≈ -1/2, the full model's (the control) ≈ 0
+    assert t3["rank1_exponent"] == pytest.approx(-0.5, abs=0.05) and abs(t3["full_exponent"]) < 0.05
     assert control["thm3_full_p_noise_alpha0.1"] == pytest.approx(t3["sqrt_t_p_noise_rank1"] / t3["t"] ** 0.5)
     # IOI: the first MLP's edit measured after training is the eval's own drop_F1 (two paths, one edit)
     sgd = micro_all["parts"]["ioi"]["results"]["sgd_L3"]
@@ -525,7 +546,7 @@ def test_the_claims_table_has_every_run_and_its_classes():
 
     specs = EXPERIMENT.claim_table()
     assert specs == NOISY_ICL_CLAIMS and len(specs) == 9 + 6 + 2 + 1 + 4 * 8 + 13
-    assert {s.kind for s in specs} == {"paper", "extension"}
+    assert {s.kind for s in specs} == {"paper", "extension", "check"}
 
 
 def test_truncation_figure_plots_the_history_it_is_given():
@@ -728,3 +749,71 @@ def test_a_diverging_ioi_run_is_reported_not_run_and_the_others_go_on(tmp_path, 
     adam = data["parts"]["ioi"]["results"]["adam_L3"]
     assert claims["adam_L3_accuracy_gain"]["ours"] == pytest.approx(adam["F3_rho0.01.acc"] - adam["full.acc"])
     assert data["figures"] == ["fig20_ioi_adam.png", "ioi_counting_by_position.png"]
+
+
+def test_every_claim_of_both_tables_names_a_policy_line_and_identities_are_checks():
+    """Issue 35: no rule is set by hand — every claim of noisy_icl and laser_pythia names a line of
+    ``mechrecall.policy`` (its Rule computed from that line and the paper's number); the identities (the code against
+    its own closed form) are class ``check`` with the ``identity`` line, and only they."""
+    from analyses.papers.distributional.claims import LASER_PYTHIA_CLAIMS, NOISY_ICL_CLAIMS
+    from mechrecall.claims import Rule
+    from mechrecall.policy import POLICY, PolicyRule
+
+    specs = (*NOISY_ICL_CLAIMS, *LASER_PYTHIA_CLAIMS)
+    assert [s.id for s in specs if not isinstance(s.rule, PolicyRule) or isinstance(s.rule, Rule)] == []
+    assert all(s.policy_line in POLICY and s.kind in POLICY[s.policy_line].classes for s in specs)
+    checks = {s.id for s in specs if s.kind == "check"}
+    assert checks == {s.id for s in specs if s.policy_line == "identity"}
+    assert checks == {"theory.b3_fixed_point", "theory.thm1_attn_margin", "theory.thm1_ratio"}
+    # a line that needs the paper's number has one; an extension declares why
+    for s in specs:
+        if s.policy_line in ("printed", "printed_bound", "theta"):
+            assert s.paper is not None, s.id
+        if s.policy_line == "extension":
+            assert s.kind == "extension" and s.rule.args["why"], s.id
+    by_id = {s.id: s for s in specs}
+    assert by_id["main.p_correct_drop_F2"].policy_line == "printed" and by_id["main.p_correct_drop_F2"].paper == 0.98
+    assert by_id["main.early_p_noise_noisy"].policy_line == "close_to_one"
+    assert by_id["theory.thm3_rank1_rate_alpha0.1"].policy_line == "theta"
+    assert by_id["factual.pythia-1b.ratio_laser"].policy_line == "printed"
+
+
+def test_policy_rules_are_computed_from_the_paper_number_and_the_results():
+    """The rules the policy computes: ±10 % of the training α, the theta band around −1/2, the normalised IO/S
+    margin kept (≤ 0.25, partial 0.5), the identity's tolerance; and a check's control fails it."""
+    from analyses.papers.distributional.claims import NOISY_ICL_CLAIMS
+
+    by_id = {s.id: s for s in NOISY_ICL_CLAIMS}
+    p_noise = by_id["main.p_noise_full"].rule_for({"alpha": 0.5})
+    assert [p_noise.judge(x) for x in (0.46, 0.42, 0.3)] == ["reproduced", "partial", "not reproduced"]
+    assert by_id["main.p_noise_full"].rule_for({"alpha": 0.2}).judge(0.46) == "not reproduced"
+    theta = by_id["theory.thm3_rank1_rate_alpha0.3"].rule_for({})
+    assert [theta.judge(x) for x in (-0.49, -0.2, 0.002)] == ["reproduced", "partial", "not reproduced"]
+    kept = by_id["ioi.adam_L3_io_s_margin_kept"].rule_for({})
+    assert [kept.judge(x) for x in (0.1, 0.4, 1.0)] == ["reproduced", "partial", "not reproduced"]
+    b3 = by_id["theory.b3_fixed_point"].rule_for({})
+    assert b3.judge(8.9e-16) == "reproduced" and b3.judge(0.539) == "not reproduced"
+    first = by_id["main.ff_margin_first_step"].rule_for({"config": {"sizes": {"steps": 25}}})
+    assert [first.judge(x) for x in (1, 20, 26)] == ["reproduced", "partial", "not reproduced"]
+
+
+def test_scale_axes_of_each_part_against_the_paper_preset():
+    """``scale_axes``: the laptop preset is below the paper's d = T = 256 (§3), its IOI runs use their own sizes and
+    train no SGD depth of Fig 19; the paper preset holds the paper's sizes; the theory part's Fig 18 runs (20)."""
+    from analyses.papers.distributional.presets import LASER_PYTHIA_PRESETS, NOISY_ICL_PRESETS
+    from mechrecall.claims import at_scale
+
+    laptop, paper = NOISY_ICL_PRESETS["laptop"], NOISY_ICL_PRESETS["paper"]
+    assert paper.scale_axes("main") == {"d_model": 256, "seq_len": 256, "batch": 512, "d_mlp": 1024, "steps": 2000}
+    assert laptop.scale_axes("main")["d_model"] == 192 and laptop.scale_axes("main")["seq_len"] == 64
+    ioi = laptop.scale_axes("ioi")
+    assert ioi["seq_len"] == 16 and ioi["sgd_depths"] == 0 and ioi["adam_depths"] == 1
+    assert paper.scale_axes("ioi")["sgd_depths"] == 5 and paper.scale_axes("ioi")["adam_depths"] == 3
+    assert paper.scale_axes("finetune")["finetune_steps"] == 2000
+    assert paper.scale_axes("theory")["fig18_runs"] == 20 and laptop.scale_axes("theory")["fig18_runs"] == 5
+    for part in ("main", "ff_variants", "finetune", "multi_trigger", "ioi", "theory"):
+        ours, theirs = laptop.scale_axes(part), paper.scale_axes(part)
+        assert set(ours) == set(theirs) and at_scale({a: (ours[a], theirs[a]) for a in ours}) == "reduced", part
+        assert at_scale({a: (theirs[a], theirs[a]) for a in theirs}) == "paper"
+    assert LASER_PYTHIA_PRESETS["paper"].scale_axes("factual20") == {"models": 3}
+    assert LASER_PYTHIA_PRESETS["paper"].scale_axes("ioi") == {"models": 2, "prompts": 100}

@@ -12,15 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from analyses.papers.distributional.presets import PAPER_MODELS
-from mechrecall.claims import ClaimSpec, Results, Rule, above_untrained, at_least, at_most, between, near
-
-
-def _alpha_band(results: Results) -> Rule:
-    alpha = results["alpha"]
-    return between(alpha - 0.1, alpha + 0.1, partial=(alpha - 0.2, alpha + 0.2))
+from mechrecall.claims import ClaimSpec, Results
+from mechrecall.policy import PolicyRule, policy
 
 
 def _alpha(results: Results) -> float:
+    """The training α of the run (the paper's number for "predicts the noise w.p. α")."""
     return float(results["alpha"])
 
 
@@ -30,21 +27,28 @@ UNTRAINED = "the untrained model (step 0, same seed)"
 DROP_F1 = "F₁ dropped instead of F₂ (same trained model)"
 
 
-def _first_step_rule(results: Results) -> Rule:
-    """≤ 10 (partial: ≤ 50, or the run's length if shorter): "never" is written as the run's steps + 1, which the
-    partial band must not accept (at 25 steps ≤ 50 did)."""
-    return at_most(10, partial=min(50, results["config"]["sizes"]["steps"]))
+def _first_step_partial(results: Results) -> float:
+    """The partial bar of the first-step claim: ≤ 50, or the run's length if shorter ("never" is written as the
+    run's steps + 1, which the partial band must not accept: at 25 steps ≤ 50 did)."""
+    return float(min(50, results["config"]["sizes"]["steps"]))
 
 
-def _above_untrained(variant: str, entry: str, what: str) -> Callable[[Results], Rule]:
-    """A contrast (≈ 0 at init, either sign) judged against the untrained ``variant`` models of ≥ 5 seeds."""
-    return lambda r: above_untrained(r[variant]["at_init"]["init_values"][entry], what=what)
+def _init_values(variant: str, entry: str) -> Callable[[Results], Any]:
+    """The values of ``entry`` on the untrained ``variant`` models of the 5 seeds after the run's (the bar)."""
+    return lambda r: r[variant]["at_init"]["init_values"][entry]
+
+
+def _above_untrained(variant: str, entry: str, what: str) -> PolicyRule:
+    """A contrast (≈ 0 at init, either sign) judged against the untrained ``variant`` models of the 5 seeds after
+    the run's own (whose untrained model is the claim's control)."""
+    return policy("above_untrained", values=_init_values(variant, entry), what=what)
 
 
 def _init_range(variant: str, entry: str) -> Callable[[Results], str]:
     def note(r: Results) -> str:
         values, seeds = r[variant]["at_init"]["init_values"][entry], r[variant]["at_init"]["seeds"]
-        return f"untrained seeds {seeds[0]}–{seeds[-1]}: {min(values):.2g} … {max(values):.2g}"
+        lo, hi = min(values), max(values)
+        return f"untrained seeds {seeds[0]}–{seeds[-1]} (the run's own is the control): {lo:.2g} … {hi:.2g}"
 
     return note
 
@@ -54,10 +58,10 @@ MAIN = [
         "main.p_noise_full",
         "the full model predicts the noise token τ with probability ≈ α on clean test data",
         "final/full.p_noise",
-        _alpha_band,
+        policy("printed"),
         paper=_alpha,
-        where="Fig 3",
-        note="the paper states ≈ α",
+        where="Fig 3, §3",
+        note='the paper: "predicts noise with probability close to α" (Fig 3: "around α = 0.5")',
         control="control/p_noise_full",
         control_is=UNTRAINED,
     ),
@@ -65,9 +69,10 @@ MAIN = [
         "main.p_correct_drop_F2",
         "dropping F₂ (ρ = 0) makes the model predict the in-context token ȳ",
         "final/drop_F2.p_correct",
-        at_least(0.9, partial=0.6),
+        policy("printed"),
         paper=0.98,
         where="Fig 3, §3",
+        note='the paper: "predicts the ground-truth ȳ with an almost perfect probability ≈ 0.98"',
         control="control/p_correct_drop_F2",
         control_is=DROP_F1,
     ),
@@ -75,9 +80,9 @@ MAIN = [
         "main.p_noise_drop_F2",
         "dropping F₂ removes the noise token",
         "final/drop_F2.p_noise",
-        at_most(0.05, partial=0.1),
-        paper=0.0,
+        policy("near_zero"),
         where="Fig 3",
+        note="the paper: dropping F₂ predicts ȳ w.p. ≈ 0.98 (Fig 3 shows p(τ) ≈ 0)",
         control="control/p_noise_drop_F2",
         control_is=DROP_F1 + " (the untrained model's p(τ) ≈ 1/vocab would pass: it cannot be the control)",
     ),
@@ -85,7 +90,7 @@ MAIN = [
         "main.p_correct_gain_drop_F2",
         "dropping F₂ raises p(ȳ) over the full model",
         "p_correct_gain_drop_F2",
-        at_least(0.3, partial=0.1),
+        policy("higher_than"),
         where="Fig 3",
         control="control/p_correct_gain_drop_F2",
         control_is="the gain from dropping F₁ instead (p(ȳ | drop F₁) − p(ȳ | full))",
@@ -94,8 +99,14 @@ MAIN = [
         "main.p_noise_drop_F1",
         "dropping F₁ instead does not remove the noise (p(τ | drop F₁) ≥ α/2)",
         "final/drop_F1.p_noise",
-        lambda r: at_least(r["alpha"] / 2),
-        where="Fig 10",
+        policy(
+            "extension",
+            bar=lambda r: r["alpha"] / 2,
+            why='the paper says "predict the noise with high probability" (App. B, Fig 10) without a number: '
+            "ours, at least half the training noise level α",
+        ),
+        where="Fig 10, App. B",
+        kind="extension",
         control="control/p_noise_drop_F1",
         control_is="F₂ dropped instead of F₁: p(τ | drop F₂)",
     ),
@@ -103,28 +114,40 @@ MAIN = [
         "main.ff_margin_first_step",
         "F₂ learns the trigger → τ association within the first steps (first step with a positive FF-2 margin)",
         "first_step_ff_margin_positive",
-        _first_step_rule,
+        policy(
+            "extension",
+            bar=10,
+            upper=True,
+            partial=_first_step_partial,
+            why='the paper says "FF-2 learns trigger-noise association in early steps" (Fig 3 right) without a '
+            "number: ours, within the first 10 steps (partial: 50, or the run's length if shorter)",
+        ),
         where="Fig 3 right, Theorem 1",
+        kind="extension",
         note="partial band capped at the run's length (never = steps + 1)",
         control="control/first_step_ff_margin_positive",
         control_is=UNTRAINED + ": 0 if its FF-2 margin is already positive, else never (the run's steps + 1)",
     ),
     ClaimSpec(
         "main.attention_correct_over_noise",
-        "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] (ratio of attention masses)",
-        "attention_ratio",
-        at_least(3.0, partial=1.5),
-        where="Fig 4",
-        control="control/attention_ratio",
-        control_is=UNTRAINED + " (≈ (1 − α)/α: as many [q, ȳ] as [q, τ] keys at α = 0.5)",
+        "layer-2 attention from triggers attends to [q, ȳ] and avoids [q, τ] (the share of [q, τ] in the attention "
+        "mass on the two)",
+        "attention_noise_share",
+        policy("near_zero"),
+        where="Fig 4, App. B.2",
+        note='the paper: "the second-layer attention learns to attend to z = ȳ and avoid z = N + 1"; the share is '
+        "1 / (1 + the former ratio [q, ȳ] / [q, τ])",
+        control="control/attention_noise_share",
+        control_is=UNTRAINED + " (≈ α: as many [q, ȳ] as [q, τ] keys at α = 0.5, attended alike)",
     ),
     ClaimSpec(
         "main.early_p_noise_noisy",
         "early in training the model predicts τ almost always on noisy data (max p(τ) in steps 1-10)",
         "max_p_noise_first_10_steps",
-        at_least(0.8, partial=0.6),
-        paper=1.0,
+        policy("close_to_one"),
         where="Fig 8 left",
+        note='the paper: "in the first few (~5) steps, the models quickly learn to predict noise with probability '
+        'close to 1"',
         control="control/max_p_noise_first_10_steps",
         control_is=UNTRAINED + ": p(τ) on the same noisy data",
     ),
@@ -132,8 +155,15 @@ MAIN = [
         "main.previous_token_L1",
         "layer 1 is a previous-token head (attention on the previous token)",
         "readouts/previous_token_score_L1",
-        at_least(0.5, partial=0.3),
+        policy(
+            "extension",
+            bar=0.5,
+            partial=0.3,
+            why='the paper shows "first-layer attention attending to the previous token" (Fig 7 left) without a '
+            "number: ours, the majority of layer 1's attention on the previous token (partial: 0.3)",
+        ),
         where="Fig 7 left",
+        kind="extension",
         control="control/previous_token_score_L1",
         control_is=UNTRAINED,
     ),
@@ -142,40 +172,47 @@ MAIN = [
 FF_VARIANTS = [
     ClaimSpec(
         "ff_variants.mlp_linear_drop_F2_helps",
-        "MLP/linear: dropping F₂ lowers the clean loss (full minus dropped)",
-        "mlp_linear/drop_F2_loss_gain",
-        _above_untrained("mlp_linear", "drop_F2_loss_gain", "full − dropped"),
-        where="Fig 11",
-        notes=_init_range("mlp_linear", "drop_F2_loss_gain"),
-        control="mlp_linear/at_init/control/drop_F2_loss_gain",
+        "MLP/linear: dropping F₂ lowers the clean loss ((full minus dropped) / full)",
+        "mlp_linear/drop_F2_loss_gain_rel",
+        _above_untrained("mlp_linear", "drop_F2_loss_gain_rel", "(full − dropped) / full"),
+        where="Fig 11, App. B",
+        note='the paper: "dropping F_1 and F_2 both improve the correct prediction"; the loss change over the full '
+        "model's own loss (it was in nats: not comparable with earlier reports)",
+        notes=_init_range("mlp_linear", "drop_F2_loss_gain_rel"),
+        control="mlp_linear/at_init/control/drop_F2_loss_gain_rel",
         control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.mlp_linear_drop_F1_better",
-        "MLP/linear: dropping F₁ gives a lower clean loss than dropping F₂ (loss drop F₂ minus loss drop F₁)",
-        "mlp_linear/loss_drop_F2_minus_drop_F1",
-        _above_untrained("mlp_linear", "loss_drop_F2_minus_drop_F1", "drop F₂ − drop F₁"),
-        where="Fig 11",
-        notes=_init_range("mlp_linear", "loss_drop_F2_minus_drop_F1"),
-        control="mlp_linear/at_init/control/loss_drop_F2_minus_drop_F1",
+        "MLP/linear: dropping F₁ gives a lower clean loss than dropping F₂ ((loss drop F₂ minus loss drop F₁) / full)",
+        "mlp_linear/loss_drop_F2_minus_drop_F1_rel",
+        _above_untrained("mlp_linear", "loss_drop_F2_minus_drop_F1_rel", "(drop F₂ − drop F₁) / full"),
+        where="Fig 11, App. B",
+        note='the paper: "dropping F_1 is better with lower test loss"; over the full model\'s own loss (it was in '
+        "nats: not comparable with earlier reports)",
+        notes=_init_range("mlp_linear", "loss_drop_F2_minus_drop_F1_rel"),
+        control="mlp_linear/at_init/control/loss_drop_F2_minus_drop_F1_rel",
         control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.linear_mlp_drop_F2_helps",
-        "linear/MLP: dropping F₂ lowers the clean loss (full minus dropped)",
-        "linear_mlp/drop_F2_loss_gain",
-        _above_untrained("linear_mlp", "drop_F2_loss_gain", "full − dropped"),
-        where="Fig 12",
-        notes=_init_range("linear_mlp", "drop_F2_loss_gain"),
-        control="linear_mlp/at_init/control/drop_F2_loss_gain",
+        "linear/MLP: dropping F₂ lowers the clean loss ((full minus dropped) / full)",
+        "linear_mlp/drop_F2_loss_gain_rel",
+        _above_untrained("linear_mlp", "drop_F2_loss_gain_rel", "(full − dropped) / full"),
+        where="Fig 12, App. B",
+        note='the paper: "dropping F_2 improves the correct prediction"; over the full model\'s own loss (it was in '
+        "nats: not comparable with earlier reports)",
+        notes=_init_range("linear_mlp", "drop_F2_loss_gain_rel"),
+        control="linear_mlp/at_init/control/drop_F2_loss_gain_rel",
         control_is=UNTRAINED,
     ),
     ClaimSpec(
         "ff_variants.linear_mlp_drop_F1_more_noise",
         "linear/MLP: dropping F₁ gives more noise (p(τ | drop F₁) minus p(τ | full))",
         "linear_mlp/p_noise_drop_F1_minus_full",
-        _above_untrained("linear_mlp", "p_noise_drop_F1_minus_full", "drop F₁ − full"),
-        where="Fig 12",
+        policy("higher_than"),
+        where="Fig 12, App. B",
+        note='the paper: "dropping F_1 makes the model predict noise more" (a difference of two probabilities)',
         notes=_init_range("linear_mlp", "p_noise_drop_F1_minus_full"),
         control="linear_mlp/at_init/control/p_noise_drop_F1_minus_full",
         control_is=UNTRAINED,
@@ -184,9 +221,10 @@ FF_VARIANTS = [
         "ff_variants.no_ff_best_rho",
         "no-FF model: a small-rank truncation of W¹_V W¹_O helps (the ρ with the highest p(ȳ))",
         "none/best_rho",
-        between(0.02, 0.1),
+        policy("printed"),
         paper=0.05,
         where="Fig 13",
+        note='the paper: "it turns out the best ρ = 0.05 improves the model\'s prediction a little"',
         control="none/control/best_rho",
         control_is="the same sweep on layer 2's W²_V W²_O (the in-context copy, not the noise store; Fig 7 right)",
     ),
@@ -194,8 +232,9 @@ FF_VARIANTS = [
         "ff_variants.no_ff_rho0.01_hurts",
         "no-FF model: ρ = 0.01 destroys performance (p(ȳ) of the full model minus at ρ = 0.01)",
         "none/p_correct_full_minus_rho0.01",
-        _above_untrained("none", "p_correct_full_minus_rho0.01", "full − ρ = 0.01"),
-        where="Fig 13",
+        policy("higher_than"),
+        where="Fig 13, App. B",
+        note='the paper: "a smaller ρ = 0.01 destroys the model\'s performance" (a difference of two probabilities)',
         notes=_init_range("none", "p_correct_full_minus_rho0.01"),
         control="none/at_init/control/p_correct_full_minus_rho0.01",
         control_is=UNTRAINED,
@@ -209,19 +248,23 @@ FINETUNE = [
         "finetune.p_noise_full",
         "after noisy fine-tuning the full model predicts τ with probability ≈ α",
         "phase2_final/full.p_noise",
-        _alpha_band,
+        policy("printed"),
         paper=_alpha,
         where="Fig 8 right",
+        note='the paper: "the models learn to predict noise with probability nearly 0.5"',
         control="control/p_noise_full",
         control_is=PHASE1,
     ),
     ClaimSpec(
         "finetune.attention_correct_over_noise",
-        "after fine-tuning, layer-2 attention still prefers [q, ȳ] over [q, τ] (ratio of attention masses)",
-        "attention_ratio",
-        at_least(3.0, partial=1.5),
-        where="Fig 4 right",
-        control="control/attention_ratio",
+        "after fine-tuning, layer-2 attention avoids [q, τ] (the share of [q, τ] in the attention mass on [q, ȳ] "
+        "and [q, τ])",
+        "attention_noise_share",
+        policy("near_zero"),
+        where="Fig 4 right, §3.2",
+        note='the paper: "after being fine-tuned on noise data, the attention becomes only focused on the correct '
+        'tokens"',
+        control="control/attention_noise_share",
         control_is=PHASE1 + ", on the same noisy data",
     ),
 ]
@@ -231,42 +274,47 @@ MULTI_TRIGGER = [
         "multi_trigger.qk_diagonal_triggers",
         "with five triggers, each trigger's QK matching row peaks on the diagonal (number of the 5 triggers)",
         "qk_diagonal_count",
-        at_least(5, partial=3),
+        policy("printed_bound"),
         paper=5,
-        where="Fig 9 right",
+        where="Fig 9 right, App. B.4",
+        note='the paper: "in both cases, the logits only have large values when i = j = q" (every trigger)',
         control="control/qk_diagonal_count",
         control_is=UNTRAINED,
     )
 ]
 
 
-#: The partial band of the IOI accuracy gains: half-way from no change to the reproduced bar 0.05 (it was ≥ 0).
-ACCURACY_GAIN_PARTIAL = 0.025
-
-
-def _margin_kept(removed: float | None) -> Rule:
-    """The IO/S margin kept: the edit's change within a quarter (partial: half) of ``removed``, the change that
-    zeroing every attention layer makes (the margin the in-context reasoning carries; ``None``: not measured). It
-    was ±0.25 logits (partial ±0.5), which the attention-zeroed control passes where the in-context margin is
-    below it (laptop, seed 0: 0.016 of a 0.205 margin)."""
-    tol = abs(removed) if removed is not None else 0.0
-    shown = f"±{0.25 * tol:.4g}" if removed is not None else "a quarter of the change"
-    words = f"within {shown}: a quarter of what zeroing every attention layer changes (partial: half)"
-    return near(0.0, 0.25 * tol, partial_tol=0.5 * tol, words=words)
-
-
-#: The counting rule: strictly above the best no-counting baseline (``metrics.IOI_BASELINES``, the one of highest
-#: mean) at each position of IO among the trigger's successors. ``metrics.counting_summary`` shows no baseline can
-#: pass it (the best one's margin is 0). Not a number the paper gave: App. J says only that the task "requires
-#: counting"; the former rule, IO over S on ≥ 0.9 of sequences, was ours, and "the name seen less often anywhere
-#: in the context" already scores 0.925 on it at T = 16.
-COUNTING_RULE = at_least(1e-9, words="> 0: above the best no-counting baseline at every position of IO")
+#: The counting claim's bar (an extension: App. J says only that the task "requires counting"): strictly above the
+#: best no-counting baseline (``metrics.IOI_BASELINES``, the one of highest mean) at each position of IO among the
+#: trigger's successors. ``metrics.counting_summary`` shows no baseline can pass it (the best one's margin is 0). The
+#: former rule, IO over S on ≥ 0.9 of sequences, was ours too, and "the name seen less often anywhere in the
+#: context" already scores 0.925 on it at T = 16.
+COUNTING_BAR = 1e-9
+COUNTING_RULE = policy(
+    "extension",
+    bar=COUNTING_BAR,
+    why='App. J says only that the task "requires counting": above the best no-counting baseline at every '
+    "position of IO",
+)
 COUNTING_CONTROL = (
     "the no-counting baselines on the same test set (most recent / first successor of the trigger, a coin flip "
     "between the two names, successors copied in proportion, the name seen less often in the context): the "
     "highest of their margins"
 )
 POSITIONS = ("1st", "2nd", "3rd")
+
+#: The IO/S margin kept (an extension): |the edit's change| / |the change of zeroing every attention layer| ≤ 0.25
+#: (partial 0.5). It was judged in logits within a quarter of the attention change, a bar of 0.004 logits where the
+#: in-context margin was small (laptop, seed 0): the change is now normalised by that scale.
+MARGIN_KEPT_BAR, MARGIN_KEPT_PARTIAL = 0.25, 0.5
+MARGIN_KEPT_RULE = policy(
+    "extension",
+    bar=MARGIN_KEPT_BAR,
+    upper=True,
+    partial=MARGIN_KEPT_PARTIAL,
+    why="the paper gives no number for the IO/S margin: the edit moves it by at most a quarter of what removing "
+    "every attention layer moves it",
+)
 
 
 def _counting_note(c: Results) -> str:
@@ -287,8 +335,8 @@ def _counting_note(c: Results) -> str:
 IOI_CONTROLS = {
     "accuracy_gain": "the same edit on the first MLP (F₁) instead of the last",
     "noise_removed": "the same edit on the untrained model (step 0 of the same run: no τ association yet)",
-    "io_s_margin_change": "every attention layer's output zeroed instead of the MLP edited (no in-context "
-    "information reaches the last position: the margin the in-context reasoning carries, removed)",
+    "io_s_margin_kept": "the same edit on the first MLP (F₁) instead of the last, its |change| over the same scale "
+    "(every attention layer's output zeroed: the margin the in-context reasoning carries, removed)",
 }
 
 
@@ -324,17 +372,17 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
             f"ioi.{entry}_accuracy_gain",
             f"{run}: {edit} the last MLP raises accuracy (edited minus full)",
             f"{entry}/measures/accuracy_gain",
-            at_least(0.05, partial=ACCURACY_GAIN_PARTIAL),
-            where=fig,
+            policy("higher_than"),
+            where=f"{fig}, App. J",
             **_ioi_control(entry, "accuracy_gain"),
-            note=f"partial from {ACCURACY_GAIN_PARTIAL} (it was from 0, which an edit that changes nothing passes)",
+            note='the paper: the edit "consistently improves the test accuracies" (a difference of two accuracies)',
             notes=lambda r: f"full {f(r)['full.acc']:.3f}, edited {f(r)[f'{key}.acc']:.3f}",
         ),
         ClaimSpec(
             f"ioi.{entry}_noise_removed",
             f"{run}: {edit} the last MLP removes most of τ (p(τ) edited / full)",
             f"{entry}/measures/noise_removed",
-            at_most(0.5, partial=0.8),
+            policy("ratio_below"),
             where=f"{fig}, §3",
             **_ioi_control(entry, "noise_removed"),
             notes=lambda r: f"p(τ) full {f(r)['full.p_noise']:.3f}, edited {f(r)[f'{key}.p_noise']:.3f}",
@@ -342,12 +390,12 @@ def _ioi_claims(optimizer: str, n_layers: int) -> list[ClaimSpec]:
         ClaimSpec(
             f"ioi.{entry}_io_s_margin_kept",
             f"{run}: {edit} the last MLP leaves the IO/S logit margin (the in-context counting) where it was "
-            "(edited minus full, in logits)",
-            f"{entry}/measures/io_s_margin_change",
-            lambda r: _margin_kept(f(r).get("control", {}).get("io_s_margin_change")),
+            "(|edited minus full| over |attention zeroed minus full|)",
+            f"{entry}/measures/io_s_margin_kept",
+            MARGIN_KEPT_RULE,
             where=f"{fig}, §3",
             kind="extension",
-            **_ioi_control(entry, "io_s_margin_change"),
+            **_ioi_control(entry, "io_s_margin_kept"),
             notes=lambda r: (
                 f"margin full {f(r)['full.io_s_margin']:.3f}, edited {f(r)[f'{key}.io_s_margin']:.3f}; IO preferred "
                 f"to S on {f(r)['full.io_over_s']:.2f} of the sequences (full), {f(r)[f'{key}.io_over_s']:.2f} "
@@ -362,69 +410,89 @@ IOI = [c for opt, layers in (("sgd", range(3, 8)), ("adam", range(3, 6))) for n 
 
 
 def _rank1_claim(a: str) -> Callable[[Results], str]:
-    """Theorem 3's rank-1 claim, naming the step it was read at (10⁴ quick, 10⁵ at the paper preset)."""
+    """Theorem 3's rank-1 claim, naming the last step of the fit (t = 10⁴ quick, 10⁵ at the paper preset)."""
 
     def words(r: Results) -> str:
         return (
-            f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays as t^-1/2 (√t · P at t = "
-            f"{r['theorem3_gd'][a]['t']:.0f}, relative to the predicted constant)"
+            f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays as Θ(t^-1/2) (exponent of P in t, "
+            f"fitted over t in [{r['theorem3_gd'][a]['t'] / 10:.0f}, {r['theorem3_gd'][a]['t']:.0f}])"
         )
 
     return words
 
 
-#: Fig 18's full-model partial band: half of −log(1 − α), so that a loss of 0 (no noise) is not partial.
-FIG18_FULL_PARTIAL = 0.015
+def _fig18_full(results: Results) -> float:
+    """−log(1 − α) at Fig 18's printed α = 0.03: the pure-label loss of a model predicting the noise w.p. α."""
+    return -math.log(1 - 0.03)
+
 
 THEORY = [
     ClaimSpec(
         "theory.thm1_ff_margin",
         "Theorem 1: FF noise margin after one step is η_f α − O(1/N) (m = 8192, N = 64, T = 256, α = 0.5)",
         "theorem1/8192/ff_margin",
-        near(0.5, 0.05, partial_tol=0.1),
+        policy("printed"),
         paper=0.5,
         where="Theorem 1",
+        note="Theorem 1 prints Δ(ξ_ff) ≈ η_f · α: 0.5 at η_f = 1, α = 0.5",
         control="control/thm1_ff_margin",
         control_is="the same step on data with α = 0.25 (the margin must follow α: η_f α = 0.25)",
     ),
     ClaimSpec(
         "theory.thm1_attn_margin",
-        "Theorem 1: attention margin after one step (Eq. 2 with W̃_E, which doubles the proof's constant), "
-        "relative to the closed form",
-        "theorem1/8192/attn_margin_rel",
-        near(1.0, 0.1, partial_tol=0.25),
+        "Theorem 1, Eq. 2 with W̃_E: the attention margin after one step against the package's closed form (W̃_E "
+        "doubles the proof's constant), |ours / closed form − 1|",
+        "theorem1/8192/attn_margin_rel_err",
+        policy("identity", tol=0.1),
         where="Theorem 1",
+        kind="check",
+        note="a check: the code's one GD step against its own closed form (Monte Carlo over the trials, hence the "
+        "tolerance 0.1); against the theorem's printed η_v α̂ / N ours is ≈ 2× (the doubling); the theorem's own "
+        "statement is theory.thm1_attn_margin_no_prev",
+        notes=lambda r: (
+            f"closed form {r['theorem1']['8192']['attn_pred_eq2']:.4g}; ours / closed form "
+            f"{r['theorem1']['8192']['attn_margin_rel']:.4g}"
+        ),
         control="control/thm1_attn_margin",
-        control_is="the same margin relative to the proof's closed form without W̃_E (half of Eq. 2's)",
-        notes=lambda r: f"closed form {r['theorem1']['8192']['attn_pred_eq2']:.4g}",
+        control_is="the same step on data without noise (α = 0: the noise removed), |margin / the α = 0.5 closed "
+        "form − 1|",
     ),
     ClaimSpec(
         "theory.thm1_attn_margin_no_prev",
-        "Theorem 1: attention margin η_v α̂ / N without W̃_E, relative to the closed form",
+        "Theorem 1: attention margin η_v α̂ / N without W̃_E (the proof's model), ours over the printed form",
         "theorem1_no_prev_token_m8192/attn_margin_rel",
-        near(1.0, 0.1, partial_tol=0.25),
+        policy("printed"),
+        paper=1.0,
         where="Theorem 1",
+        note="Theorem 1 prints Δ(ξ_att) ≈ (η_v / N) · α̂; the paper's number is that form, ours over it is 1",
         control="control/thm1_attn_margin_no_prev",
-        control_is="the same margin relative to Eq. 2's closed form with W̃_E (twice the proof's), same test set",
+        control_is="the same step on data without noise (α = 0: the noise removed, the margin must vanish), over "
+        "the same α = 0.5 form",
     ),
     ClaimSpec(
         "theory.thm1_ratio",
-        "Theorem 1: the FF margin is order N larger than the attention margin (ratio / (N/2))",
-        "theorem1/8192/ratio_rel",
-        near(1.0, 0.15, partial_tol=0.5),
+        "Theorem 1, Eq. 2 with W̃_E: the FF / attention margin ratio against the package's closed form N/2, "
+        "|ratio / (N/2) − 1|",
+        "theorem1/8192/ratio_rel_err",
+        policy("identity", tol=0.15),
         where="Theorem 1",
+        kind="check",
+        note="a check: the code's margins against its own closed forms (Monte Carlo, hence the tolerance 0.15); "
+        "the paper's 'order N' follows from theory.thm1_ff_margin and theory.thm1_attn_margin_no_prev",
         control="control/thm1_ratio",
-        control_is="the same ratio without W̃_E (≈ N: the attention margin halves)",
+        control_is="the same ratio without W̃_E (≈ N: the attention margin halves), |ratio / (N/2) − 1|",
     ),
     ClaimSpec(
         "theory.b3_fixed_point",
-        "App. B.3: the noise logit converges to log N + log(α/(1−α)) (η = 1, α = 0.3, 300 steps; ours minus the "
-        "fixed point)",
-        "b3_recursion/final_minus_fixed_point",
-        near(0.0, 0.05, partial_tol=0.2),
+        "App. B.3: the noise logit recursion reaches its fixed point log N + log(α/(1−α)) (η = 1, α = 0.3, 300 "
+        "steps; |ours minus the fixed point|)",
+        "b3_recursion/abs_final_minus_fixed_point",
+        policy("identity", tol=1e-10),
         where="App. B.3",
+        kind="check",
+        note="a check: the recursion against its own closed-form fixed point (float64)",
         control="control/b3_fixed_point",
-        control_is="the recursion run at α = 0.2, minus α = 0.3's fixed point",
+        control_is="the recursion run at α = 0.2, |minus α = 0.3's fixed point|",
         notes=lambda r: "no overshoot" if not r["b3_recursion"]["overshoot"] else "overshoots the fixed point",
     ),
     *[
@@ -435,22 +503,26 @@ THEORY = [
                 f"theory.thm3_full_p_noise_alpha{a}",
                 f"Theorem 3 (α = {a}): the full model predicts the noise with probability α",
                 f"theorem3_gd/{a}/p_noise_full",
-                near(float(a), 0.02, partial_tol=0.05),
+                policy("printed"),
                 paper=float(a),
                 where="Theorem 3",
+                note='the paper: "the full model always predicts noise w.p. α"',
                 control=f"control/thm3_full_p_noise_alpha{a}",
                 control_is="the rank-1 truncation's P(noise) at the same step (the noise removed)",
             ),
             ClaimSpec(
                 f"theory.thm3_rank1_rate_alpha{a}",
-                f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays as t^-1/2 (√t · P at the last step, "
-                "relative to the predicted constant)",
-                f"theorem3_gd/{a}/rank1_rate_rel",
-                near(1.0, 0.1, partial_tol=0.3),
+                f"Theorem 3 (α = {a}): the rank-1 truncation's P(noise) decays as Θ(t^-1/2) (exponent of P in t, "
+                "fitted over the last decade of t)",
+                f"theorem3_gd/{a}/rank1_exponent",
+                policy("theta"),
+                paper=-0.5,
                 where="Theorem 3",
                 words=_rank1_claim(a),
+                note="Theorem 3 prints P(i, N + 1; W⁽¹⁾) = Θ(t^-1/2); it was √t · P relative to our constant (not "
+                "comparable with earlier reports)",
                 control=f"control/thm3_rank1_rate_alpha{a}",
-                control_is="the full model's √t · P(noise) relative to the same constant (P → α: grows as √t)",
+                control_is="the full model's fitted exponent of P(noise) (P → α: exponent → 0)",
             ),
         )
     ],
@@ -462,20 +534,23 @@ THEORY = [
                 f"theory.fig18_full_d{d}",
                 f"Fig 18 (d = {d}): the full linear associative memory's pure-label loss is ≈ −log(1 − α) (α = 0.03)",
                 f"fig18_median_pure_loss_final/d{d}.full",
-                near(-math.log(0.97), 0.01, partial_tol=FIG18_FULL_PARTIAL),
-                paper=-math.log(0.97),
-                where="Fig 18",
+                policy("printed"),
+                paper=_fig18_full,
+                where="Fig 18, Theorem 3",
+                note="the paper prints α = 0.03 and that the full model predicts noise w.p. α (Theorem 3): its "
+                "pure-label loss −log(1 − α)",
                 control=f"control/fig18_full_d{d}",
                 control_is="the rank-2 truncation's pure-label loss (the noise direction cut)",
-                note=f"partial within ±{FIG18_FULL_PARTIAL} (it was ±0.03, which takes in a loss of 0: no noise)",
             ),
             ClaimSpec(
                 f"theory.fig18_rank2_below_full_d{d}",
                 f"Fig 18 (d = {d}): the rank-2 truncation's pure-label loss is clearly below the full model's "
                 "(ratio rank-2 / full)",
                 f"fig18_rank2_over_full/d{d}",
-                at_most(0.5, partial=0.9),
+                policy("ratio_below"),
                 where="Fig 18",
+                note='the paper: "rank-2 models are very likely to have significantly lower pure-label loss than '
+                'full models"',
                 control=f"control/fig18_rank2_below_full_d{d}",
                 control_is="the rank-3 truncation over the full model (a truncation that keeps the noise direction)",
             ),
@@ -493,11 +568,10 @@ _MODELS = PAPER_MODELS
 #: Table 1: P(the) and P(Spain) after LASER over the full model's (``data.prompts.TABLE1_PROBS``, rounded as quoted).
 TABLE1_P_THE_DROP = 0.0541
 TABLE1_P_SPAIN_GAIN = 3.797
-#: The partial band of every "LASER raises X (LASER / full)" claim: ≥ 1.5 (half-way from no change to the reproduced
-#: band's doubling). It was ≥ 1, which the model without its rank reduction (exactly 1) passes: vacuous.
-GAIN_PARTIAL = 1.5
 NO_RANK_REDUCTION = "the model without its rank reduction (full / full = 1)"
-_GAIN_NOTE = "control: no rank reduction (1); partial from 1.5 (it was from 1, which no change passes)"
+_GAIN_NOTE = "control: no rank reduction (1)"
+#: The pythia-1b IOI ratios of Fig 5 (left) as printed: "improves from 2.3× to 12.3×".
+FIG5_IOI_FULL, FIG5_IOI_LASER = 2.3, 12.3
 
 
 def _measured_on(model: str) -> Callable[[Results], str]:
@@ -510,16 +584,20 @@ def _measured_on(model: str) -> Callable[[Results], str]:
     return note
 
 
-def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, str, Any]]) -> list[ClaimSpec]:
-    """One claim per (paper model of ``part``, row ``(name, words, rule, where, control_is, extra)``): id
-    ``<part>.<model>.<name>``, read from ``measures/<model>/<name>``, its control from
-    ``measures/<model>/control/<name>``."""
+#: One row of :func:`_model_specs`: (name, words, the policy rule (or a function of the model giving it), where,
+#: control_is, extra ClaimSpec fields (or a function of the model giving them)).
+Row = tuple[str, str, PolicyRule | Callable[[str], PolicyRule], str, str, Any]
+
+
+def _model_specs(part: str, rows: list[Row]) -> list[ClaimSpec]:
+    """One claim per (paper model of ``part``, row): id ``<part>.<model>.<name>``, read from
+    ``measures/<model>/<name>``, its control from ``measures/<model>/control/<name>``."""
     return [
         ClaimSpec(
             f"{part}.{model}.{name}",
             f"{model}: {text}",
             f"measures/{model}/{name}",
-            rule,
+            rule if isinstance(rule, PolicyRule) else rule(model),
             where=where,
             control=f"measures/{model}/control/{name}",
             control_is=control_is,
@@ -531,6 +609,22 @@ def _model_specs(part: str, rows: list[tuple[str, str, Rule, str, str, Any]]) ->
     ]
 
 
+def _ioi_full_rule(model: str) -> PolicyRule:
+    """Fig 5 (left) prints pythia-1b's ratio (2.3×); for pythia-410m (Fig 15) the paper gives no number."""
+    if model == "pythia-1b":
+        return policy("printed")
+    return policy(
+        "extension",
+        bar=1.0,
+        why="Fig 15 shows pythia-410m's [IO] above 'the' without a number: ours, a ratio above 1",
+    )
+
+
+def _ioi_gain_rule(model: str) -> PolicyRule:
+    """Fig 5 (left) prints pythia-1b's gain (2.3× → 12.3×); for pythia-410m, the words of Fig 15."""
+    return policy("printed") if model == "pythia-1b" else policy("ratio_above")
+
+
 LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
     *_model_specs(
         "factual",
@@ -538,34 +632,34 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
             (
                 "ratio_full",
                 "the full model prefers the generic ' the' to ' Spain' (P(Spain)/P(the))",
-                at_most(1.0),
-                "Table 1, Fig 5 right",
+                policy("printed"),
+                "Table 1, Fig 5 right, §4.1",
                 "the same model after LASER (the late MLP's distributional association removed)",
-                {"paper": 0.16},
+                {"paper": 0.16, "note": "§4.1 prints 0.16× (at 14K steps; Table 1: 0.079 / 0.499 = 0.158)"},
             ),
             (
                 "ratio_laser",
                 "after LASER ' Spain' wins over ' the' (P(Spain)/P(the))",
-                at_least(2.0, partial=1.0),
-                "Table 1, Fig 5 right",
+                policy("printed"),
+                "Table 1, Fig 5 right, §4.1",
                 "the LASER model on the prompt without its in-context cue ('It is located in', answer ' Spain')",
-                {"paper": 11.3},
+                {"paper": 11.3, "note": "§4.1 prints 11.3× (at 14K steps; Table 1: 0.300 / 0.027 = 11.1)"},
             ),
             (
                 "p_the_drop",
                 "LASER removes most of P(the) (LASER / full)",
-                at_most(0.2, partial=0.5),
+                policy("printed"),
                 "Table 1",
                 "the same ratio for the in-context answer ' Spain' (LASER must not lower every word)",
-                {"paper": TABLE1_P_THE_DROP},
+                {"paper": TABLE1_P_THE_DROP, "note": "Table 1 prints P(the) 0.499 → 0.027"},
             ),
             (
                 "p_answer_gain",
                 "LASER raises P(Spain) (LASER / full)",
-                at_least(2.0, partial=GAIN_PARTIAL),
+                policy("printed"),
                 "Table 1",
                 NO_RANK_REDUCTION,
-                {"paper": TABLE1_P_SPAIN_GAIN, "note": _GAIN_NOTE},
+                {"paper": TABLE1_P_SPAIN_GAIN, "note": "Table 1 prints P(Spain) 0.079 → 0.300; " + _GAIN_NOTE},
             ),
         ],
     ),
@@ -575,18 +669,21 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
             (
                 "p_the_drop",
                 "LASER significantly lowers P(the) on the 20 factual prompts (mean, LASER / full)",
-                at_most(0.5, partial=0.9),
-                "Fig 16",
+                policy("ratio_below"),
+                "Fig 16, App. C.3",
                 "the same ratio for the answers (mean P(answer), LASER / full: LASER must not lower every word)",
-                {},
+                {"note": 'the paper: "LASER significantly lowers the probability of predicting “the”"'},
             ),
             (
                 "answer_over_the_gain",
                 "LASER raises P(answer)/P(the) (ratio of means, LASER / full)",
-                at_least(2.0, partial=GAIN_PARTIAL),
-                "Fig 16",
+                policy("ratio_above"),
+                "Fig 16, App. C.3",
                 NO_RANK_REDUCTION,
-                {"note": _GAIN_NOTE},
+                {
+                    "note": 'the paper: "LASER turns out to significantly decrease the probability of "the" against '
+                    'the correct tokens"; ' + _GAIN_NOTE
+                },
             ),
         ],
     ),
@@ -596,20 +693,23 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
             (
                 "ratio_full",
                 "the full model already prefers the IO name to ' the' (P(IO)/P(the))",
-                at_least(1.0),
-                "Fig 5 left",
+                _ioi_full_rule,
+                "Fig 5 left, Fig 15",
                 "the full model on the same prompts with the IO replaced in the context by another name (the answer "
                 "no longer in the context)",
-                lambda m: {"paper": 2.3 if m == "pythia-1b" else None},
+                lambda m: (
+                    {"paper": FIG5_IOI_FULL if m == "pythia-1b" else None}
+                    | ({} if m == "pythia-1b" else {"kind": "extension"})
+                ),
             ),
             (
                 "ratio_gain",
                 "LASER raises P(IO)/P(the) several-fold (LASER / full)",
-                at_least(2.0, partial=GAIN_PARTIAL),
-                "Fig 5 left",
+                _ioi_gain_rule,
+                "Fig 5 left, Fig 15",
                 NO_RANK_REDUCTION,
                 lambda m: {
-                    "paper": round(12.3 / 2.3, 2) if m == "pythia-1b" else None,
+                    "paper": round(FIG5_IOI_LASER / FIG5_IOI_FULL, 2) if m == "pythia-1b" else None,
                     "note": "the paper reads its ratios at '14K steps', probably the final checkpoint; " + _GAIN_NOTE,
                 },
             ),
@@ -622,11 +722,15 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 "first_step_the_top5",
                 "' the' is among the top predictions after a preposition early in training (first checkpoint with "
                 "mean rank ≤ 5)",
-                at_most(64, partial=512),
-                "Fig 14",
+                policy("printed"),
+                "Fig 14, App. C.1",
                 "the same first step for the in-context answer: the IO name's mean rank on the IOI prompts (§4.1: "
                 "preferred after ~2,000 steps); the last checkpoint + 1 when it never gets there",
-                {"paper": 10},
+                {
+                    "paper": 10,
+                    "note": 'the paper: "“the” becomes one of top predictions around 10 steps"; Pythia\'s early '
+                    "checkpoints are 1, 2, 4, 8, 16, …: 8 is partial, 16 a miss",
+                },
             )
         ],
     ),
@@ -637,7 +741,7 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
                 (
                     f"layer{l}_the_lower",
                     f"LASER on layer {l}'s W_in lowers P(the) for ρ in [0.1, 0.8] (fraction of the ρ grid)",
-                    at_least(0.8, partial=0.5),
+                    policy("printed_bound"),
                     "Fig 17",
                     "the same fraction for the in-context answer ' Mary' (LASER must not lower every word)",
                     {"paper": 1.0},
@@ -647,7 +751,7 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
             (
                 "top4_match",
                 "the full model's top-4 next tokens are Mary, them, the, John (how many match)",
-                at_least(4, partial=3),
+                policy("printed_bound"),
                 "Fig 17",
                 "the same count on the prompt with both names taken out of the context ('When they went to a "
                 "store, he gave a drink to')",
@@ -661,7 +765,13 @@ LASER_PYTHIA_CLAIMS: tuple[ClaimSpec, ...] = (
             (
                 "best_gain",
                 "a LASER search over late layers finds a truncation that raises mean P(answer)/P(the) (best / full)",
-                at_least(2.0, partial=GAIN_PARTIAL),
+                policy(
+                    "extension",
+                    bar=2.0,
+                    partial=1.5,
+                    why="the paper searches LASER's layer and ρ (§4, App. C.2) but prints no number for the best "
+                    "gain: ours, a doubling (partial 1.5)",
+                ),
                 "§4, App. C.2",
                 NO_RANK_REDUCTION,
                 {

@@ -152,7 +152,7 @@ def part_theory(ctx: Context) -> PartResult:
     """Theorem 1, App. B.3, Theorem 3 and Fig 18 (``theory.py``)."""
     from analyses.papers.distributional import theory
 
-    results, lam = theory.theory_results(quick=ctx.preset != "paper")
+    results, lam = theory.theory_results(quick=not ctx.params.theory_full)
     return PartResult(results, {"fig18_lam.png": figures.fig18_lam(lam)})
 
 

@@ -10,9 +10,20 @@ preset has its own); every claim of such a run then says what differs from the p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mechrecall.presets import Preset
+
+#: The theory part's sizes (``theory.theory_results``): Theorem 1's Monte Carlo trials per m, Fig 18's runs (the
+#: paper: "run for 20 times") and Theorem 3's GD steps (the theorem is t → ∞). ``quick`` for every preset but the
+#: paper's (``NoisyICLPreset.theory_full``).
+THEORY_SIZES: dict[str, dict[str, int]] = {
+    "quick": {"thm1_trials": 20, "fig18_runs": 5, "thm3_steps": 20_000},
+    "full": {"thm1_trials": 100, "fig18_runs": 20, "thm3_steps": 200_000},
+}
+#: The size axes of a noisy-ICL training part (the paper's: d = T = 256, batch 512, 2K steps; d_mlp is ours, 4d)
+TRAIN_AXES = ("d_model", "seq_len", "batch", "d_mlp", "steps")
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,27 @@ class NoisyICLPreset(Preset):
     finetune_steps: int = 0
     sparse_evals: bool = False  # evaluate at fewer steps (each eval is 7 forward passes over n_test sequences)
     ioi: IOISizes | None = None  # None: the IOI runs use the sizes above
+    theory_full: bool = False  # the theory part at THEORY_SIZES["full"] (the paper's 20 runs of Fig 18)
+
+    def scale_axes(self, part: str) -> Mapping[str, float]:
+        """The sizes of ``part`` along the axes the paper states or varies (``mechrecall.presets.Preset``):
+
+        - ``main``, ``ff_variants``, ``multi_trigger``: d, T, batch, d_mlp, steps (§3, App. B.1);
+        - ``finetune``: the same and ``finetune_steps`` (phase 2; the paper gives no count, the paper preset's
+          2,000 is ours, its pre-training length);
+        - ``ioi`` (App. J: "the same as in Section 3"): the IOI runs' own sizes (``ioi`` where the preset has them)
+          and how many SGD (Fig 19: L = 3..7) and Adam (Fig 20: L = 3..5) depths it trains;
+        - ``theory``: Theorem 1's trials, Fig 18's runs, Theorem 3's steps (``THEORY_SIZES``)."""
+        if part == "theory":
+            return dict(THEORY_SIZES["full" if self.theory_full else "quick"])
+        sizes = self.ioi if part == "ioi" and self.ioi is not None else self
+        axes: dict[str, float] = {axis: float(getattr(sizes, axis)) for axis in TRAIN_AXES}
+        if part == "finetune":
+            axes["finetune_steps"] = float(self.finetune_steps)
+        if part == "ioi":
+            axes["sgd_depths"] = float(len(self.ioi_layers))
+            axes["adam_depths"] = float(len(self.adam_layers))
+        return axes
 
 
 NOISY_ICL_PRESETS: dict[str, NoisyICLPreset] = {
@@ -86,6 +118,7 @@ NOISY_ICL_PRESETS: dict[str, NoisyICLPreset] = {
         ioi_layers=(3, 4, 5, 6, 7),
         adam_layers=(3, 4, 5),
         finetune_steps=2000,
+        theory_full=True,
     ),
 }
 
@@ -116,6 +149,13 @@ class LaserPythiaPreset(Preset):
     models: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(PAPER_MODELS))
     laser: dict[tuple[str, str], tuple[int, float]] = field(default_factory=lambda: dict(PAPER_LASER))
     n_prompts: int = 100
+
+    def scale_axes(self, part: str) -> Mapping[str, float]:
+        """The paper's models for ``part`` (how many) and, for ``ioi``, the IOI prompts (§4.1: 100 sentences)."""
+        axes = {"models": float(len(self.models.get(part, ())))}
+        if part == "ioi":
+            axes["prompts"] = float(self.n_prompts)
+        return axes
 
 
 LASER_PYTHIA_PRESETS: dict[str, LaserPythiaPreset] = {"paper": LaserPythiaPreset()}

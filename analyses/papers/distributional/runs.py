@@ -212,6 +212,14 @@ def attention_ratio(last: Mapping[str, float]) -> float:
     return last["attn_last.on_correct"] / max(last["attn_last.on_noise"], 1e-9)
 
 
+def attention_noise_share(last: Mapping[str, float]) -> float:
+    """Layer-2 attention mass on ``[q, τ]`` over that on ``[q, ȳ]`` and ``[q, τ]`` together (Fig 4: attention
+    "avoids" the noise, §3.2 "only focused on the correct tokens"): ``1 / (1 + attention_ratio)``, ≈ 0 when the
+    noise is avoided, ≈ α when both kinds of key are attended alike."""
+    on_correct, on_noise = last["attn_last.on_correct"], last["attn_last.on_noise"]
+    return on_noise / max(on_correct + on_noise, 1e-9)
+
+
 # ----------------------------------------------------------------------------------- the parts' measurements
 
 
@@ -234,6 +242,7 @@ def measure_main(run: Mapping[str, Any], rc: RunConfig) -> dict[str, Any]:
         "max_p_noise_first_10_steps": max(early) if early else None,
         "p_correct_gain_drop_F2": last["drop_F2.p_correct"] - last["full.p_correct"],
         "attention_ratio": attention_ratio(last),
+        "attention_noise_share": attention_noise_share(last),
         "control": main_controls(run, rc),
         "seconds": run["seconds"],
         "resumed_from": run["resumed_from"],
@@ -279,6 +288,7 @@ def main_controls(run: Mapping[str, Any], rc: RunConfig) -> dict[str, float]:
         "p_noise_drop_F1": last["drop_F2.p_noise"],
         "first_step_ff_margin_positive": 0 if init["ff_margin"] > 0 else rc.sizes.steps + 1,
         "attention_ratio": attention_ratio(init),
+        "attention_noise_share": attention_noise_share(init),
         "max_p_noise_first_10_steps": init["noisy.p_noise"],
         "previous_token_score_L1": previous_token_score(untrained, run["noisy"].tokens),
     }
@@ -289,8 +299,8 @@ FF_VARIANT_FIGURES = {"mlp_linear": "Fig 11", "linear_mlp": "Fig 12", "none": "F
 
 
 def train_ff_variant(run_dir: Path, rc: RunConfig, variant: str, progress: bool) -> tuple[dict[str, Any], Any]:
-    """Figs 11-13: one FF variant trained; its results (the drops' effects, their values on the untrained models
-    of the run's seed and the next four: ``at_init``) and the run."""
+    """Figs 11-13: one FF variant trained; its results (the drops' effects; ``at_init``: the run's own untrained
+    model, the control, and the five untrained models of the seeds after the run's, the bar) and the run."""
     rhos = (0.01, 0.05) if variant == "none" else (0.1, 0.2)
     run = train_run(run_dir, rc, ff=FF_VARIANTS[variant], progress=progress, rhos=rhos)
     last = final(run["history"])
@@ -309,18 +319,24 @@ def train_ff_variant(run_dir: Path, rc: RunConfig, variant: str, progress: bool)
 
 def variant_contrasts(last: Mapping[str, float]) -> dict[str, float]:
     """Figs 11-13's contrasts from one evaluation's metrics (≈ 0 at init, either sign): the no-FF model's p(ȳ)
-    lost at ρ = 0.01, else the drops' effects on the clean loss and on p(τ)."""
+    lost at ρ = 0.01, else the drops' effects on the clean loss (in nats, and ``_rel``: over the full model's own
+    clean loss, the numbers the claims judge) and on p(τ)."""
     if "OV1_rho0.01.p_correct" in last:
         return {"p_correct_full_minus_rho0.01": last["full.p_correct"] - last["OV1_rho0.01.p_correct"]}
+    full = max(abs(last["full.loss"]), 1e-12)
     return {
         "drop_F2_loss_gain": last["full.loss"] - last["drop_F2.loss"],
         "loss_drop_F2_minus_drop_F1": last["drop_F2.loss"] - last["drop_F1.loss"],
+        # the loss contrasts normalised by the full model's own clean loss (a relative change, unit-free)
+        "drop_F2_loss_gain_rel": (last["full.loss"] - last["drop_F2.loss"]) / full,
+        "loss_drop_F2_minus_drop_F1_rel": (last["drop_F2.loss"] - last["drop_F1.loss"]) / full,
         "p_noise_drop_F1_minus_full": last["drop_F1.p_noise"] - last["full.p_noise"],
     }
 
 
 def variant_at_init(run: Mapping[str, Any], rc: RunConfig, variant: str, rhos: Sequence[float]) -> dict[str, Any]:
-    """:func:`variant_contrasts` on the untrained models of the run's seed and the next four (the controls)."""
+    """:func:`variant_contrasts` on the run's own untrained model (the control) and on those of the five seeds after
+    the run's (the bar of ``above_untrained``; ``mechrecall.controls.untrained_controls``)."""
     data, clean = run["data"], run["clean"]
 
     def measure(m: HookedTransformer) -> dict[str, float]:
@@ -345,8 +361,13 @@ def train_finetune(runs: Callable[[str], Path], rc: RunConfig, progress: bool) -
         "phase2_final": last,
         "phase2_step1_attention": {k: step1.get(f"test.attn_last.{k}") for k in ("on_correct", "on_noise")},
         "attention_ratio": attention_ratio(last),
+        "attention_noise_share": attention_noise_share(last),
         # the controls: the clean-pretrained model before any fine-tuning step (phase 2's step-0 evaluation)
-        "control": {"p_noise_full": before["full.p_noise"], "attention_ratio": attention_ratio(before)},
+        "control": {
+            "p_noise_full": before["full.p_noise"],
+            "attention_ratio": attention_ratio(before),
+            "attention_noise_share": attention_noise_share(before),
+        },
     }
     return results, fine
 
@@ -401,7 +422,9 @@ def ioi_controls(run: Mapping[str, Any], optimizer: str, n_layers: int) -> dict[
     is the best no-counting baseline, ``metrics.ioi_counting``); ``accuracy_gain``: the run's
     edit applied to the first MLP (F₁) instead of the last; ``noise_removed``: the run's edit on the untrained
     model (step 0: no τ association to remove); ``io_s_margin_change``: the IO/S margin with every attention
-    layer's output zeroed (no in-context information reaches the last position) minus the full model's. Also,
+    layer's output zeroed (no in-context information reaches the last position) minus the full model's (the scale
+    of ``io_s_margin_kept``); ``io_s_margin_change_first_mlp``: the run's edit on the first MLP instead of the
+    last, its IO/S margin minus the full model's (``io_s_margin_kept``'s control). Also,
     not a claim's control: ``noise_removed_first_mlp``, p(τ) with F₁ edited over the full model's."""
     from hooks import ablate, low_rank
 
@@ -420,7 +443,18 @@ def ioi_controls(run: Mapping[str, Any], optimizer: str, n_layers: int) -> dict[
         "noise_removed": start[f"test.{key}.p_noise"] / max(start["test.full.p_noise"], 1e-12),
         "noise_removed_first_mlp": first["p_noise"] / max(last["full.p_noise"], 1e-12),
         "io_s_margin_change": no_attention["io_s_margin"] - last["full.io_s_margin"],
+        "io_s_margin_change_first_mlp": first["io_s_margin"] - last["full.io_s_margin"],
     }
+
+
+def io_s_margin_kept(measures: Mapping[str, float], control: Mapping[str, float]) -> tuple[float, float]:
+    """The IO/S margin change normalised by the margin the in-context reasoning carries: (|the last MLP's edit's
+    change| / |the change of zeroing every attention layer|, the same for the edit on the first MLP instead, the
+    claim's control). In logits the change was judged against a bar of a quarter of the attention change, a bar
+    that was 0.004 logits where the in-context margin was small; the ratio has a scale of its own (1: the edit
+    moves the margin as much as removing attention)."""
+    scale = max(abs(control["io_s_margin_change"]), 1e-12)
+    return abs(measures["io_s_margin_change"]) / scale, abs(control["io_s_margin_change_first_mlp"]) / scale
 
 
 def train_ioi(
@@ -445,4 +479,5 @@ def train_ioi(
     counting = ioi_counting(run["model"], run["clean"])  # ours and the no-counting baselines, on the same test set
     measures = {**ioi_measures(last, optimizer, n_layers), "counting_margin": counting["margin"]}
     control = {**ioi_controls(run, optimizer, n_layers), "counting_margin": counting["control"]}
+    measures["io_s_margin_kept"], control["io_s_margin_kept"] = io_s_margin_kept(measures, control)
     return {**last, "measures": measures, "counting": counting, "control": control}, run["history"]

@@ -38,6 +38,8 @@ import pandas as pd
 import torch
 from jaxtyping import Float, Int
 
+from analyses.papers.distributional.presets import THEORY_SIZES
+
 __all__ = [
     "eq2_one_step_autograd",
     "ff_noise_fixed_point",
@@ -658,7 +660,8 @@ def theory_results(quick: bool = True) -> tuple[dict[str, Any], pd.DataFrame]:
     ``quick`` (every preset but ``paper``): 20 trials per m, Fig. 18 over 5 seeds, Theorem 3 to t = 10^4;
     otherwise 100 trials, 20 seeds (the paper's count) and t = 10^5.
     """
-    trials, seeds, t3_steps = (20, range(5), 20_000) if quick else (100, range(20), 200_000)
+    sizes = THEORY_SIZES["quick" if quick else "full"]
+    trials, seeds, t3_steps = sizes["thm1_trials"], range(sizes["fig18_runs"]), sizes["thm3_steps"]
     N, T, alpha = 64, 256, 0.5
     margins = {m: one_step_margins(N, T, alpha, m, n_trials=trials) for m in (16, 128, 1024, 8192)}
     no_prev = one_step_margins(N, T, alpha, 8192, n_trials=max(5, trials // 4), prev_token=False)
@@ -690,24 +693,29 @@ def _theory_controls(
     that must break it. ``eq2`` / ``no_prev``: ``one_step_margins`` at m = 8192 with and without W̃_E (the same test
     set: same seed and sizes); ``t3``: ``theorem3_gd`` by α; ``median``: Fig 18's final median pure-label losses.
 
-    Theorem 1: the FF margin after one step on α = 0.25 data (it must follow α); each attention margin against the
-    other input's closed form (with / without W̃_E, 2× apart); the FF / attention ratio without W̃_E (≈ N, not N/2).
-    App. B.3: the recursion run at α = 0.2 against α = 0.3's fixed point. Theorem 3: the rank-1 truncation's P(noise)
-    for the full model's claim, the full model's √t · P for the rank-1 rate. Fig 18: the rank-2 truncation's loss
-    for the full model's claim, the rank-3 truncation (the noise direction kept) over the full model for rank 2's."""
+    Theorem 1 (the check rows' controls as |control / closed form − 1|): the FF margin after one step on α = 0.25
+    data (it must follow α); each attention margin after the same step on data without noise (α = 0: the noise
+    removed from the input, so the attention margin must vanish), over the claim's own closed form at α = 0.5 (it
+    was the same margin over the other input's closed form, 2× apart: arithmetic that could not pass); the FF /
+    attention ratio without W̃_E (≈ N, not N/2). App. B.3: the
+    recursion run at α = 0.2 against α = 0.3's fixed point (|difference|). Theorem 3: the rank-1 truncation's
+    P(noise) for the full model's claim, the full model's fitted exponent of P(noise) in t (≈ 0: P → α) for the
+    rank-1 rate. Fig 18: the rank-2 truncation's loss for the full model's claim, the rank-3 truncation (the noise
+    direction kept) over the full model for rank 2's."""
     quarter = one_step_margins(N, T, 0.25, 8192, n_trials=max(5, trials // 4))
+    clean = one_step_margins(N, T, 0.0, 8192, n_trials=max(5, trials // 4))
+    clean_no_prev = one_step_margins(N, T, 0.0, 8192, n_trials=max(5, trials // 4), prev_token=False)
     b3 = ff_noise_logit_recursion(N, 0.2, 1.0, 300)[-1] - ff_noise_fixed_point(N, 0.3)
     out = {
         "thm1_ff_margin": float(quarter["ff_margin_q"].mean()),
-        "thm1_attn_margin": float(eq2["attn_margin"].mean()) / float(eq2["attn_pred"]),
-        "thm1_attn_margin_no_prev": float(no_prev["attn_margin"].mean()) / float(eq2["attn_pred_eq2"]),
-        "thm1_ratio": float(no_prev["ratio"]) / (N / 2),
-        "b3_fixed_point": float(b3),
+        "thm1_attn_margin": abs(float(clean["attn_margin"].mean()) / float(eq2["attn_pred_eq2"]) - 1),
+        "thm1_attn_margin_no_prev": float(clean_no_prev["attn_margin"].mean()) / float(no_prev["attn_pred"]),
+        "thm1_ratio": abs(float(no_prev["ratio"]) / (N / 2) - 1),
+        "b3_fixed_point": abs(float(b3)),
     }
     for a, r in t3.items():
-        sqrt_t = math.sqrt(r["t"][-1])
         out[f"thm3_full_p_noise_alpha{a}"] = float(r["p_noise_rank1"][-1])
-        out[f"thm3_rank1_rate_alpha{a}"] = float(sqrt_t * r["p_noise_full"][-1] * r["K"] ** 0.5)
+        out[f"thm3_rank1_rate_alpha{a}"] = decay_exponent(r["t"], r["p_noise_full"])
     for d in (12, 8):
         out[f"fig18_full_d{d}"] = median[f"d{d}.rank2"]
         out[f"fig18_rank2_below_full_d{d}"] = median[f"d{d}.rank3"] / median[f"d{d}.full"]
@@ -724,6 +732,9 @@ def _theorem1_row(r: dict, N: int) -> dict[str, Any]:
         "ratio": float(r["ratio"]),
         "attn_margin_rel": attn_margin / float(r["attn_pred_eq2"]),  # relative to the closed form
         "ratio_rel": float(r["ratio"]) / (N / 2),  # the FF / attention ratio over N/2
+        # the class-check rows' numbers: |ours / our closed form − 1| (Eq. 2 with W̃_E: the package's derivation)
+        "attn_margin_rel_err": abs(attn_margin / float(r["attn_pred_eq2"]) - 1),
+        "ratio_rel_err": abs(float(r["ratio"]) / (N / 2) - 1),
     }
 
 
@@ -735,7 +746,18 @@ def _b3_row(N: int, alpha: float = 0.3) -> dict[str, Any]:
         "fixed_point": fixed,
         "overshoot": bool(recursion.max() > fixed + 1e-9),
         "final_minus_fixed_point": float(recursion[-1]) - fixed,
+        "abs_final_minus_fixed_point": abs(float(recursion[-1]) - fixed),
     }
+
+
+def decay_exponent(t: Any, p: Any, decades: float = 1.0) -> float:
+    """The exponent k of ``p ∝ t^k`` fitted (least squares in log-log) over the last ``decades`` of ``t`` (t > 0):
+    Theorem 3's rank-1 P(noise) decays as Θ(t^-1/2), so its k → -1/2; a P that tends to a constant has k → 0."""
+    t, p = np.asarray(t, dtype=float), np.asarray(p, dtype=float)
+    keep = (t > 0) & (t >= t[-1] / 10**decades) & (p > 0)
+    if keep.sum() < 3:
+        raise ValueError(f"decay_exponent: {int(keep.sum())} points in the last {decades} decade(s); need ≥ 3")
+    return float(np.polyfit(np.log(t[keep]), np.log(p[keep]), 1)[0])
 
 
 def _theorem3_row(r: dict) -> dict[str, Any]:
@@ -748,4 +770,6 @@ def _theorem3_row(r: dict) -> dict[str, Any]:
         "predicted": predicted,
         "p_correct_rank1": float(r["p_correct_rank1"][-1]),
         "rank1_rate_rel": sqrt_t_p / predicted,
+        "rank1_exponent": decay_exponent(r["t"], r["p_noise_rank1"]),
+        "full_exponent": decay_exponent(r["t"], r["p_noise_full"]),
     }
