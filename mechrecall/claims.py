@@ -617,8 +617,6 @@ class ClaimTextError(RuntimeError):
     claim (a misspelt entry, say), raised under ``MECHRECALL_STRICT_CLAIMS=1`` (the test suite sets it)."""
 
 
-
-
 def lookup(results: Results, path: str) -> tuple[Any, str]:
     """``(value, "")`` of the entry ``path`` (keys joined by ``/``), or ``(None, why)`` where it is missing, ``None``
     or below a ``{"not_run": why}`` (or ``{"not_applicable": why}``) entry."""
