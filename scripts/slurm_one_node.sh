@@ -25,6 +25,11 @@ for tool in munged mungekey slurmctld slurmd sbatch squeue scancel ip; do
   command -v "$tool" >/dev/null || { echo "slurm_one_node: no $tool (apt-get install munge slurmctld slurmd slurm-client iproute2)" >&2; exit 3; }
 done
 
+if [ "$(ip -o link show | wc -l)" != 1 ]; then  # a namespace of its own holds loopback alone
+  echo "slurm_one_node: run me inside unshare -n (this network namespace has interfaces other than lo)" >&2
+  exit 2
+fi
+
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/slurm.XXXXXX")
 chmod 700 "$DIR"
 mkdir -p "$DIR/state" "$DIR/spool"
