@@ -235,10 +235,8 @@ class SlurmExecutor(Executor):
         return f"{where}; job states from {'sacct' if self.accounting else 'squeue: accounting is off'}"
 
     def submit(self, task: Task) -> Hashable:
-        # the job's name says which part it runs (squeue, sacct); on a real cluster only (the local executor's
-        # folder layout does not take it)
-        name = {"name": f"mechrecall:{task.id}"} if self.on_cluster else {}
-        self.executor.update_parameters(cpus_per_task=task.cpus, **name)
+        # the job's name says which part it runs (squeue, sacct)
+        self.executor.update_parameters(cpus_per_task=task.cpus, name=f"mechrecall:{task.id}")
         handle = next(self.handles)
         job = self.executor.submit(task.fn, *task.args)
         self.jobs[handle] = job
