@@ -359,7 +359,8 @@ def test_a_slurm_job_that_ends_without_a_result_or_outlives_its_limit_is_retried
     assert outcomes["ok"] == 0 and outcomes["cancelled-once"] == 2 and outcomes["gone-once"] == 6
     retried = {task.id: info for kind, task, info in events if kind == "retrying"}
     assert retried["cancelled-once"] == "slurm job 2: CANCELLED without a result"
-    assert retried["gone-once"] == "slurm job 4: gone from squeue without a result"
+    gone = "sacct and squeue" if accounting else "squeue"
+    assert retried["gone-once"] == f"slurm job 4: gone from {gone} without a result"
     assert outcomes["cancelled-twice"] == Failure("slurm job 7: CANCELLED without a result")  # its second sbatch job
     assert outcomes["hangs"].reason.startswith("slurm job 9: still RUNNING") and outcomes["hangs"].died
     assert sorted(retried) == ["cancelled-once", "cancelled-twice", "gone-once", "hangs"]

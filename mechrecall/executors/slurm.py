@@ -138,10 +138,13 @@ class Watched:
 class JobWatch:
     """Which Slurm jobs are lost. ``seen(states)`` takes a poll's states; :meth:`lost` says why a job counts as
     died: it ended (:data:`ENDED`, or :data:`GONE`) and no result came within ``grace`` seconds (a shared file
-    system may show a file late), or it still runs ``limit`` seconds after it was first seen running."""
+    system may show a file late), or it still runs ``limit`` seconds after it was first seen running. ``source``:
+    where the states come from (a job no longer there is "gone from" it)."""
 
-    def __init__(self, limit: float, grace: float = 30.0, clock: Callable[[], float] = time.monotonic):
-        self.limit, self.grace, self.clock = limit, grace, clock
+    def __init__(
+        self, limit: float, grace: float = 30.0, clock: Callable[[], float] = time.monotonic, source: str = "squeue"
+    ):
+        self.limit, self.grace, self.clock, self.source = limit, grace, clock, source
         self.jobs: dict[str, Watched] = {}
 
     def add(self, job_id: str) -> None:
@@ -172,7 +175,7 @@ class JobWatch:
         watched, now = self.jobs[job_id], self.clock()
         if watched.ended_since is not None and now - watched.ended_since >= self.grace:
             if watched.state == GONE:
-                return "gone from squeue without a result"
+                return f"gone from {self.source} without a result"
             return f"{watched.state} without a result"
         if watched.running_since is not None and now - watched.running_since > self.limit:
             return f"still {watched.state} {now - watched.running_since:.0f} s after it started (limit and margin)"
@@ -222,7 +225,8 @@ class SlurmExecutor(Executor):
         self.executor.update_parameters(**params)
         self.jobs: dict[int, Any] = {}
         self.handles = itertools.count()
-        self.watch = JobWatch(minutes * 60 + margin_seconds, grace_seconds, clock=lambda: self.clock())
+        source = "sacct and squeue" if self.accounting else "squeue"
+        self.watch = JobWatch(minutes * 60 + margin_seconds, grace_seconds, lambda: self.clock(), source)
         self.polled = float("-inf")
 
     def capacity(self) -> int:
