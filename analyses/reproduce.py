@@ -86,7 +86,12 @@ def add_executor_options(p: argparse.ArgumentParser) -> None:
     run.add_argument("--gpus-per-job", type=float, default=None, metavar="N", help="ray, slurm: GPUs per job")
     run.add_argument("--slurm-partition", default=None, metavar="NAME", help="slurm: the partition")
     run.add_argument(
-        "--slurm-minutes", type=int, default=None, metavar="N", help="slurm: time limit per job (default 120)"
+        "--slurm-minutes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="slurm: time limit per job (default 120); a job still running 5 min past it, or gone from the queue "
+        "without a result, counts as died: run once more, then reported failed",
     )
     run.add_argument("--max-jobs", type=int, default=None, metavar="N", help="slurm: sbatch jobs at once")
     run.add_argument(

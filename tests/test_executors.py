@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -175,14 +177,196 @@ def _alive(pid: int) -> bool:
         (["--executor", "ray", "--gpus-per-job", "-1"], "--gpus-per-job -1; expected >= 0"),
     ],
 )
-def test_executor_options_are_checked_in_one_line_before_any_work(tmp_path, capsys, argv, message):
+def test_executor_options_are_checked_in_one_line_before_any_work(tmp_path, capsys, monkeypatch, argv, message):
     from analyses.reproduce import main
 
     if "slurm" in argv:
         pytest.importorskip("submitit")
+        real = shutil.which
+        monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "sbatch" else real(name, *a, **k))
     if "ray" in argv:
         pytest.importorskip("ray")
     assert main(["--out", str(tmp_path / "out"), "--only", "noisy_icl", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out" / "noisy_icl").exists()  # nothing ran
+
+
+# ------------------------------------------------------------------ Slurm: a lost job is a dead job (a fake cluster)
+
+
+def completed(command, stdout="", stderr="", returncode=0):
+    return subprocess.CompletedProcess(command, returncode, stdout, stderr)
+
+
+def answering(stdout="", stderr="", returncode=0):
+    """A fake ``subprocess.run`` whose every command answers the same."""
+    return lambda command, **kwargs: completed(command, stdout, stderr, returncode)
+
+
+def test_squeue_and_sacct_states_are_read_and_a_silent_controller_is_no_state():
+    from mechrecall.executors.slurm import GONE, job_states, sacct_states, squeue_states
+
+    def squeue(command, **kwargs):
+        assert command[:4] == ["squeue", "--noheader", "--states=all", "--format=%i|%T"]
+        return completed(command, "12|RUNNING\n13|CANCELLED\n")
+
+    assert squeue_states(["12", "13", "14"], squeue) == {"12": "RUNNING", "13": "CANCELLED", "14": GONE}
+    unknown = answering(stderr="slurm_load_jobs error: Invalid job id specified", returncode=1)
+    assert squeue_states(["14"], unknown) == {"14": GONE}  # none of them listed: all ended
+    silent = answering(stderr="Unable to contact slurm controller", returncode=1)
+    assert squeue_states(["12"], silent) is None and job_states(["12"], False, silent) == {}  # unknown, not lost
+
+    def sacct(command, **kwargs):
+        if command[0] == "squeue":
+            return squeue(command)
+        assert "--allocations" in command and "--jobs=12,13" in command
+        return completed(command, "12|CANCELLED by 1000\n12.batch|CANCELLED\n")
+
+    assert sacct_states(["12", "13"], sacct) == {"12": "CANCELLED"}
+    assert job_states(["12", "13"], True, sacct) == {"12": "CANCELLED", "13": "CANCELLED"}  # 13: not in sacct yet
+
+
+def test_accounting_is_read_from_scontrol_and_no_controller_is_one_line():
+    from mechrecall.executors.slurm import has_accounting
+
+    assert has_accounting(answering("ClusterName = c\nAccountingStorageType   = accounting_storage/slurmdbd\n"))
+    assert not has_accounting(answering("AccountingStorageType = accounting_storage/none\n"))
+    down = answering(stderr="slurm_load_ctl_conf error: Unable to contact\nsecond line", returncode=1)
+    with pytest.raises(UsageError, match=r"^--executor slurm: scontrol show config failed \(slurm_load_ctl_conf error"):
+        has_accounting(down)
+
+
+def test_a_job_watch_waits_out_the_grace_and_the_time_limit():
+    from mechrecall.executors.slurm import GONE, JobWatch
+
+    now = [0.0]
+    watch = JobWatch(limit=100, grace=10, clock=lambda: now[0])
+    for job_id in ("1", "2", "3"):
+        watch.add(job_id)
+    watch.seen({"1": "RUNNING", "2": "RUNNING", "3": "PENDING"})
+    now[0] = 5
+    watch.seen({"1": "CANCELLED", "2": "RUNNING"})  # 3: unknown this time
+    assert watch.lost("1") is None  # a result may still show up on a shared file system
+    now[0] = 15
+    watch.seen({"1": "CANCELLED", "2": GONE, "3": "RUNNING"})
+    assert watch.lost("1") == "CANCELLED without a result" and watch.lost("2") is None
+    now[0] = 25
+    assert watch.lost("2") == "gone from squeue without a result"
+    watch.seen({"3": "COMPLETING"})
+    now[0] = 115
+    assert watch.lost("3") is None  # 100 s since it was first seen running
+    watch.seen({"3": "PENDING"})  # requeued: its time starts again
+    watch.seen({"3": "RUNNING"})
+    now[0] = 200
+    assert watch.lost("3") is None
+    now[0] = 216
+    assert watch.lost("3") == "still RUNNING 101 s after it started (limit and margin)"
+
+
+class FakeSlurm:
+    """A Slurm cluster in a dict: each job's fate by its task id, one per try (``ok``: a result after 5 s;
+    ``cancelled``: CANCELLED after 5 s; ``gone``: out of squeue after 5 s; ``hang``: runs on), answering
+    ``scontrol``, ``squeue``, ``sacct`` (with ``accounting``) and ``scancel``; the clock moves when the executor
+    sleeps."""
+
+    def __init__(self, folder: Path, fates: dict[str, list[str]], accounting: bool):
+        self.folder, self.fates, self.accounting = folder, fates, accounting
+        self.now, self.calls, self.cancelled = 0.0, [], []
+        self.jobs: dict[str, dict] = {}
+        self.cluster = "slurm"
+
+    # submitit's executor
+    def update_parameters(self, **params):
+        self.params = params
+
+    def submit(self, fn, *args):
+        job_id = str(len(self.jobs) + 1)
+        name = self.params["name"].removeprefix("mechrecall:")
+        fate = self.fates[name].pop(0)
+        self.jobs[job_id] = {"fate": fate, "at": self.now, "value": fn(*args)}
+        return FakeJob(self.folder / job_id, job_id, self.jobs[job_id]["value"])
+
+    def state(self, job_id):
+        job, age = self.jobs[job_id], self.now - self.jobs[job_id]["at"]
+        if job_id in self.cancelled and job["fate"] == "hang":
+            return "CANCELLED"
+        if age < 1:
+            return "PENDING"
+        if age < 5 or job["fate"] == "hang":
+            return "RUNNING"
+        if job["fate"] == "ok":
+            (self.folder / job_id).mkdir(parents=True, exist_ok=True)
+            (self.folder / job_id / f"{job_id}_0_result.pkl").write_text("ok")
+        return {"ok": "COMPLETED", "cancelled": "CANCELLED", "gone": "GONE"}[job["fate"]]
+
+    # the commands
+    def __call__(self, command, **kwargs):
+        self.calls.append(command[0])
+        ids = command[-1].removeprefix("--jobs=").split(",")
+        if command[0] == "scontrol":
+            kind = "accounting_storage/slurmdbd" if self.accounting else "accounting_storage/none"
+            return completed(command, f"AccountingStorageType = {kind}\n")
+        if command[0] == "scancel":
+            self.cancelled.append(command[1])
+            return completed(command)
+        if command[0] == "sacct" and not self.accounting:
+            return completed(command, stderr="Slurm accounting storage is disabled", returncode=1)
+        lines = [f"{i}|{self.state(i)}" for i in ids if self.state(i) != "GONE"]
+        return completed(command, "\n".join(lines))
+
+    def sleep(self, seconds):
+        self.now += seconds
+        for job_id in self.jobs:
+            self.state(job_id)  # an ok job writes its result when its time comes
+
+
+class FakeJob:
+    def __init__(self, folder: Path, job_id: str, value):
+        from types import SimpleNamespace
+
+        self.job_id, self.value = job_id, value
+        self.paths = SimpleNamespace(folder=folder, result_pickle=folder / f"{job_id}_0_result.pkl")
+
+    def result(self):
+        return self.value
+
+
+@pytest.mark.parametrize("accounting", [False, True], ids=["squeue", "sacct"])
+def test_a_slurm_job_that_ends_without_a_result_or_outlives_its_limit_is_retried_once(
+    tmp_path, monkeypatch, caplog, capsys, accounting
+):
+    pytest.importorskip("submitit")
+    from mechrecall.executors.slurm import SlurmExecutor
+
+    fates = {
+        "ok": ["ok"],
+        "cancelled-once": ["cancelled", "ok"],
+        "cancelled-twice": ["cancelled", "cancelled"],
+        "gone-once": ["gone", "ok"],
+        "hangs": ["hang", "hang"],
+    }
+    cluster = FakeSlurm(tmp_path, fates, accounting)
+    monkeypatch.setattr(SlurmExecutor, "run_command", staticmethod(cluster))
+    executor = SlurmExecutor(tmp_path, minutes=1, poll_seconds=2, grace_seconds=3, margin_seconds=30)
+    executor.executor, executor.clock, executor.sleep = cluster, lambda: cluster.now, cluster.sleep
+    states = "sacct" if accounting else "squeue: accounting is off"
+    assert executor.describe().endswith(f"; job states from {states}")
+    events: list = []
+    tasks = [Task(name, double, (i,)) for i, name in enumerate(fates)]
+    with caplog.at_level("DEBUG"):
+        outcomes = run_tasks(executor, tasks, on_event=lambda kind, task, info: events.append((kind, task, info)))
+    assert outcomes["ok"] == 0 and outcomes["cancelled-once"] == 2 and outcomes["gone-once"] == 6
+    retried = {task.id: info for kind, task, info in events if kind == "retrying"}
+    assert retried["cancelled-once"] == "slurm job 2: CANCELLED without a result"
+    gone = "sacct and squeue" if accounting else "squeue"
+    assert retried["gone-once"] == f"slurm job 4: gone from {gone} without a result"
+    assert outcomes["cancelled-twice"] == Failure("slurm job 7: CANCELLED without a result")  # its second sbatch job
+    assert outcomes["hangs"].reason.startswith("slurm job 9: still RUNNING") and outcomes["hangs"].died
+    assert sorted(retried) == ["cancelled-once", "cancelled-twice", "gone-once", "hangs"]
+    assert sorted(cluster.cancelled) == ["2", "3", "4", "5", "7", "9"]  # every lost job, in case it comes back
+    assert 180 < cluster.now < 200  # the job that hangs: twice the limit (60 s) and the margin (30 s)
+    polls = cluster.calls.count("sacct" if accounting else "squeue")
+    assert polls <= cluster.now / 2 + 1  # at most every poll_seconds
+    assert cluster.calls.count("sacct") == (polls if accounting else 0)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"] and not capsys.readouterr().err  # quiet

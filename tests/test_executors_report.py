@@ -141,3 +141,91 @@ def test_a_two_node_ray_cluster_in_its_own_network_namespace_retries_a_killed_wo
     ray_claims = json.loads((tmp_path / "out" / "ray-claims.json").read_text())
     assert claims({"claims": ray_claims}) == claims(local)  # ... and the report is the local one
     assert "ray: 127.0.0.1:6380, 2 node(s), 2 slot(s)" in progress
+
+
+SLURM_DRIVER = """
+import json, subprocess, sys, threading, time
+from pathlib import Path
+from analyses.reproduce import executor_options_of, parser
+from analyses.report import reproduce
+from analyses.report.runner import Job
+
+def cancel_mid_job(name, times, folder, record):
+    # scancel the sbatch job running <name>, `times` times, each 0.5 s after submitit began loading the call
+    cancelled = []
+    while len(cancelled) < times:
+        running = subprocess.run(["squeue", "-h", "-t", "RUNNING", "-n", f"mechrecall:{name}", "-o", "%i"],
+                                 capture_output=True, text=True).stdout.split()
+        for job_id in running:
+            log = folder / job_id / f"{job_id}_0_log.out"
+            if job_id not in cancelled and log.exists() and "Loading pickle" in log.read_text():
+                time.sleep(0.5)
+                subprocess.run(["scancel", job_id], check=True)
+                cancelled.append(job_id)
+        time.sleep(0.1)
+    record.write_text(",".join(cancelled))
+
+def run(out, jobs, name, times):
+    args = parser().parse_args(["--out", out, "--executor", "slurm", "--slurm-partition", "debug",
+                                "--slurm-minutes", "10"])
+    options = {**executor_options_of(args), "poll_seconds": 1, "grace_seconds": 2}
+    killer = threading.Thread(target=cancel_mid_job, args=(name, times, Path(options["folder"]),
+                              Path(out) / "cancelled"), daemon=True)
+    killer.start()
+    report = reproduce(out, jobs=jobs, executor="slurm", executor_options=options)
+    json.dump(report["claims"], open(Path(out) / "slurm-claims.json", "w"))
+
+jobs = [Job(*j[:3], offline=j[3]) for j in json.loads(sys.argv[2])]
+run(sys.argv[1] + "/once", jobs, "contextual_recall:construction", 1)
+run(sys.argv[1] + "/twice", [j for j in jobs if j.name != "contextual_recall"], "induction_emergence:exact", 2)
+"""
+SLURM_TOOLS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "ip", "unshare")
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_a_one_node_slurm_cluster_retries_a_cancelled_job_once_then_reports_it_failed(local, tmp_path):
+    """``scripts/slurm_one_node.sh`` (munged, slurmctld, slurmd; accounting off) inside ``unshare -n`` runs the plan
+    through ``--executor slurm``: one job ``scancel``-ed mid-run is retried in a new sbatch job and the claims are
+    the local ones; in a second plan one job cancelled twice is reported failed and the other completes. No poll
+    prints a warning; the states' source is said once per run."""
+    pytest.importorskip("submitit")
+    missing = [tool for tool in SLURM_TOOLS if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)} (apt-get install munge slurmctld slurmd slurm-client iproute2)")
+    if subprocess.run(["unshare", "-n", "true"]).returncode != 0:
+        pytest.skip("needs unshare -n (a network namespace of the test's own)")
+    jobs = json.dumps([[j.name, j.preset, list(j.parts or ()), j.offline] for j in JOBS])
+    (tmp_path / "driver.py").write_text(SLURM_DRIVER)
+    command = [sys.executable, str(tmp_path / "driver.py"), str(tmp_path), jobs]
+    temp = tempfile.mkdtemp(prefix="slurm", dir="/tmp")  # the munge socket's path must stay short
+    try:
+        done = subprocess.run(
+            ["unshare", "-n", str(REPO / "scripts" / "slurm_one_node.sh"), "--kill-wait", "1", "--", *command],
+            cwd=REPO,
+            env={**os.environ, "TMPDIR": temp},
+            capture_output=True,
+            text=True,
+            timeout=400,
+        )
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    once, twice = tmp_path / "once", tmp_path / "twice"
+    progress = (once / "report" / "progress.log").read_text()
+    (cancelled,) = (once / "cancelled").read_text().split(",")  # one sbatch job cancelled mid-run ...
+    assert f"retrying contextual_recall:construction: slurm job {cancelled}: CANCELLED without a result" in progress
+    slurm_claims = json.loads((once / "slurm-claims.json").read_text())
+    assert claims({"claims": slurm_claims}) == claims(local)  # ... the claims are the local ones
+    assert len(list((once / "report" / "slurm").glob("*/*_submitted.pkl"))) == len(JOBS) + 1  # its retry: a new job
+    progress = (twice / "report" / "progress.log").read_text()
+    first, second = (twice / "cancelled").read_text().split(",")
+    assert f"retrying induction_emergence:exact: slurm job {first}: CANCELLED" in progress
+    assert "failed induction_emergence:exact in " in progress and f"slurm job {second}: CANCELLED" in progress
+    rows = json.loads((twice / "slurm-claims.json").read_text())
+    assert claims({"claims": [r for r in rows if r["experiment"] == "laser_pythia"]}) == claims(
+        {"claims": [r for r in local["claims"] if r["experiment"] == "laser_pythia"]}
+    )  # the other job completed
+    assert "job states from squeue: accounting is off" in progress
+    assert "WARNING" not in done.stderr and "Bypassing" not in done.stderr  # no poll warns
+    assert done.stderr.count("accounting is off") == 2  # said once per run
