@@ -105,7 +105,6 @@ EXPERIMENT = Experiment(
             field="pretrain_weight_decay",
             help="pretrained_mlp part (Fig 4): AdamW weight decay of the pretraining (default: the preset's, 0.1)",
         ),
-        Option("--n-ctx", type=int, default=None, low=1, help="context length of the model (default 2k+3)"),
         Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF directory"),
     ),
     check=lambda ctx: paper.parts.check(ctx),

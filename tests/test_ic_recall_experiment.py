@@ -114,7 +114,7 @@ def test_figures_hold_the_plotted_data():
         ({"family": "affine", "n": 8}, "prime n; n=8"),
         ({"family": "affine", "n": 7, "m": 50}, "m=50"),
         ({"n": 3, "m": 6, "family": "all_bijections", "samples": 100}, "N=100"),
-        ({"n_ctx": 5}, "n_ctx=5"),
+        ({"n_ctx": 5}, "unknown option"),  # --n-ctx is gone: it never reached a model
         ({"workers": 0}, "--workers 0; expected an integer >= 1"),
         ({"samples": 0}, "--samples 0; expected an integer >= 1"),
     ],

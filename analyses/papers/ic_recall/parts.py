@@ -54,14 +54,13 @@ def _sweep(ctx: Context) -> Sweep:
 
 def check(ctx: Context) -> None:
     """Every pattern config (options applied) checked before any work (a one-line error naming the value)."""
-    from analyses.papers.ic_recall.data import ICRecallSpec, check_n_ctx, check_sample_count, check_temperature
+    from analyses.papers.ic_recall.data import ICRecallSpec, check_sample_count, check_temperature
 
     try:
         for cell in pattern_configs(_params(ctx), _custom(ctx)).values():
             spec = ICRecallSpec(cell.n, cell.m, cell.k, cell.family, 0)
             spec.validate()
             check_temperature(cell.T)
-            check_n_ctx(spec, ctx.options.get("n_ctx"))
             check_sample_count(spec, cell.N)
     except ValueError as exc:
         raise UsageError(_option_message(str(exc))) from None
@@ -70,7 +69,6 @@ def check(ctx: Context) -> None:
 def _option_message(text: str) -> str:
     for word, flag in (
         ("temperature T=", "--temperature: "),
-        ("n_ctx=", "--n-ctx: "),
         ("N=", "--samples: "),
         ("relation family", "--family: "),
         ("n=", "--n/--m/--k: "),

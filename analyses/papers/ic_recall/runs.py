@@ -58,9 +58,18 @@ from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict,
 from mechrecall.batch import Batch
 from mechrecall.claims import NOT_APPLICABLE_KEY, NOT_RUN_KEY, spread_of
 from mechrecall.io import atomic_write_json
+from mechrecall.seeds import derive_seed
 from mechrecall.trainer import TrainConfig, train
 
 OPTIMIZERS = ("adam", "pgd")
+#: the random streams of one seed: the fine-tuning samples D, the test set, Algorithm 1's perturbation ξ
+TRAIN_DATA, TEST_DATA, PERTURBATION = 1, 2, 3
+
+
+def stream(seed: int, which: int) -> torch.Generator:
+    """The generator of one random stream (``TRAIN_DATA``, ``TEST_DATA``, ``PERTURBATION``) of ``seed``, by the
+    core's derivation (:func:`mechrecall.seeds.derive_seed`), as the trainer derives its batches' seeds."""
+    return torch.Generator().manual_seed(derive_seed(seed, which))
 
 
 @dataclass(frozen=True)
@@ -193,7 +202,7 @@ def finetune(
 
 def _perturb(model: torch.nn.Module, k: int, radius: float, seed: int) -> None:
     """Add ξ ~ Uniform(Ball(0, radius)) jointly over (θ, ω) ∈ R^{4k+5} (Algorithm 1, stage 2)."""
-    g = torch.Generator().manual_seed(15_485_863 * seed + 5)
+    g = stream(seed, PERTURBATION)
     dim = 4 * k + 5
     direction = torch.randn(dim, generator=g, dtype=torch.float64)
     xi = direction / direction.norm() * radius * torch.rand((), generator=g, dtype=torch.float64) ** (1 / dim)
@@ -260,8 +269,8 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     started = time.perf_counter()
     task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
     check_sample_count(task, cell.N)
-    data = task.sample(cell.N, torch.Generator().manual_seed(1_000 * cell.seed + 7))
-    test = task.population(cell.test_size, torch.Generator().manual_seed(99_991 + cell.seed))
+    data = task.sample(cell.N, stream(cell.seed, TRAIN_DATA))
+    test = task.population(cell.test_size, stream(cell.seed, TEST_DATA))
     model: torch.nn.Module
     if cell.mode == "partial":
         model = AnalyticICRecall(task)
@@ -526,7 +535,7 @@ def _readout(cell: Cell, row: dict[str, Any]) -> dict[str, Any]:
     task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
     theta = torch.log(torch.tensor(row["v"], dtype=torch.float64))
     omega = torch.log(torch.tensor(row["q"], dtype=torch.float64))
-    test = task.population(cell.test_size, torch.Generator().manual_seed(99_991 + cell.seed))
+    test = task.population(cell.test_size, stream(cell.seed, TEST_DATA))
     return tl_readout(task, theta, omega, cell.T, test)
 
 
@@ -822,7 +831,7 @@ def _finetuned(
     model: HookedTransformer, task: ICRecallTask, cfg: PretrainedMLP, seed: int, test: ICRecallData, progress: bool
 ) -> dict[str, Any]:
     """Fine-tune the whole W^KQ of ``model`` in place (Adam 1e-3, §5); its accuracies and attention pattern."""
-    data = task.sample(cfg.N, torch.Generator().manual_seed(1_000 * seed + 7))
+    data = task.sample(cfg.N, stream(seed, TRAIN_DATA))
     finetune(model, task, data, FinetuneConfig(T=cfg.T, lr=1e-3, steps=cfg.steps, seed=seed), progress=progress)
     acc = accuracy(model, task, test, cfg.T)
     return {
@@ -839,7 +848,7 @@ def pretrained_mlp_seed(cfg: PretrainedMLP, seed: int, progress: bool = False) -
     subject×subject cross terms cancelled (``cancelled``)."""
     started = time.perf_counter()
     model, task, ph = _pretrained_model(cfg, seed, progress)
-    test = task.population(20_000, torch.Generator().manual_seed(99_991 + seed))
+    test = task.population(20_000, stream(seed, TEST_DATA))
     before = pretrained_mlp_pattern(model, task, test)  # the controls: attention as fine-tuning starts
     cancelled = (
         cancel_cross_terms(model, task.spec, task.subject_id(torch.arange(task.n))) if cfg.cancel_cross_terms else None
