@@ -6,9 +6,10 @@
   (full batch). The model is either the TransformerLens model of :mod:`.models` (any mode) or its closed-form
   partial-mode twin :class:`.models.AnalyticICRecall` (the fast path: same parameters θ, ω, same losses, same
   numbers up to float rounding).
-* Sweeps: independent runs ("cells", :class:`.presets.Cell`) in a process pool (``--workers``), resumable: each
-  finished cell is written atomically to ``<out>/<cell.key>.json`` and a rerun skips it. Partial mode trains the
-  fast path; ``full`` mode the TransformerLens model's whole W^KQ.
+* Sweeps: independent runs ("cells", :class:`.presets.Cell`), each a task of an executor of the core
+  (:mod:`mechrecall.executors`: ``--workers`` local processes, or a Ray cluster / Slurm handed in), resumable: the
+  driver writes each finished cell atomically to ``<out>/<cell.key>.json`` and a rerun skips it. Partial mode
+  trains the fast path; ``full`` mode the TransformerLens model's whole W^KQ.
 * The parts' runs: :func:`exact_checks`, :func:`pattern_run`, :func:`sample_complexity_run`,
   :func:`algorithm1_run`, :func:`pretrained_mlp_run` (results dictionaries; the claims table reads them).
 """
@@ -18,14 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import multiprocessing
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +55,8 @@ from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, p
 from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict, weight
 from mechrecall.batch import Batch
 from mechrecall.claims import NOT_APPLICABLE_KEY, NOT_RUN_KEY, spread_of
+from mechrecall.executors import Executor, Failure, Task, run_tasks
+from mechrecall.executors.local import LocalExecutor
 from mechrecall.io import atomic_write_json
 from mechrecall.seeds import derive_seed
 from mechrecall.trainer import TrainConfig, train
@@ -264,7 +264,7 @@ def pretrain(
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
-    """Fine-tune and evaluate one cell (module level: picklable for the pool). Single-threaded torch."""
+    """Fine-tune and evaluate one cell (module level: picklable for an executor's worker). Single-threaded torch."""
     torch.set_num_threads(1)
     started = time.perf_counter()
     task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
@@ -304,12 +304,10 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     }
 
 
-def _pool_context() -> BaseContext:
-    """``fork`` where there is one (fast), but ``spawn`` on a machine with CUDA: once the parent has asked CUDA
-    anything (``torch.cuda.is_available()`` initialises the driver; a GPU part started its threads), a forked child
-    fails in CUDA's initialisation or in autograd — both seen on a GPU machine."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods and not torch.cuda.is_available() else "spawn")
+def cell_task(cell: Cell) -> Task:
+    """The executor's task of one cell: :func:`run_cell`; its rough cost orders the cells (longest first)."""
+    cost = cell.steps * (20.0 if cell.mode != "partial" else 1.0) / 1000  # the fast path is ~20x a TL model's
+    return Task(cell.key, run_cell, (cell,), seconds=cost, cpus=1)
 
 
 def run_cells(
@@ -317,12 +315,16 @@ def run_cells(
     out_dir: str | os.PathLike,
     *,
     workers: int = 2,
+    executor: Executor | None = None,
     progress: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run every cell not already finished in ``out_dir``; return (results in ``cells`` order, info).
 
-    ``info``: ``skipped`` (finished earlier), ``ran``, ``workers``, ``seconds`` (wall time of this call)."""
+    The cells are tasks of ``executor`` (default: ``workers`` local processes; one worker runs them here, in this
+    process); each finished cell is written here as it arrives. ``info``: ``skipped`` (finished earlier), ``ran``,
+    ``workers``, ``seconds`` (wall time of this call). A cell that fails is named in a ``RuntimeError`` after the
+    others finished (they are kept)."""
     from tqdm.auto import tqdm
 
     out = Path(out_dir)
@@ -339,38 +341,58 @@ def run_cells(
     started = time.perf_counter()
     bar = tqdm(total=len(todo), disable=not progress, desc="cells", dynamic_ncols=True)
 
-    def finish(cell: Cell, row: dict[str, Any]) -> None:
-        atomic_write_json(out / f"{cell.key}.json", row)
-        results[cell.key] = row
+    def finish(key: str, row: dict[str, Any]) -> None:
+        atomic_write_json(out / f"{key}.json", row)
+        results[key] = row
         bar.update(1)
 
-    if workers > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            futures = {pool.submit(run_cell, c): c for c in todo}
-            for future in as_completed(futures):
-                finish(futures[future], future.result())
-    else:
+    if executor is None and (workers == 1 or len(todo) <= 1):
         for cell in todo:
-            finish(cell, run_cell(cell))
+            finish(cell.key, run_cell(cell))
+        capacity = 1
+    else:
+        capacity = _run_on(executor or LocalExecutor(workers), todo, finish)
     bar.close()
     seconds = time.perf_counter() - started
     if say and todo:
-        say(f"{len(todo)} cells in {seconds:.1f} s with {workers} worker(s); {skipped} finished earlier, skipped")
-    info = {"skipped": skipped, "ran": len(todo), "workers": workers, "seconds": seconds}
+        say(f"{len(todo)} cells in {seconds:.1f} s with {capacity} worker(s); {skipped} finished earlier, skipped")
+    info = {"skipped": skipped, "ran": len(todo), "workers": capacity, "seconds": seconds}
     return [results[c.key] for c in cells], info
+
+
+def _run_on(executor: Executor, cells: Sequence[Cell], finish: Callable[[str, dict[str, Any]], None]) -> int:
+    """Run ``cells`` as tasks of ``executor`` (closed after), ``finish`` each row as it arrives; the executor's
+    capacity. Raises ``RuntimeError`` naming the first cell that failed."""
+
+    def on_event(kind: str, task: Task | None, outcome: Any) -> None:
+        if kind == "done" and task is not None:
+            finish(task.id, outcome)
+
+    with executor:
+        capacity = executor.capacity()
+        outcomes = run_tasks(executor, [cell_task(c) for c in cells], on_event=on_event)
+    failed = {key: o for key, o in outcomes.items() if isinstance(o, Failure)}
+    if failed:
+        key, failure = next(iter(failed.items()))
+        raise RuntimeError(f"{len(failed)} cell(s) failed; {key}: {failure.reason}")
+    return capacity
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """Where and how a part runs its cells: its folder, worker processes, a progress bar, a log line."""
+    """Where and how a part runs its cells: its folder, worker processes (or another executor), a progress bar, a
+    log line."""
 
     out: Path
     workers: int = 2
     progress: bool = False
     say: Callable[[str], None] | None = None
+    executor: Executor | None = None
 
     def run(self, cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        return run_cells(cells, self.out, workers=self.workers, progress=self.progress, say=self.say)
+        return run_cells(
+            cells, self.out, workers=self.workers, executor=self.executor, progress=self.progress, say=self.say
+        )
 
 
 def not_run(why: str) -> dict[str, str]:
