@@ -85,7 +85,6 @@ class Part:
         return float(self.minutes.get(preset, 1.0))
 
 
-
 @dataclass(frozen=True)
 class Option:
     """One experiment-specific command-line option (``argparse.add_argument(*flags, **kwargs)``).
