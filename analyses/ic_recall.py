@@ -37,6 +37,7 @@ EXPERIMENT = Experiment(
             "Fig 2: pairwise attention, first/second step vs ceilings",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.3},
+            tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
             "sample_complexity",
@@ -44,6 +45,7 @@ EXPERIMENT = Experiment(
             "Fig 3: accuracy vs fine-tuning samples N",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 3.7},
+            tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
             "algorithm1",
@@ -51,6 +53,7 @@ EXPERIMENT = Experiment(
             "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.2},
+            tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
             "pretrained_mlp",

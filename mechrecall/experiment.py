@@ -70,7 +70,9 @@ class Part:
     ``presets``: the presets that include it (``None``: all). ``seeded``: whether ``--seed`` changes it (an exact
     computation does not: another seed is refused, naming the part). ``reports``: the report presets
     (``quick``, ``smoke``, ``paper``) whose plan runs it. ``minutes``: its rough cost on one core per preset (the
-    report starts the longest jobs first)."""
+    report starts the longest jobs first). ``tasks``: the independent units of its work (a sweep's cells) as
+    :class:`PartTask` s, which the report runs as jobs of its executor before the part (that then finds them done);
+    a part runs them itself when run alone."""
 
     name: str
     run: Callable[[Context[Any]], PartResult]
@@ -79,10 +81,23 @@ class Part:
     seeded: bool = True
     reports: tuple[str, ...] = ("smoke", "paper")
     minutes: Mapping[str, float] = field(default_factory=dict)
+    tasks: Callable[[Context[Any]], Sequence[PartTask]] | None = None
 
     def cost(self, preset: str) -> float:
         """Rough minutes on one core at ``preset`` (1 where undeclared)."""
         return float(self.minutes.get(preset, 1.0))
+
+
+@dataclass(frozen=True)
+class PartTask:
+    """One unit of a part's work that an executor may run before the part: ``fn(*args)`` (both picklable) returns a
+    JSON-able value, which the driver writes to ``path``, where the part looks for it (and skips that unit)."""
+
+    id: str
+    path: Path
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -507,6 +522,24 @@ class Experiment:
         if _diff(payload.get("config", {}), config):
             return False
         return all(payload.get("parts", {}).get(p, {}).get("status") == STATUS_DONE for p in parts)
+
+    def part_tasks(
+        self,
+        out: str | os.PathLike,
+        *,
+        preset: str,
+        part: str,
+        seed: int = 0,
+        options: Mapping[str, Any] | None = None,
+    ) -> list[PartTask]:
+        """The :class:`PartTask` s of ``part`` in this configuration not finished yet (their file absent); none for a
+        part that declares none."""
+        declared = next((p for p in self.parts if p.name == part), None)
+        if declared is None or declared.tasks is None:
+            return []
+        ctx, _ = self.prepare(out, preset=preset, parts=[part], seed=seed, options=options)
+        ctx.part = part
+        return [t for t in declared.tasks(ctx) if not t.path.is_file()]
 
     def _check_seed(self, seed: int, parts: Sequence[str]) -> None:
         if seed < 0:

@@ -29,7 +29,7 @@ from analyses.papers.ic_recall.presets import (
     trial_seeds,
 )
 from mechrecall.errors import UsageError
-from mechrecall.experiment import Context, PartResult
+from mechrecall.experiment import Context, PartResult, PartTask
 
 if TYPE_CHECKING:
     from analyses.papers.ic_recall.runs import Sweep
@@ -50,6 +50,24 @@ def _sweep(ctx: Context) -> Sweep:
     return Sweep(
         ctx.run_dir(ctx.part), workers=int(ctx.options.get("workers") or 2), progress=ctx.progress, say=ctx.say
     )
+
+
+def cell_tasks(ctx: Context) -> list[PartTask]:
+    """The cells ``ctx.part`` (pattern, sample_complexity or algorithm1) runs, as tasks an executor may run before
+    the part (the report's): each one's result lands where the part's sweep looks for it."""
+    from analyses.papers.ic_recall import runs
+
+    p = _params(ctx)
+    if ctx.part == "pattern":
+        cells = runs.pattern_cells(pattern_configs(p, _custom(ctx)), trial_seeds(p.pattern_seeds, ctx.seed))
+    elif ctx.part == "algorithm1":
+        cells = runs.algorithm1_cells(p.algorithm1, trial_seeds(p.algorithm1_seeds, ctx.seed))
+    else:
+        groups = runs.sample_complexity_cells(p.sample_complexity, ctx.seed)
+        cells = [c for group in groups.values() for c in group]
+    folder = ctx.run_dir(ctx.part)
+    unique = list(dict.fromkeys(cells))
+    return [PartTask(c.key, folder / f"{c.key}.json", runs.run_cell, (c,), runs.cell_task(c).seconds) for c in unique]
 
 
 def check(ctx: Context) -> None:

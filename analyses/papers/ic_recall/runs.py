@@ -568,12 +568,17 @@ ABSENT_CONFIG = {
 }
 
 
+def pattern_cells(configs: Mapping[str, Cell], seeds: Sequence[int]) -> list[Cell]:
+    """Fig 2's cells: every config × seed, then the same at step 0 (the controls)."""
+    trained = [replace(cfg, seed=s) for cfg in configs.values() for s in seeds]
+    return trained + [replace(c, steps=0) for c in trained]
+
+
 def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep) -> dict[str, Any]:
     """Fig 2: partial fine-tuning (Adam) with the constructed MLP, every config × seed; per config the summary,
     the TL read-out of the first seed and the numbers its claims read (``configs/<name>``), with the same numbers
     at step 0 of the same seeds (``configs/<name>/control``: θ0, ω0 ~ N(0, perturb_std²), attention ≈ uniform)."""
-    trained = [replace(cfg, seed=s) for cfg in configs.values() for s in seeds]
-    rows, info = sweep.run(trained + [replace(c, steps=0) for c in trained])
+    rows, info = sweep.run(pattern_cells(configs, seeds))
     results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds), "configs": {}, "panels": []}
     for name in ("A", "B", "C"):
         if name not in configs:
@@ -814,12 +819,18 @@ def untrained_algorithm1(base: Cell, seed: int) -> Cell:
     return replace(base, seed=seed, optimizer="adam", steps=0, perturb_std=0.0)
 
 
+def algorithm1_cells(bases: Sequence[Cell], seeds: Sequence[int]) -> list[Cell]:
+    """Algorithm 1's cells: every base × seed, then each one's start (:func:`untrained_algorithm1`)."""
+    untrained = [untrained_algorithm1(base, s) for base in bases for s in seeds]
+    return [replace(base, seed=s) for base in bases for s in seeds] + untrained
+
+
 def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, sizes: Sequence[int]) -> dict:
     """Algorithm 1 (temperature-scaled perturbed GD) on identifiable relations: Stage-1 shape and accuracies,
     per base cell (``n<n>``); each n of ``sizes`` this preset does not run is marked absent."""
-    untrained = [untrained_algorithm1(base, s) for base in bases for s in seeds]
-    rows, info = sweep.run([replace(base, seed=s) for base in bases for s in seeds] + untrained)
-    rows, init = rows[: len(rows) - len(untrained)], rows[len(rows) - len(untrained) :]
+    rows, info = sweep.run(algorithm1_cells(bases, seeds))
+    trained = len(bases) * len(seeds)
+    rows, init = rows[:trained], rows[trained:]
     results: dict[str, Any] = {"cells": rows, "untrained_cells": init, "sweep": info, "seeds": list(seeds)}
     for n in sizes:
         base = next((b for b in bases if b.n == n), None)
