@@ -283,3 +283,18 @@ def test_every_claim_declares_its_control(name):
     passes is ``vacuous``: the micro runs check that no rule passes its control)."""
     missing = [s.id for s in experiment(name).claim_table() if not (s.control and s.control_is)]
     assert missing == []
+
+
+LAZY_MODULES = ["mechrecall", "analyses", "analyses.report", "pretrained", "pretrained.mini"]
+
+
+@pytest.mark.parametrize("name", [*LAZY_MODULES, *(f"analyses.papers.{p}" for p in sorted(set(EXPERIMENTS.values())))])
+def test_every_lazy_name_resolves_and_is_exported(name):
+    """Each name a module serves on first use (its ``if TYPE_CHECKING:`` imports, mechrecall.lazy) is the object it
+    imports, and in ``__all__`` (the sibling packages that ``mechrecall`` names aside)."""
+    module = importlib.import_module(name)
+    table = type_checking_imports(Path(module.__file__).read_text(encoding="utf-8"), name)
+    assert table, name
+    for attr in table:
+        assert getattr(module, attr) is not None, f"{name}.{attr}"
+    assert set(table) - set(module.__all__) <= {"analyses", "hooks", "pretrained"}, name
