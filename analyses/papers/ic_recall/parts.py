@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from analyses.papers.ic_recall.runs import Sweep
 
 
-def _params(ctx: Context) -> ICRecallPreset:
+def _params(ctx: Context[ICRecallPreset]) -> ICRecallPreset:
     return ctx.params
 
 
