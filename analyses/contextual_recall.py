@@ -7,25 +7,29 @@ The paper's code lives in ``analyses/papers/contextual_recall/``; this module is
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from mechrecall.experiment import Experiment, Option, Part, public_api
+from analyses.papers import contextual_recall as paper
+from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.lazy import lazy_imports
 
 PAPER = (
     "Understanding Contextual Recall in Transformers: How Finetuning Enables In-Context Reasoning over "
     "Pretraining Knowledge (Vasudeva, Deora, Bietti, Sharan & Thrampoulidis)"
 )
-PKG = "analyses.papers.contextual_recall"
 
 EXPERIMENT = Experiment(
     name="contextual_recall",
     paper=PAPER,
-    package=PKG,
+    package=paper.__name__,
+    preset_table=lambda: paper.presets.PRESETS,
+    claims=lambda: paper.claims.CLAIMS,
     summary="Synthetic worlds where pretraining teaches factual recall and finetuning on a subset of subjects "
     "unlocks contextual (in-context) recall for held-out subjects; the attention-only construction.",
     parts=(
         Part(
             "construction",
-            f"{PKG}.parts:part_construction",
+            lambda ctx: paper.parts.part_construction(ctx),
             "Prop. 1-4 weights in a HookedTransformer; Theorem 2's "
             "two-step cascade (exact population gradients where small)",
             reports=("quick", "smoke", "paper"),
@@ -33,27 +37,27 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "world_r",
-            f"{PKG}.parts:part_world_r",
+            lambda ctx: paper.parts.part_world_r(ctx),
             "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, OV slices (Figs. 9-12, 19-21)",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 1.5},
         ),
         Part(
             "world_r_absolute",
-            f"{PKG}.parts:part_world_r_absolute",
+            lambda ctx: paper.parts.part_world_r_absolute(ctx),
             "Model B′ (absolute positions) (Figs. 22-26)",
             reports=("paper",),
         ),
         Part(
             "world_g",
-            f"{PKG}.parts:part_world_g",
+            lambda ctx: paper.parts.part_world_g(ctx),
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
             reports=("smoke", "paper"),
             minutes={"smoke": 4.5},  # 3.8 before the second ICL+Grm finetuning (attribute targets): + 400 FT steps
         ),
         Part(
             "pretrained",
-            f"{PKG}.parts:part_pretrained",
+            lambda ctx: paper.parts.part_pretrained(ctx),
             "extension (not in the paper): task-vector geometry "
             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
             reports=("quick", "smoke", "paper"),
@@ -138,13 +142,13 @@ EXPERIMENT = Experiment(
         ),
         Option("--checkpoint", type=int, default=None, low=0, help="pretrained part: Pythia training step"),
     ),
-    check=f"{PKG}.parts:check",
+    check=lambda ctx: paper.parts.check(ctx),
     report_presets={"quick": "smoke", "smoke": "smoke", "paper": "paper"},
 )
 
 main = EXPERIMENT.main
 
-# The paper's public API (notebooks/contextual_recall.ipynb uses it), each imported on first use (``public_api``) so
+# The paper's public API (notebooks/contextual_recall.ipynb uses it), each imported on first use (mechrecall.lazy) so
 # that this module and ``--help`` stay free of torch:
 #   PRESETS           the micro / smoke / paper presets (``PRESETS["smoke"].run_g(seed)``: the World-G run of §3)
 #   train_g           pretrain Model A on World-G PT, then finetune copies on ICL / ICL+Grm (Figs. 2-4); resumable
@@ -153,17 +157,23 @@ main = EXPERIMENT.main
 #   run_construction  §4: Prop. 1-4's weights scored with their controls, and Theorem 2's two-step cascade
 #   metric_curves     Fig. 1's four final-token metrics vs training step (Figs. 2-4, 15)
 #   cascade_figure    ICL_rel accuracy after the cascade's steps 0 / 1 / 2
-API = {
-    "PRESETS": f"{PKG}.presets:PRESETS",
-    "train_g": f"{PKG}.runs:train_g",
-    "finetune_g": f"{PKG}.runs:finetune_g",
-    "chance_exact": f"{PKG}.runs:chance_exact",
-    "run_construction": f"{PKG}.runs:run_construction",
-    "metric_curves": f"{PKG}.figures:metric_curves",
-    "cascade_figure": f"{PKG}.figures:cascade_figure",
-}
-__getattr__ = public_api(__name__, API)
-__all__ = ["EXPERIMENT", "main", *API]
+if TYPE_CHECKING:
+    from analyses.papers.contextual_recall.figures import cascade_figure, metric_curves
+    from analyses.papers.contextual_recall.presets import PRESETS
+    from analyses.papers.contextual_recall.runs import chance_exact, finetune_g, run_construction, train_g
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = [
+    "EXPERIMENT",
+    "PRESETS",
+    "cascade_figure",
+    "chance_exact",
+    "finetune_g",
+    "main",
+    "metric_curves",
+    "run_construction",
+    "train_g",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,57 +7,64 @@ The paper's code lives in ``analyses/papers/ic_recall/``; this module is its tab
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from mechrecall.experiment import Experiment, Option, Part, public_api
+from analyses.papers import ic_recall as paper
+from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.lazy import lazy_imports
 
 PAPER = "Fine-Tuning Dynamics of In-Context Factual Recall in Transformers (Huang, Nichani, Lee & Ge)"
-PKG = "analyses.papers.ic_recall"
 
 EXPERIMENT = Experiment(
     name="ic_recall",
     paper=PAPER,
-    package=PKG,
+    package=paper.__name__,
+    preset_table=lambda: paper.presets.PRESETS,
+    claims=lambda: paper.claims.CLAIMS,
     summary="A one-layer transformer with a frozen MLP associative memory learns in-context factual recall "
     "through a pairwise attention pattern, from a handful of fine-tuning samples.",
     parts=(
         Part(
             "exact",
-            f"{PKG}.parts:part_exact",
+            lambda ctx: paper.parts.part_exact(ctx),
             "the construction vs its closed-form logits, memory recall, ties",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.2},
         ),
         Part(
             "pattern",
-            f"{PKG}.parts:part_pattern",
+            lambda ctx: paper.parts.part_pattern(ctx),
             "Fig 2: pairwise attention, first/second step vs ceilings",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.3},
+            tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
             "sample_complexity",
-            f"{PKG}.parts:part_sample_complexity",
+            lambda ctx: paper.parts.part_sample_complexity(ctx),
             "Fig 3: accuracy vs fine-tuning samples N",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 3.7},
+            tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
             "algorithm1",
-            f"{PKG}.parts:part_algorithm1",
+            lambda ctx: paper.parts.part_algorithm1(ctx),
             "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.2},
+            tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
             "pretrained_mlp",
-            f"{PKG}.parts:part_pretrained_mlp",
+            lambda ctx: paper.parts.part_pretrained_mlp(ctx),
             "Fig 4 (both panels): pretrained MLP, full attention fine-tuning; cross terms cancelled",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 7.0},
         ),
         Part(
             "pretrained",
-            f"{PKG}.parts:part_pretrained",
+            lambda ctx: paper.parts.part_pretrained(ctx),
             "extension (not in the paper): pairwise-attention "
             "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
             reports=("quick", "smoke", "paper"),
@@ -101,10 +108,9 @@ EXPERIMENT = Experiment(
             field="pretrain_weight_decay",
             help="pretrained_mlp part (Fig 4): AdamW weight decay of the pretraining (default: the preset's, 0.1)",
         ),
-        Option("--n-ctx", type=int, default=None, low=1, help="context length of the model (default 2k+3)"),
         Option("--model", default="pythia-160m", help="pretrained part: hub name or local HF directory"),
     ),
-    check=f"{PKG}.parts:check",
+    check=lambda ctx: paper.parts.check(ctx),
     # quick judges at smoke (comparable): ≈ 7.4 CPU-minutes on one core, measured with the minutes above
     report_presets={"quick": "smoke", "smoke": "smoke", "paper": "paper"},
 )
@@ -114,23 +120,33 @@ main = EXPERIMENT.main
 # The paper's public API (notebooks/ic_recall.ipynb uses it): the task and its exact Bayes ceiling, the
 # TransformerLens model over the Lemma 3.1 memory and its fine-tuning loss (eq. (1)), the accuracies, the
 # resumable sweep of fine-tuning cells (closed-form fast path), Fig 2 / Fig 3 and the n = 3 optimum a*(T).
-# Each name imported on first use (``public_api``), so that this module and ``--help`` stay free of torch.
-API = {
-    "ICRecallSpec": f"{PKG}.data:ICRecallSpec",
-    "ICRecallTask": f"{PKG}.data:ICRecallTask",
-    "build_model": f"{PKG}.models:build_model",
-    "initial_scores": f"{PKG}.models:initial_scores",
-    "set_scores": f"{PKG}.models:set_scores",
-    "cot_loss_fn": f"{PKG}.runs:cot_loss_fn",
-    "Cell": f"{PKG}.presets:Cell",
-    "run_cells": f"{PKG}.runs:run_cells",
-    "accuracy": f"{PKG}.metrics:accuracy",
-    "attention_heatmaps": f"{PKG}.figures:attention_heatmaps",
-    "accuracy_vs_samples": f"{PKG}.figures:accuracy_vs_samples",
-    "n3_pairwise_optimum": f"{PKG}.theory:n3_pairwise_optimum",
-}
-__getattr__ = public_api(__name__, API)
-__all__ = ["EXPERIMENT", "main", *API]
+# Each name imported on first use (mechrecall.lazy), so that this module and ``--help`` stay free of torch.
+if TYPE_CHECKING:
+    from analyses.papers.ic_recall.data import ICRecallSpec, ICRecallTask
+    from analyses.papers.ic_recall.figures import accuracy_vs_samples, attention_heatmaps
+    from analyses.papers.ic_recall.metrics import accuracy
+    from analyses.papers.ic_recall.models import build_model, initial_scores, set_scores
+    from analyses.papers.ic_recall.presets import Cell
+    from analyses.papers.ic_recall.runs import cot_loss_fn, run_cells
+    from analyses.papers.ic_recall.theory import n3_pairwise_optimum
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = [
+    "EXPERIMENT",
+    "Cell",
+    "ICRecallSpec",
+    "ICRecallTask",
+    "accuracy",
+    "accuracy_vs_samples",
+    "attention_heatmaps",
+    "build_model",
+    "cot_loss_fn",
+    "initial_scores",
+    "main",
+    "n3_pairwise_optimum",
+    "run_cells",
+    "set_scores",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

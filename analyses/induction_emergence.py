@@ -6,29 +6,32 @@ The paper's code lives in ``analyses/papers/induction_heads/``; this module is i
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from mechrecall.experiment import Experiment, Option, Part, comma_ints, public_api
+from analyses.papers import induction_heads as paper
+from mechrecall.experiment import Experiment, Option, Part, comma_ints
+from mechrecall.lazy import lazy_imports
 
 PAPER = "On the Emergence of Induction Heads for In-Context Learning (Musat et al.)"
-PKG = "analyses.papers.induction_heads"
-X = f"{PKG}.parts"
 
 EXPERIMENT = Experiment(
     name="induction_emergence",
     paper=PAPER,
-    package=PKG,
+    package=paper.__name__,
+    preset_table=lambda: paper.presets.PRESETS,
+    claims=lambda: paper.claims.CLAIMS,
     summary="How induction heads form: a 19-dim invariant subspace, 3 pseudo-parameters, t_ICL ∝ N².",
     parts=(
         Part(
             "demo",
-            f"{X}:part_demo",
+            lambda ctx: paper.parts.part_demo(ctx),
             "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.3},
         ),
         Part(
             "exact",
-            f"{X}:part_exact",
+            lambda ctx: paper.parts.part_exact(ctx),
             "exact checks: closed form = matrix model, TL embedding = plain torch "
             "(forward, gradients), Theorem 1 orbit residual (float64)",
             reports=("quick", "smoke", "paper"),
@@ -36,7 +39,7 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "ode",
-            f"{X}:part_ode",
+            lambda ctx: paper.parts.part_ode(ctx),
             "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²",
             seeded=False,
             reports=("quick", "smoke", "paper"),
@@ -44,14 +47,14 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "disentangled",
-            f"{X}:part_disentangled",
+            lambda ctx: paper.parts.part_disentangled(ctx),
             "Figs 3, 4 (15, 16): SGD on the disentangled transformer, all weights vs only α₃, β₂, γ₃",
             reports=("smoke", "paper"),
             minutes={"smoke": 0.8},
         ),
         Part(
             "weights",
-            f"{X}:part_weights",
+            lambda ctx: paper.parts.part_weights(ctx),
             "Figs 6-14: weight heatmaps after the paper's numbers of steps "
             "(smoke: the disentangled part's snapshots instead)",
             presets=("micro", "paper"),
@@ -59,20 +62,20 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "standard",
-            f"{X}:part_standard",
+            lambda ctx: paper.parts.part_standard(ctx),
             "Figs 2, 17: the §2 transformer on the token ICL task; head roles, interpretable QK/OV matrices",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.7},
         ),
         Part(
             "sgd_scaling",
-            f"{X}:part_sgd_scaling",
+            lambda ctx: paper.parts.part_sgd_scaling(ctx),
             "t_ICL vs N from full SGD training at 3 N, several seeds (smoke: <= 15 min on 2 cores)",
             reports=("paper",),
         ),
         Part(
             "pythia",
-            f"{X}:part_pythia",
+            lambda ctx: paper.parts.part_pythia(ctx),
             "beyond the paper: head-role scores across Pythia checkpoints and "
             "when induction heads form (--model, --checkpoints)",
             reports=("quick", "smoke", "paper"),
@@ -145,7 +148,7 @@ EXPERIMENT = Experiment(
             help="part pythia: score at which a head has emerged, in (0, 1) (default 0.4)",
         ),
     ),
-    check=f"{X}:check",
+    check=lambda ctx: paper.parts.check(ctx),
     epilog="sgd_scaling is not in the default parts: run it with --experiment sgd_scaling.",
     report_presets={"quick": "smoke", "smoke": "smoke", "paper": "paper"},
 )
@@ -156,21 +159,39 @@ main = EXPERIMENT.main
 # held-out scores, Figs 2 and 17; the disentangled transformer's SGD run (Figs 3-4: the 19 pseudo-parameters);
 # Fig 5 from the 3-parameter gradient-flow ODE. Each name imported on first use, so that ``--help``
 # and the report's planning stay free of torch.
-API = {
-    "StandardRun": f"{PKG}.runs:StandardRun",
-    "train_standard": f"{PKG}.runs:train_standard",
-    "DisentangledRun": f"{PKG}.runs:DisentangledRun",
-    "train_disentangled": f"{PKG}.runs:train_disentangled",
-    "run_ode": f"{PKG}.runs:run_ode",
-    "make_token_icl_batch": f"{PKG}.data:make_token_icl_batch",
-    "task_a_scores": f"{PKG}.metrics:task_a_scores",
-    "interpretable_qk_figure": f"{PKG}.figures:interpretable_qk_figure",
-    "loss_figure": f"{PKG}.figures:loss_figure",
-    "trajectories_figure": f"{PKG}.figures:trajectories_figure",
-    "ode_figures": f"{PKG}.figures:ode_figures",
-}
-__getattr__ = public_api(__name__, API)
-__all__ = ["EXPERIMENT", "main", *API]
+if TYPE_CHECKING:
+    from analyses.papers.induction_heads.data import make_token_icl_batch
+    from analyses.papers.induction_heads.figures import (
+        interpretable_qk_figure,
+        loss_figure,
+        ode_figures,
+        trajectories_figure,
+    )
+    from analyses.papers.induction_heads.metrics import task_a_scores
+    from analyses.papers.induction_heads.runs import (
+        DisentangledRun,
+        StandardRun,
+        run_ode,
+        train_disentangled,
+        train_standard,
+    )
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = [
+    "EXPERIMENT",
+    "DisentangledRun",
+    "StandardRun",
+    "interpretable_qk_figure",
+    "loss_figure",
+    "main",
+    "make_token_icl_batch",
+    "ode_figures",
+    "run_ode",
+    "task_a_scores",
+    "train_disentangled",
+    "train_standard",
+    "trajectories_figure",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

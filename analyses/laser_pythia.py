@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import sys
 
+from analyses.papers import distributional as paper
 from mechrecall.experiment import Experiment, Option, Part
 
 PAPER = (
     "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
     "(Chen, Bruna & Bietti)"
 )
-PKG = "analyses.papers.distributional"
-PART = f"{PKG}.parts:part_laser"  # one function for every part: it reads ctx.part
 
 EXPERIMENT = Experiment(
     name="laser_pythia",
@@ -27,7 +26,7 @@ EXPERIMENT = Experiment(
     parts=(
         Part(
             "factual",
-            PART,
+            lambda ctx: paper.parts.part_laser(ctx),
             "'Madrid is located in' → ' Spain' on Pythia-1B (Table 1, Fig 5 right)",
             seeded=False,
             reports=("quick", "smoke", "paper"),
@@ -35,37 +34,42 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "factual20",
-            PART,
+            lambda ctx: paper.parts.part_laser(ctx),
             "the 20 factual prompts of Table 5 on Pythia-1B/1.4B/2.8B (Fig 16)",
             seeded=False,
             reports=("paper",),
         ),
-        Part("ioi", PART, "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)", reports=("paper",)),
+        Part(
+            "ioi",
+            lambda ctx: paper.parts.part_laser(ctx),
+            "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)",
+            reports=("paper",),
+        ),
         Part(
             "prepositions",
-            PART,
+            lambda ctx: paper.parts.part_laser(ctx),
             "rank of ' the' after prepositions across training (Fig 14)",
             seeded=False,
             reports=("paper",),
         ),
         Part(
             "gpt2-ioi",
-            PART,
+            lambda ctx: paper.parts.part_laser(ctx),
             "GPT-2 small IOI, layers 9-12 over a ρ grid (Fig 17)",
             seeded=False,
             reports=("paper",),
         ),
         Part(
             "sweep",
-            PART,
+            lambda ctx: paper.parts.part_laser(ctx),
             "LASER search over late layers x {W_in, W_out} x ρ on --prompts",
             seeded=False,
             reports=(),
         ),
     ),
-    package=PKG,
-    preset_table=f"{PKG}.presets:LASER_PYTHIA_PRESETS",
-    claims=f"{PKG}.claims:LASER_PYTHIA_CLAIMS",
+    package=paper.__name__,
+    preset_table=lambda: paper.presets.LASER_PYTHIA_PRESETS,
+    claims=lambda: paper.claims.LASER_PYTHIA_CLAIMS,
     default_parts=("factual",),
     presets=("paper",),
     default_preset="paper",
@@ -120,7 +124,7 @@ EXPERIMENT = Experiment(
         ),
         Option("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16")),
     ),
-    check=f"{PKG}.pretrained:check",
+    check=lambda ctx: paper.pretrained.check(ctx),
     epilog="--seed is the seed of the IOI prompt draw (the ioi part; the others do not depend on it).",
     report_presets={"quick": "paper", "smoke": "paper", "paper": "paper"},
 )

@@ -7,15 +7,16 @@ The paper's code lives in ``analyses/papers/distributional/`` (its parts in ``pa
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-from mechrecall.experiment import Experiment, Option, Part, public_api
+from analyses.papers import distributional as paper
+from mechrecall.experiment import Experiment, Option, Part
+from mechrecall.lazy import lazy_imports
 
 PAPER = (
     "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
     "(Chen, Bruna & Bietti)"
 )
-PKG = "analyses.papers.distributional"
-PARTS = f"{PKG}.parts"
 
 EXPERIMENT = Experiment(
     name="noisy_icl",
@@ -25,28 +26,33 @@ EXPERIMENT = Experiment(
     parts=(
         Part(
             "main",
-            f"{PARTS}:part_main",
+            lambda ctx: paper.parts.part_main(ctx),
             "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, 7, 8, 9, 10)",
             reports=("quick", "smoke", "paper"),
             minutes={"laptop": 8},
         ),
         Part(
             "ff_variants",
-            f"{PARTS}:part_ff_variants",
+            lambda ctx: paper.parts.part_ff_variants(ctx),
             "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)",
             reports=("smoke", "paper"),
             minutes={"laptop": 20},  # three models, each about main's size
         ),
         Part(
             "finetune",
-            f"{PARTS}:part_finetune",
+            lambda ctx: paper.parts.part_finetune(ctx),
             "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)",
             reports=("paper",),
         ),
-        Part("multi_trigger", f"{PARTS}:part_multi_trigger", "five triggers (Fig 9 right)", reports=("paper",)),
+        Part(
+            "multi_trigger",
+            lambda ctx: paper.parts.part_multi_trigger(ctx),
+            "five triggers (Fig 9 right)",
+            reports=("paper",),
+        ),
         Part(
             "ioi",
-            f"{PARTS}:part_ioi",
+            lambda ctx: paper.parts.part_ioi(ctx),
             "synthetic IOI with deeper models: accuracy, p(τ) and the IO/S margin, full vs the last MLP dropped or "
             "truncated (Figs 19, 20)",
             presets=("micro", "laptop", "paper"),
@@ -55,16 +61,16 @@ EXPERIMENT = Experiment(
         ),
         Part(
             "theory",
-            f"{PARTS}:part_theory",
+            lambda ctx: paper.parts.part_theory(ctx),
             "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)",
             seeded=False,
             reports=("quick", "smoke", "paper"),
             minutes={"laptop": 0.05, "smoke": 0.05},
         ),
     ),
-    package=PKG,
-    preset_table=f"{PKG}.presets:NOISY_ICL_PRESETS",
-    claims=f"{PKG}.claims:NOISY_ICL_CLAIMS",
+    package=paper.__name__,
+    preset_table=lambda: paper.presets.NOISY_ICL_PRESETS,
+    claims=lambda: paper.claims.NOISY_ICL_CLAIMS,
     default_parts=("main",),
     presets=("micro", "smoke", "laptop", "paper"),
     preset_help={
@@ -117,30 +123,37 @@ EXPERIMENT = Experiment(
             help="SGD learning rate (default %(default)s; Adam runs use 3e-3)",
         ),
     ),
-    check=f"{PARTS}:check",
+    check=lambda ctx: paper.parts.check(ctx),
     report_presets={"quick": "laptop", "smoke": "laptop", "paper": "paper"},
 )
 
 main = EXPERIMENT.main
 
 # The paper's public API (notebooks/noisy_icl.ipynb uses it), each name imported from the paper package on first
-# use (``from analyses.noisy_icl import train_run``), so that ``--help`` still imports no torch:
+# use (``from analyses.noisy_icl import train_run``; mechrecall.lazy), so that ``--help`` still imports no torch:
 # the presets and one run's configuration, training (or resuming) the two-layer model of Eq. 1, its untrained
 # twin (the controls), the clean-test metrics p(ȳ), p(τ) (Fig 3), the layer-2 attention on ``[q, ȳ]`` vs
 # ``[q, τ]`` (Fig 4), a metric's curve over training and the figures of Figs 3 and 4.
-API = {
-    "NOISY_ICL_PRESETS": f"{PKG}.presets:NOISY_ICL_PRESETS",
-    "RunConfig": f"{PKG}.runs:RunConfig",
-    "train_run": f"{PKG}.runs:train_run",
-    "untrained_model": f"{PKG}.runs:untrained_model",
-    "series": f"{PKG}.runs:series",
-    "recall_metrics": f"{PKG}.metrics:recall_metrics",
-    "trigger_successor_attention": f"{PKG}.metrics:trigger_successor_attention",
-    "fig_truncation": f"{PKG}.figures:fig_truncation",
-    "fig_attention": f"{PKG}.figures:fig_attention",
-}
-__getattr__ = public_api(__name__, API)
-__all__ = ["EXPERIMENT", "main", *API]
+if TYPE_CHECKING:
+    from analyses.papers.distributional.figures import fig_attention, fig_truncation
+    from analyses.papers.distributional.metrics import recall_metrics, trigger_successor_attention
+    from analyses.papers.distributional.presets import NOISY_ICL_PRESETS
+    from analyses.papers.distributional.runs import RunConfig, series, train_run, untrained_model
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = [
+    "EXPERIMENT",
+    "NOISY_ICL_PRESETS",
+    "RunConfig",
+    "fig_attention",
+    "fig_truncation",
+    "main",
+    "recall_metrics",
+    "series",
+    "train_run",
+    "trigger_successor_attention",
+    "untrained_model",
+]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -14,76 +14,102 @@ Names are imported on first use, so ``import mechrecall`` (and every ``--help``)
 
 from __future__ import annotations
 
-import importlib as _importlib
-from typing import Any
+from typing import TYPE_CHECKING
+
+from mechrecall.lazy import lazy_imports
 
 __version__ = "0.1.0"
 
-_SIBLINGS = ("analyses", "hooks", "pretrained")
-_LAZY = {
-    **dict.fromkeys(
-        (
-            "FactoredMatrix",
-            "HookedTransformer",
-            "HookedTransformerConfig",
-            "HookPoint",
-            "Model",
-            "TL_MAJOR",
-            "load_tl_state_dict",
-            "tl_grad",
-            "tl_parameter",
-            "tl_parameters",
-            "tl_state_dict",
-            "weight",
-        ),
-        "mechrecall._tl",
-    ),
-    **dict.fromkeys(
-        ("build_from_spec", "build_toy_model", "make_config", "model_spec", "trainable_parameters"),
-        "mechrecall.builder",
-    ),
-    **dict.fromkeys(("load_model", "load_weights", "save_checkpoint"), "mechrecall.checkpoint"),
-    **dict.fromkeys(("save_figure", "versions"), "mechrecall.results"),
-    **dict.fromkeys(
-        ("Claim", "Rule", "at_least", "at_most", "between", "near", "is_true", "not_run"), "mechrecall.claims"
-    ),
-    **dict.fromkeys(("Experiment", "Part", "Option", "PartResult", "Context"), "mechrecall.experiment"),
-    **dict.fromkeys(("UsageError",), "mechrecall.errors"),
-    **dict.fromkeys(("Batch",), "mechrecall.batch"),
-    **dict.fromkeys(
-        (
-            "Freeze",
-            "LinearFeedForward",
-            "NoFeedForward",
-            "PermanentHook",
-            "PreviousTokenEmbedding",
-            "SetActivation",
-            "SetWeight",
-            "Surgery",
-            "TrainableEntries",
-            "ZeroBiases",
-        ),
-        "mechrecall.surgeries",
-    ),
-    **dict.fromkeys(("TrainConfig", "TrainResult", "latest_checkpoint", "train"), "mechrecall.trainer"),
-}
+if TYPE_CHECKING:  # what mypy and editors see; at run time each name is imported on first use (mechrecall.lazy)
+    import analyses as analyses  # `from mechrecall import analyses` gives the top-level sibling package
+    import hooks as hooks
+    import pretrained as pretrained
+    from mechrecall._tl import (
+        TL_MAJOR,
+        FactoredMatrix,
+        HookedTransformer,
+        HookedTransformerConfig,
+        HookPoint,
+        Model,
+        load_tl_state_dict,
+        tl_grad,
+        tl_parameter,
+        tl_parameters,
+        tl_state_dict,
+        weight,
+    )
+    from mechrecall.batch import Batch
+    from mechrecall.builder import build_from_spec, build_toy_model, make_config, model_spec, trainable_parameters
+    from mechrecall.checkpoint import load_model, load_weights, save_checkpoint
+    from mechrecall.claims import Claim, Rule, at_least, at_most, between, is_true, near, not_run
+    from mechrecall.errors import UsageError
+    from mechrecall.experiment import Context, Experiment, Option, Part, PartResult
+    from mechrecall.results import save_figure, versions
+    from mechrecall.surgeries import (
+        Freeze,
+        LinearFeedForward,
+        NoFeedForward,
+        PermanentHook,
+        PreviousTokenEmbedding,
+        SetActivation,
+        SetWeight,
+        Surgery,
+        TrainableEntries,
+        ZeroBiases,
+    )
+    from mechrecall.trainer import TrainConfig, TrainResult, latest_checkpoint, train
 
-
-def __getattr__(name: str) -> Any:
-    # `from mechrecall import analyses` (and hooks, pretrained) gives the top-level sibling package; core names
-    # are imported from their module on first use.
-    if name in _SIBLINGS:
-        module = _importlib.import_module(name)
-    elif name in _LAZY:
-        module = getattr(_importlib.import_module(_LAZY[name]), name)
-    else:
-        raise AttributeError(f"module 'mechrecall' has no attribute {name!r}")
-    globals()[name] = module
-    return module
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY, *_SIBLINGS])
-
-
-__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = [
+    "TL_MAJOR",
+    "Batch",
+    "Claim",
+    "Context",
+    "Experiment",
+    "FactoredMatrix",
+    "Freeze",
+    "HookPoint",
+    "HookedTransformer",
+    "HookedTransformerConfig",
+    "LinearFeedForward",
+    "Model",
+    "NoFeedForward",
+    "Option",
+    "Part",
+    "PartResult",
+    "PermanentHook",
+    "PreviousTokenEmbedding",
+    "Rule",
+    "SetActivation",
+    "SetWeight",
+    "Surgery",
+    "TrainConfig",
+    "TrainResult",
+    "TrainableEntries",
+    "UsageError",
+    "ZeroBiases",
+    "at_least",
+    "at_most",
+    "between",
+    "build_from_spec",
+    "build_toy_model",
+    "is_true",
+    "latest_checkpoint",
+    "load_model",
+    "load_tl_state_dict",
+    "load_weights",
+    "make_config",
+    "model_spec",
+    "near",
+    "not_run",
+    "save_checkpoint",
+    "save_figure",
+    "tl_grad",
+    "tl_parameter",
+    "tl_parameters",
+    "tl_state_dict",
+    "train",
+    "trainable_parameters",
+    "versions",
+    "weight",
+]

@@ -20,7 +20,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from mechrecall._tl import (
@@ -33,15 +32,11 @@ from mechrecall._tl import (
     new_model,
     recipe_config,
 )
+from mechrecall.seeds import derive_seed
 from mechrecall.surgeries import Surgery, surgery_from_dict
 
 SPEC_FORMAT = 1
 _RUNTIME_CFG_KEYS = ("device", "n_devices", "n_params")  # not part of a model's identity
-
-
-def derive_seed(*parts: int) -> int:
-    """A 63-bit seed derived from integers (e.g. ``(seed, step)``) with no collisions between parts."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 def make_config(cfg: ModelConfig | dict[str, Any], *, seed: int | None = None) -> ModelConfig:

@@ -2,22 +2,26 @@
 
 An experiment declares its name, paper, parts (sub-experiments), presets, claims and own options::
 
+    from analyses.papers import distributional as paper  # its modules are imported on first use (mechrecall.lazy)
+
     EXPERIMENT = Experiment(
         name="noisy_icl", paper="Distributional Associations vs In-Context Reasoning (Chen, Bruna & Bietti)",
         summary="FF layers store the noise association, attention recalls in context.",
-        package="analyses.papers.distributional",          # presets: PKG.presets:PRESETS, claims: PKG.claims:CLAIMS
-        parts=(Part("main", "analyses.papers.distributional.parts:part_main", "Figs 3, 4, 7-10"), ...),
+        parts=(Part("main", lambda ctx: paper.parts.part_main(ctx), "Figs 3, 4, 7-10"), ...),
+        preset_table=lambda: paper.presets.NOISY_ICL_PRESETS,
+        claims=lambda: paper.claims.NOISY_ICL_CLAIMS,
         options=(Option("--steps", type=int, low=1, field="steps", help="training steps"),),
     )
     if __name__ == "__main__":
         sys.exit(EXPERIMENT.main())
 
 and gets ``--preset --experiment --seed --out --device --threads --no-progress --fresh --help`` plus
-its own options. A part is ``function(ctx: Context) -> PartResult`` (its numbers and figures), named as
-``"module:function"`` and imported only after the options are parsed (so ``--help`` answers without importing
-torch). The protocol knows which part runs (``ctx.part``), hands it the typed preset with the options that
-override a preset field applied (``ctx.params``), and evaluates the paper's claims table against the part's
-results; every claim of a run whose sizes differ from the named preset says so in its note.
+its own options. A part is ``function(ctx: Context) -> PartResult`` (its numbers and figures). Parts, the check,
+the presets and the claims are real references (mypy checks them, go-to-definition follows them); the lambdas only
+defer the paper's imports until a part runs, so ``--help`` answers without importing torch. The protocol knows
+which part runs (``ctx.part``), hands it the typed preset with the options that override a preset field applied
+(``ctx.params``), and evaluates the paper's claims table against the part's results; every claim of a run whose
+sizes differ from the named preset says so in its note.
 
 Results go to ``OUT/<experiment>/results.json`` (schema ``mechrecall.results/2``), **rewritten after
 each part finishes**; a rerun into the same folder keeps finished parts and skips them (training runs
@@ -29,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import importlib
 import json
 import logging
 import os
@@ -40,12 +43,14 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Generic, NoReturn, TypeVar
 
 from mechrecall.claims import ClaimSpec, check_table, evaluate, over_seeds, summary
 from mechrecall.errors import UsageError
 from mechrecall.presets import Preset, describe_overrides, override
 from mechrecall.seeds import SEEDS_SCHEMA, parse_seeds, seed_out
+
+P = TypeVar("P", bound=Preset)  # a paper's preset type (the type of ``Context.params``)
 
 RESULTS_SCHEMA = "mechrecall.results/2"
 PRESETS = ("micro", "smoke", "paper")
@@ -59,60 +64,40 @@ STATUS_DONE, STATUS_FAILED = "done", "failed"
 
 @dataclass(frozen=True)
 class Part:
-    """A sub-experiment: ``run`` is ``function(ctx) -> PartResult`` or its ``"module:function"`` name (imported
-    only when the part runs, so ``--help`` stays fast).
+    """A sub-experiment: ``run`` is ``function(ctx) -> PartResult``; an entry module passes
+    ``lambda ctx: paper.parts.part_x(ctx)``, so the paper's modules are imported only when the part runs.
 
     ``presets``: the presets that include it (``None``: all). ``seeded``: whether ``--seed`` changes it (an exact
     computation does not: another seed is refused, naming the part). ``reports``: the report presets
     (``quick``, ``smoke``, ``paper``) whose plan runs it. ``minutes``: its rough cost on one core per preset (the
-    report starts the longest jobs first)."""
+    report starts the longest jobs first). ``tasks``: the independent units of its work (a sweep's cells) as
+    :class:`PartTask` s, which the report runs as jobs of its executor before the part (that then finds them done);
+    a part runs them itself when run alone."""
 
     name: str
-    run: str | Callable[["Context"], "PartResult"]
+    run: Callable[[Context[Any]], PartResult]
     help: str
     presets: tuple[str, ...] | None = None
     seeded: bool = True
     reports: tuple[str, ...] = ("smoke", "paper")
     minutes: Mapping[str, float] = field(default_factory=dict)
+    tasks: Callable[[Context[Any]], Sequence[PartTask]] | None = None
 
     def cost(self, preset: str) -> float:
         """Rough minutes on one core at ``preset`` (1 where undeclared)."""
         return float(self.minutes.get(preset, 1.0))
 
-    def resolve(self) -> Callable[["Context"], "PartResult"]:
-        return _resolve(self.run)
 
+@dataclass(frozen=True)
+class PartTask:
+    """One unit of a part's work that an executor may run before the part: ``fn(*args)`` (both picklable) returns a
+    JSON-able value, which the driver writes to ``path``, where the part looks for it (and skips that unit)."""
 
-def _resolve(target: str | Callable[..., Any]) -> Callable[..., Any]:
-    """``target`` itself, or the function a ``"module:function"`` string names (imported now)."""
-    return target if callable(target) else _lookup(target)
-
-
-def _lookup(ref: str) -> Any:
-    """The object a ``"module:NAME"`` string names (the module imported now)."""
-    module, _, attr = ref.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def public_api(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` (PEP 562) serving ``names`` (``{name: "package.module:NAME"}``), each imported on
-    first use: an entry module re-exports its paper's functions (the notebooks' API) and still imports no torch::
-
-        API = {"train_run": "analyses.papers.distributional.runs:train_run"}
-        __getattr__ = public_api(__name__, API)
-        __all__ = ["EXPERIMENT", "main", *API]
-    """
-    table = dict(names)
-    bad = [ref for ref in table.values() if ":" not in ref]
-    if bad:
-        raise ValueError(f"public_api({module!r}): {bad[0]!r}; expected 'package.module:NAME'")
-
-    def __getattr__(name: str) -> Any:
-        if name not in table:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        return _lookup(table[name])
-
-    return __getattr__
+    id: str
+    path: Path
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    seconds: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -200,20 +185,22 @@ NOT_COMPARABLE_NOTE = "sizes far below the paper's, not comparable"
 
 
 @dataclass
-class Context:
+class Context(Generic[P]):
     """What a part gets: where to write, the preset (its name and its typed values, options applied), the seed,
-    device, the experiment's own options and the part that is running."""
+    device, the experiment's own options and the part that is running.
 
-    experiment: "Experiment"
+    ``params`` is the paper's own preset type: a part that reads sizes annotates ``ctx: Context[MyPreset]``."""
+
+    experiment: Experiment
     out: Path
     preset: str
     seed: int
     options: dict[str, Any]
+    params: P  # the typed preset with the options that override its fields applied
     device: str | None = None
     progress: bool = False
     parts: tuple[str, ...] = ()
     cache: dict[Any, Any] = field(default_factory=dict)  # shared by the parts of one invocation (e.g. a loaded model)
-    params: Any = None  # the typed preset with the options that override its fields applied (None: no table)
     overrides: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (ours, the preset's)
     part: str = ""  # the part running now
 
@@ -225,7 +212,7 @@ class Context:
         """What every claim of this run must say, before and after its own note: a preset that is not comparable
         to the paper's; sizes changed from the preset."""
         first = ""
-        if self.params is not None and not getattr(self.params, "comparable", True):
+        if not self.params.comparable:
             first = f"{self.preset} preset: {NOT_COMPARABLE_NOTE}"
         return first, describe_overrides(self.preset, self.overrides)
 
@@ -254,16 +241,16 @@ class Experiment:
     paper: str
     summary: str
     parts: tuple[Part, ...]
+    preset_table: Mapping[str, Preset] | Callable[[], Mapping[str, Preset]]  # the typed presets, or a function
+    claims: Sequence[ClaimSpec] | Callable[[], Sequence[ClaimSpec]] = ()  # the claims table, or a function
     options: tuple[Option, ...] = ()
-    package: str = ""  # the paper's package: its presets.py holds PRESETS and its claims.py CLAIMS
-    preset_table: str | Mapping[str, Preset] = ""  # or "module:NAME" (default: PACKAGE.presets:PRESETS)
-    claims: str | Sequence[ClaimSpec] = ""  # or "module:NAME" of the claims table (default: PACKAGE.claims:CLAIMS)
+    package: str = ""  # the paper's package (its name, for readers and the layout checks)
     report_presets: Mapping[str, str] = field(default_factory=dict)  # report preset -> this experiment's preset
     default_parts: tuple[str, ...] | None = None  # None: every part the preset includes
     default_preset: str = "smoke"
     presets: tuple[str, ...] = PRESETS
     preset_help: Mapping[str, str] = field(default_factory=lambda: dict(PRESET_HELP))
-    check: str | Callable[["Context"], None] | None = None  # (ctx) -> None, raises UsageError before any work
+    check: Callable[[Context[Any]], None] | None = None  # raises UsageError before any work
     default_out: str = "runs"
     epilog: str = ""
 
@@ -507,7 +494,7 @@ class Experiment:
         seed: int = 0,
         options: Mapping[str, Any] | None = None,
         device: str | None = None,
-    ) -> tuple[Context, dict[str, Any]]:
+    ) -> tuple[Context[Preset], dict[str, Any]]:
         """Every check before any work (preset, parts, seed, options and their ranges, device, the output folder);
         returns the run's context and the configuration written into (and compared with) ``results.json``."""
         preset = preset or self.default_preset
@@ -520,9 +507,9 @@ class Experiment:
         device = check_device(device)
         params, overrides = self._params(preset, opts)
         self.claim_table()  # a table that names no part of ours fails here, not after the training
-        ctx = Context(self, root, preset, seed, opts, device=device, parts=parts, params=params, overrides=overrides)
+        ctx = Context(self, root, preset, seed, opts, params, device=device, parts=parts, overrides=overrides)
         if self.check:
-            _resolve(self.check)(ctx)
+            self.check(ctx)
         compared = {o.dest for o in self.options if o.compare}
         config = {
             "preset": preset,
@@ -550,6 +537,24 @@ class Experiment:
             return False
         return all(payload.get("parts", {}).get(p, {}).get("status") == STATUS_DONE for p in parts)
 
+    def part_tasks(
+        self,
+        out: str | os.PathLike,
+        *,
+        preset: str,
+        part: str,
+        seed: int = 0,
+        options: Mapping[str, Any] | None = None,
+    ) -> list[PartTask]:
+        """The :class:`PartTask` s of ``part`` in this configuration not finished yet (their file absent); none for a
+        part that declares none."""
+        declared = next((p for p in self.parts if p.name == part), None)
+        if declared is None or declared.tasks is None:
+            return []
+        ctx, _ = self.prepare(out, preset=preset, parts=[part], seed=seed, options=options)
+        ctx.part = part
+        return [t for t in declared.tasks(ctx) if not t.path.is_file()]
+
     def _check_seed(self, seed: int, parts: Sequence[str]) -> None:
         if seed < 0:
             raise UsageError(f"--seed {seed}; expected an integer >= 0")
@@ -570,31 +575,26 @@ class Experiment:
             option.check(opts[option.dest])
         return opts
 
-    def preset_values(self) -> Mapping[str, Preset] | None:
-        """The typed presets (``PACKAGE.presets:PRESETS`` unless ``preset_table`` names another), or ``None``."""
-        ref = self.preset_table or (f"{self.package}.presets:PRESETS" if self.package else "")
-        if not isinstance(ref, str):
-            return ref
-        return _lookup(ref) if ref else None
+    def preset_values(self) -> Mapping[str, Preset]:
+        """The typed presets (``preset_table``, called first when it is a function)."""
+        table = self.preset_table
+        return table() if callable(table) else table
 
     def claim_table(self) -> tuple[ClaimSpec, ...]:
-        """The experiment's claims (``PACKAGE.claims:CLAIMS`` unless ``claims`` names another), checked."""
-        ref = self.claims or (f"{self.package}.claims:CLAIMS" if self.package else "")
-        specs = tuple(_lookup(ref) if isinstance(ref, str) else ref) if ref else ()
+        """The experiment's claims (``claims``, called first when it is a function), checked."""
+        specs = tuple(self.claims() if callable(self.claims) else self.claims)
         check_table(specs, [p.name for p in self.parts])
         return specs
 
-    def _params(self, preset: str, opts: Mapping[str, Any]) -> tuple[Any, dict[str, tuple[Any, Any]]]:
+    def _params(self, preset: str, opts: Mapping[str, Any]) -> tuple[Preset, dict[str, tuple[Any, Any]]]:
         table = self.preset_values()
-        if table is None:
-            return None, {}
         changes = {o.field: opts[o.dest] for o in self.options if o.field}
         try:
             return override(table[preset], changes)
         except KeyError as exc:  # a declaration bug, not the user's
             raise ValueError(f"experiment {self.name}: {exc}") from None
 
-    def _run_parts(self, ctx: Context, root: Path, payload: dict[str, Any]) -> None:
+    def _run_parts(self, ctx: Context[Preset], root: Path, payload: dict[str, Any]) -> None:
         functions = {p.name: p for p in self.parts}
         preset, seed = ctx.preset, ctx.seed
         for name in ctx.parts:
@@ -606,9 +606,9 @@ class Experiment:
             started = time.perf_counter()
             ctx.part = name
             before, after = ctx.claim_notes()
-            comparable = ctx.params is None or bool(getattr(ctx.params, "comparable", True))
+            comparable = ctx.params.comparable
             try:
-                result = functions[name].resolve()(ctx)
+                result = functions[name].run(ctx)
                 claims = evaluate(
                     self.claim_table(),
                     name,

@@ -1,4 +1,5 @@
-"""Several seeds of one run: which seeds (``--seeds 0-4``), where each seed's results go, the claims over them.
+"""Seeds: one derivation for every random stream (:func:`derive_seed`); several seeds of one run: which seeds
+(``--seeds 0-4``), where each seed's results go, the claims over them.
 
 A single seed writes ``OUT/<experiment>/results.json`` as always. Several seeds write each seed's run to
 ``OUT/seed<N>/<experiment>/results.json`` (a run of its own: resumable, its config checked) and the claims over
@@ -13,6 +14,14 @@ import argparse
 from pathlib import Path
 
 SEEDS_SCHEMA = "mechrecall.seeds/1"
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed derived from integers (e.g. ``(seed, step)``, ``(seed, stream)``) with no collisions between
+    parts: the one way the library and the papers turn a run's seed into the seed of one random stream."""
+    import numpy as np  # here, not at the top: the protocol imports this module and --help stays fast
+
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, dtype=np.uint64)[0] >> 1)
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:

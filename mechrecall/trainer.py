@@ -40,7 +40,6 @@ from jaxtyping import Float, Int
 
 from mechrecall._tl import Model, named_weights, weight, weight_layout
 from mechrecall.batch import Batch
-from mechrecall.builder import derive_seed
 from mechrecall.checkpoint import (
     load_optimizer_state,
     load_rng_state,
@@ -51,6 +50,7 @@ from mechrecall.checkpoint import (
 from mechrecall.errors import CheckpointError
 from mechrecall.io import atomic_write_json
 from mechrecall.progress import progress_bar
+from mechrecall.seeds import derive_seed
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ its package under ``analyses/papers/``).
 
 from typing import TYPE_CHECKING
 
-from pretrained._lazy import lazy_getattr
+from mechrecall.lazy import lazy_imports
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained import mini, prompts, testing
@@ -30,26 +30,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name i
     from pretrained.loading import load, load_or_why, no_weights, processing_of, require_raw, untrained_like
     from pretrained.prompts import AnswerToken, Prompt, answer_token, load_prompt_file
 
-#: Public name -> the module that defines it; imported on first use, so ``python -m pretrained.mini --help``
-#: answers without torch.
-_LAZY = {
-    "prompts": "pretrained.prompts",
-    "testing": "pretrained.testing",
-    "mini": "pretrained.mini",
-    "SUPPORTED_ARCHITECTURES": "pretrained._local",
-    "PYTHIA_CHECKPOINTS": "pretrained._names",
-    "PretrainedNotAvailableError": "pretrained.errors",
-    "load": "pretrained.loading",
-    "load_or_why": "pretrained.loading",
-    "no_weights": "pretrained.loading",
-    "processing_of": "pretrained.loading",
-    "require_raw": "pretrained.loading",
-    "untrained_like": "pretrained.loading",
-    "AnswerToken": "pretrained.prompts",
-    "Prompt": "pretrained.prompts",
-    "answer_token": "pretrained.prompts",
-    "load_prompt_file": "pretrained.prompts",
-}
 __all__ = [
     "PYTHIA_CHECKPOINTS",
     "SUPPORTED_ARCHITECTURES",
@@ -70,4 +50,4 @@ __all__ = [
 ]
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__, __dir__ = lazy_imports(__name__)

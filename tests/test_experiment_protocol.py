@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -32,9 +33,11 @@ from mechrecall.claims import (
 )
 from mechrecall.claims import control_problems as problems
 from mechrecall.errors import UsageError
-from mechrecall.experiment import Experiment, Option, Part, PartResult, public_api
+from mechrecall.experiment import Experiment, Option, Part, PartResult
 from mechrecall.presets import Preset, describe_overrides, override
 from mechrecall.seeds import parse_seeds
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # --------------------------------------------------------------------------- rules and verdicts
 
@@ -520,21 +523,69 @@ def test_parts_written_by_another_run_meanwhile_are_kept(tmp_path):
     assert [c["id"] for c in data["claims"]] == ["nested.first.value", "nested.outer.value"]
 
 
-# --------------------------------------------------------------------------- an entry module's public API
+# --------------------------------------------------------------------------- references: mechrecall.lazy, mypy
+
+LAZY_PACKAGE = """
+from typing import TYPE_CHECKING
+
+from mechrecall.lazy import lazy_imports
+
+if TYPE_CHECKING:
+    import os.path as osp
+    from json import dumps
+
+    from . import heavy
+    from .heavy import VALUE as value
+
+__getattr__, __dir__ = lazy_imports(__name__)
+"""
 
 
-def test_public_api_imports_each_name_on_first_use_and_refuses_others():
-    getattr_ = public_api("demo", {"dumps": "json:dumps", "Rule": "mechrecall.claims:Rule"})
-    assert getattr_("dumps") is json.dumps
-    from mechrecall.claims import Rule
+def test_lazy_imports_serve_the_type_checking_imports_on_first_use(tmp_path, monkeypatch):
+    """The names an ``if TYPE_CHECKING:`` block imports are served on first use, each the real object (a submodule,
+    an attribute under another name, a stdlib function); the module they come from is imported only then."""
+    import os.path
 
-    assert getattr_("Rule") is Rule
-    with pytest.raises(AttributeError, match="module 'demo' has no attribute 'loads'"):
-        getattr_("loads")  # json has it, but the table does not name it
-    with pytest.raises(ValueError, match=r"expected 'package\.module:NAME'"):
-        public_api("demo", {"dumps": "json.dumps"})
-    code = (
-        "import sys, mechrecall.experiment as e; e.public_api('m', {'x': 'torch:zeros'}); print('torch' in sys.modules)"
+    (tmp_path / "lazydemo").mkdir()
+    (tmp_path / "lazydemo" / "__init__.py").write_text(LAZY_PACKAGE)
+    (tmp_path / "lazydemo" / "heavy.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("lazydemo", "lazydemo.heavy"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import lazydemo
+
+    assert "lazydemo.heavy" not in sys.modules  # nothing imported yet
+    assert lazydemo.value == 42 and lazydemo.heavy is sys.modules["lazydemo.heavy"]
+    assert lazydemo.dumps is json.dumps and lazydemo.osp is os.path
+    assert {"dumps", "heavy", "osp", "value"} <= set(dir(lazydemo))
+    with pytest.raises(AttributeError, match="module 'lazydemo' has no attribute 'loads'"):
+        lazydemo.loads  # noqa: B018 -- json has it, but the block does not import it
+
+
+def test_type_checking_imports_reads_the_block_and_nothing_else():
+    from mechrecall.lazy import type_checking_imports
+
+    source = "import sys\nif TYPE_CHECKING:\n    from ..x import y as z\n    import a.b\nelse:\n    import c\n"
+    assert type_checking_imports(source, "p.q.m") == {"z": ("p.x", "y"), "a": ("a", None)}
+
+
+def test_mypy_fails_on_a_misspelt_part_reference(tmp_path):
+    """A part named by a real reference is checked by mypy: a misspelt part function fails ``mypy`` (a string name
+    failed only when the part ran). Uses the repository's mypy cache (seconds; about 20 s without one)."""
+    pytest.importorskip("mypy")
+    good = (
+        "from analyses.papers import ic_recall as paper\nfrom mechrecall.experiment import Part\n\n"
+        'PART = Part("exact", lambda ctx: paper.parts.part_exact(ctx), "h")\n'
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.stdout.strip() == "False", done.stderr  # nothing is imported until a name is asked for
+    (tmp_path / "good_entry.py").write_text(good)
+    (tmp_path / "bad_entry.py").write_text(good.replace("part_exact(", "part_exactt("))
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "--cache-dir", ".mypy_cache"]
+    done = subprocess.run(
+        [*mypy, str(tmp_path / "good_entry.py"), str(tmp_path / "bad_entry.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "bad_entry.py:4" in errors[0] and '"part_exactt"' in errors[0], done.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from analyses.registry import EXPERIMENTS, experiment
+from mechrecall.lazy import type_checking_imports
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPERS = ROOT / "analyses" / "papers"
@@ -60,7 +62,14 @@ def _top(module: str) -> str:
 
 
 def test_the_core_imports_no_sibling():
-    assert offenders("mechrecall", lambda p, m: _top(m) in ("hooks", "pretrained", "analyses")) == []
+    """``mechrecall/__init__.py`` only names the sibling packages, for ``from mechrecall import analyses`` (served on
+    first use by mechrecall.lazy); no core module imports one."""
+    siblings = ("hooks", "pretrained", "analyses")
+    init = ROOT / "mechrecall" / "__init__.py"
+    assert {v for v, _ in type_checking_imports(init.read_text(), "mechrecall").values() if _top(v) in siblings} == {
+        *siblings
+    }
+    assert offenders("mechrecall", lambda p, m: _top(m) in siblings and not (p == init and m in siblings)) == []
 
 
 def test_hooks_import_only_the_core():
@@ -103,37 +112,88 @@ def test_the_registry_names_every_entry_module_and_its_package():
         assert {s.part for s in exp.claim_table()} <= parts, name  # the claims table names its own parts
 
 
+#: what an entry module imports at run time: the protocol, the lazy pattern and its paper package (whose modules
+#: are imported on first use), so that ``--help`` is fast
+ENTRY_RUNTIME_IMPORTS = {"__future__", "sys", "typing", "mechrecall.experiment", "mechrecall.lazy", "analyses.papers"}
+
+
+def _runtime_imports(tree: ast.Module) -> set[str]:
+    """The modules a module's top level imports outside its ``if TYPE_CHECKING:`` blocks."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
 def test_entry_modules_are_a_table_of_contents():
-    """An entry module imports only the protocol (so --help is fast) and holds no logic: no functions."""
+    """An entry module imports only the protocol and its paper package (so --help is fast) and holds no logic: no
+    functions; its ``if TYPE_CHECKING:`` imports (its public API) come from its own paper package."""
     assert {"noisy_icl", "laser_pythia", "induction_emergence"} <= ENTRY_MODULES
     for stem in ENTRY_MODULES:
         path = ROOT / "analyses" / f"{stem}.py"
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        assert imported_packages(path) <= {"__future__", "sys", "mechrecall.experiment"}, stem
+        assert _runtime_imports(tree) <= ENTRY_RUNTIME_IMPORTS, stem
         assert not [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))], stem
+        package = experiment(stem).package
+        lazy = type_checking_imports(path.read_text(encoding="utf-8"), f"analyses.{stem}")
+        assert all(module.startswith(package + ".") for module, _ in lazy.values()), stem
+
+
+#: a ``"package.module:NAME"`` address (or the tail of one in an f-string, ``".parts:part_x"``): how parts, checks,
+#: presets and claims were named before they were objects
+ADDRESS = re.compile(r"^[\w.]+:[A-Za-z_]\w*$")
+
+
+def addresses(source: str) -> list[str]:
+    """Every string constant of ``source`` (f-string pieces included) that is a ``"module:NAME"`` address."""
+    tree = ast.parse(source)
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and ADDRESS.match(str(n.value))]
+
+
+def test_declarations_hold_objects_not_module_function_strings():
+    """No entry module, and not the protocol, names a part, check, preset table, claims table or API entry by a
+    ``"module:function"`` string: each is a Python object that mypy checks and go-to-definition follows."""
+    paths = [ROOT / "analyses" / f"{stem}.py" for stem in sorted(ENTRY_MODULES)]
+    paths += [ROOT / "mechrecall" / "experiment.py", ROOT / "analyses" / "registry.py"]
+    assert {str(p.relative_to(ROOT)): addresses(p.read_text(encoding="utf-8")) for p in paths} == {
+        str(p.relative_to(ROOT)): [] for p in paths
+    }
+
+
+def test_the_address_check_catches_a_string_part():
+    source = 'PKG = "a.b"\nPart("main", f"{PKG}.parts:part_main", "h")\nAPI = {"x": "a.b.runs:x"}\n'
+    assert sorted(addresses(source)) == [".parts:part_main", "a.b.runs:x"]
 
 
 def test_entry_modules_serve_their_papers_public_api_on_first_use():
-    """An entry module's ``API`` (what its notebook uses) names objects of its own paper package, each served as the
-    package's own object and nothing else; importing every entry module still loads no torch (``--help``)."""
+    """An entry module's public API (what its notebook uses) is its ``if TYPE_CHECKING:`` imports, from its own paper
+    package, each served as the package's own object and nothing else; importing every entry module still loads no
+    torch (``--help``)."""
     served = 0
     for stem in ENTRY_MODULES:
         entry = importlib.import_module(f"analyses.{stem}")
-        api = getattr(entry, "API", None)
-        if api is None:
+        api = type_checking_imports((ROOT / "analyses" / f"{stem}.py").read_text(encoding="utf-8"), entry.__name__)
+        if not api:
             continue
         assert set(entry.__all__) == {"EXPERIMENT", "main", *api}, stem
-        for name, ref in api.items():
-            module, attr = ref.split(":")
-            assert module.startswith(entry.EXPERIMENT.package + ".") and attr == name, ref
-            assert getattr(entry, name) is getattr(importlib.import_module(module), attr), ref
+        for name, (module, attr) in api.items():
+            assert attr == name, (module, attr)
+            assert getattr(entry, name) is getattr(importlib.import_module(module), name), name
             served += 1
         with pytest.raises(AttributeError, match="has no attribute 'check'"):
             entry.check  # noqa: B018 -- a package function that the API does not name
     assert served >= 4 * 4  # the four papers' notebooks
-    code = f"import sys\nfor s in {sorted(ENTRY_MODULES)}: __import__('analyses.' + s)\nprint('torch' in sys.modules)"
+    code = (
+        "import importlib, sys\n"
+        f"for s in {sorted(ENTRY_MODULES)}:\n"
+        "    importlib.import_module('analyses.' + s).EXPERIMENT.parser().format_help()\n"
+        "print('torch' in sys.modules, 'numpy' in sys.modules)"
+    )  # every entry module's --help: the paper's modules (and torch, numpy) stay unimported
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip() == "False", done.stderr
+    assert done.stdout.strip() == "False False", done.stderr
 
 
 def test_a_paper_never_imports_another_paper():
@@ -228,3 +288,18 @@ def test_every_claim_declares_its_control(name):
     passes is ``vacuous``: the micro runs check that no rule passes its control)."""
     missing = [s.id for s in experiment(name).claim_table() if not (s.control and s.control_is)]
     assert missing == []
+
+
+LAZY_MODULES = ["mechrecall", "analyses", "analyses.report", "pretrained", "pretrained.mini"]
+
+
+@pytest.mark.parametrize("name", [*LAZY_MODULES, *(f"analyses.papers.{p}" for p in sorted(set(EXPERIMENTS.values())))])
+def test_every_lazy_name_resolves_and_is_exported(name):
+    """Each name a module serves on first use (its ``if TYPE_CHECKING:`` imports, mechrecall.lazy) is the object it
+    imports, and in ``__all__`` (the sibling packages that ``mechrecall`` names aside)."""
+    module = importlib.import_module(name)
+    table = type_checking_imports(Path(module.__file__).read_text(encoding="utf-8"), name)
+    assert table, name
+    for attr in table:
+        assert getattr(module, attr) is not None, f"{name}.{attr}"
+    assert set(table) - set(module.__all__) <= {"analyses", "hooks", "pretrained"}, name

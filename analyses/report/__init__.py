@@ -17,17 +17,26 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-_TABLES = ("claim_rows", "claims_table", "per_seed", "seeds_figure")
+from mechrecall.lazy import lazy_imports
 
+if TYPE_CHECKING:  # the tables' names, imported on first use (pandas stays out of --help; mechrecall.lazy)
+    from analyses.report.tables import claim_rows, claims_table, per_seed, seeds_figure
 
-def __getattr__(name: str) -> Any:  # the tables' names, imported on first use (pandas stays out of --help)
-    if name in _TABLES:
-        from analyses.report import tables
-
-        return getattr(tables, name)
-    raise AttributeError(f"module 'analyses.report' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = [
+    "claim_rows",
+    "claims_table",
+    "load_report",
+    "per_seed",
+    "readme_table",
+    "refresh_sweeps",
+    "reproduce",
+    "seeds_figure",
+    "update_readme",
+    "write_claims_doc",
+]
 
 
 def reproduce(

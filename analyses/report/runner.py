@@ -1,6 +1,8 @@
 """Run the jobs of a report plan on an executor (local processes, a Ray cluster, Slurm), with a progress display.
 
-A job is one part of one experiment at one seed (``plan_jobs``). The jobs run longest first on an executor
+A job is one part of one experiment at one seed (``plan_jobs``); the independent units of a part's work that it
+declares (``Part.tasks``: a sweep's cells) are jobs of the same executor, run first (:func:`run_part_tasks`), so
+the part then finds them done. The jobs run longest first on an executor
 (:mod:`mechrecall.executors`), one torch thread each, so every core stays busy until the end. Each writes into
 ``OUT/<experiment>/`` (``OUT/seed<N>/<experiment>/`` over several seeds, as :mod:`mechrecall.seeds` lays out); parts
 of one experiment running side by side merge their records into its ``results.json`` under a lock. On an executor
@@ -28,6 +30,7 @@ from analyses.report.plan import Step, offline, step
 from mechrecall.executors.base import Executor, Failure, Task, run_tasks
 from mechrecall.executors.local import LocalExecutor
 from mechrecall.executors.progress import Progress
+from mechrecall.experiment import PartTask
 
 
 @dataclass
@@ -64,6 +67,13 @@ class Job:
     def log(self) -> str:
         """Its log file under ``OUT``: ``report/logs/noisy_icl.main.log``, ``report/logs/noisy_icl.seed3.main.log``."""
         return f"report/logs/{self.id.replace('/', '.').replace(':', '.')}.log"
+
+
+def experiment_of(job: Job) -> Any:
+    """The ``Experiment`` a job runs: ``job.module`` is its serialisable address, ``"module"`` (its ``EXPERIMENT``)
+    or ``"module:NAME"`` (a job may be sent to another process, so it names the experiment instead of holding it)."""
+    module, _, attr = job.module.partition(":")
+    return getattr(importlib.import_module(module), attr or "EXPERIMENT")
 
 
 def discover() -> list[str]:
@@ -154,8 +164,7 @@ def run_job(job: Job, out: str, threads: int = 1) -> dict[str, Any]:
             import torch
 
             torch.set_num_threads(threads)
-            module, _, attr = job.module.partition(":")
-            experiment = getattr(importlib.import_module(module), attr or "EXPERIMENT")
+            experiment = experiment_of(job)
             parts = experiment.select_parts(job.parts, job.preset)
             for part in parts:
                 try:
@@ -187,7 +196,7 @@ def finished(out: Path, job: Job) -> bool:
     experiment's own check, :meth:`~mechrecall.experiment.Experiment.finished`); then no worker is started for it."""
     if not job.parts:
         return False
-    experiment = importlib.import_module(job.module.partition(":")[0]).EXPERIMENT
+    experiment = experiment_of(job)
     return experiment.finished(out / job.folder, preset=job.preset, parts=job.parts, seed=job.seed, options=job.options)
 
 
@@ -233,7 +242,7 @@ def receive(out: Path, job: Job, shipped: Mapping[str, Any]) -> dict[str, Any]:
             atomic_write_bytes(out / name, data)
     if results in shipped["files"]:
         payload = json.loads(shipped["files"][results])
-        experiment = importlib.import_module(job.module.partition(":")[0]).EXPERIMENT
+        experiment = experiment_of(job)
         for part in job.parts or payload.get("parts", {}):
             if part in payload.get("parts", {}):
                 experiment.write_part(out / job.folder / job.name, payload, part)
@@ -258,15 +267,51 @@ def measured_seconds(out: Path) -> dict[tuple[str, str, str], float]:
     return {key: statistics.median(seconds) for key, seconds in times.items()}
 
 
-def make_task(job: Job, out: Path, shared: bool, seconds: float | None = None) -> Task:
-    """The executor's task for ``job``: :func:`run_job` into ``out``, or :func:`run_shipped` with its inputs; its
-    cost ``seconds`` (default: the part's declared minutes)."""
+def make_task(job: Job, out: Path, shared: bool, seconds: float | None = None, files: Sequence[Path] = ()) -> Task:
+    """The executor's task for ``job``: :func:`run_job` into ``out``, or :func:`run_shipped` with its inputs (its
+    ``results.json`` and ``files``, the results of its part's tasks); its cost ``seconds`` (default: the part's
+    declared minutes)."""
     cost = job.minutes * 60 if seconds is None else seconds
     if shared:
         return Task(job.id, run_job, (job, str(out), job.cpus), cost, job.cpus)
-    results = out / results_file(job)
-    inputs = {results_file(job): results.read_bytes()} if results.exists() else {}
+    paths = [out / results_file(job), *files]
+    inputs = {str(p.relative_to(out)): p.read_bytes() for p in paths if p.is_file()}
     return Task(job.id, run_shipped, (job, inputs, job.cpus), cost, job.cpus)
+
+
+def part_tasks(out: Path, jobs: Sequence[Job]) -> dict[str, list[PartTask]]:
+    """``{job id: the unfinished tasks its part declares}`` (``Part.tasks``); a job whose configuration is refused
+    has none here (the job itself records why)."""
+    from mechrecall.errors import UsageError
+
+    found: dict[str, list[PartTask]] = {}
+    for job in jobs:
+        experiment = experiment_of(job)
+        for part in job.parts or ():
+            try:
+                tasks = experiment.part_tasks(
+                    out / job.folder, preset=job.preset, part=part, seed=job.seed, options=job.options
+                )
+            except UsageError:
+                continue
+            found.setdefault(job.id, []).extend(tasks)
+    return found
+
+
+def run_part_tasks(executor: Executor, tasks: Mapping[str, Sequence[PartTask]], display: Progress) -> None:
+    """Run every job's part tasks on ``executor`` (longest first), writing each value to its file here as it
+    arrives (so a worker need not share the disk); a task that fails is left to its part, which runs it again."""
+    from mechrecall.io import atomic_write_json
+
+    units = {f"{job_id}/{t.id}": t for job_id, ts in tasks.items() for t in ts}
+
+    def finish(kind: str, task: Task | None, outcome: Any) -> None:
+        if kind == "done" and task is not None:
+            units[task.id].path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(units[task.id].path, outcome)
+        display(kind, task, outcome)
+
+    run_tasks(executor, [Task(i, t.fn, t.args, t.seconds) for i, t in units.items()], on_event=finish)
 
 
 def merge_records(jobs: Sequence[Job], by_id: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -332,8 +377,24 @@ def run_all(
     with contextlib.ExitStack() as stack:
         stack.enter_context(executor)
         measured = measured_seconds(out)
+        declared = part_tasks(out, todo)
+        if any(declared.values()):
+            units = [Task(f"{i}/{t.id}", t.fn, t.args, t.seconds) for i, ts in declared.items() for t in ts]
+            first = Progress(units, executor.capacity(), log=out / log_dir / "progress.log", enabled=progress)
+            first.event(f"{len(units)} part task(s) (sweep cells) first; {executor.describe()}")
+            try:
+                run_part_tasks(executor, declared, first)
+            finally:
+                first.close()
         tasks = [
-            make_task(job, out, shared, measured.get((job.name, job.preset, (job.parts or ("",))[0]))) for job in todo
+            make_task(
+                job,
+                out,
+                shared,
+                measured.get((job.name, job.preset, (job.parts or ("",))[0])),
+                [t.path for t in declared.get(job.id, ())],
+            )
+            for job in todo
         ]
         display = Progress(tasks, executor.capacity(), log=out / log_dir / "progress.log", enabled=progress)
         display.event(f"{len(todo)} job(s) to run, {len(jobs) - len(todo)} finished earlier; {executor.describe()}")

@@ -10,22 +10,13 @@ model's recall beside it (:func:`read_ground_truth`).
 
 from typing import TYPE_CHECKING
 
-from pretrained._lazy import lazy_getattr
+from mechrecall.lazy import lazy_imports
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported on first use
     from pretrained.mini.presets import PRESETS, MiniPreset
     from pretrained.mini.series import measured_on, pretrain, read_facts, read_ground_truth, series_root
     from pretrained.mini.world import World, make_world
 
-_LAZY = {
-    "PRESETS": "pretrained.mini.presets",
-    "MiniPreset": "pretrained.mini.presets",
-    "World": "pretrained.mini.world",
-    "make_world": "pretrained.mini.world",
-    **dict.fromkeys(
-        ("measured_on", "pretrain", "read_facts", "read_ground_truth", "series_root"), "pretrained.mini.series"
-    ),
-}
 __all__ = [
     "PRESETS",
     "MiniPreset",
@@ -39,4 +30,4 @@ __all__ = [
 ]
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+__getattr__, __dir__ = lazy_imports(__name__)

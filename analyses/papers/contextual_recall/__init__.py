@@ -17,3 +17,24 @@ figures.py      the paper's figures
 parts.py        the experiment's parts (glue) and the option check
 ==============  ==================================================================================================
 """
+
+from typing import TYPE_CHECKING
+
+from mechrecall.lazy import lazy_imports
+
+if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an entry module's --help imports none
+    from analyses.papers.contextual_recall import (
+        claims,
+        data,
+        figures,
+        metrics,
+        models,
+        parts,
+        presets,
+        pretrained,
+        runs,
+        theory,
+    )
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]

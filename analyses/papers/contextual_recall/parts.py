@@ -11,8 +11,7 @@ from mechrecall.experiment import Context, PartResult
 from .presets import ContextualRecallPreset, WorldConfigError
 
 
-def _params(ctx: Context) -> ContextualRecallPreset:
-    assert isinstance(ctx.params, ContextualRecallPreset), "the experiment declares package= (its PRESETS)"
+def _params(ctx: Context[ContextualRecallPreset]) -> ContextualRecallPreset:
     return ctx.params
 
 

@@ -16,3 +16,24 @@ module              what it holds
 ``theory``          Theorem 1, App. B.3, Theorem 3 (Eq. 43 via solve_ivp), the linear associative memory of Fig 18
 ==================  ================================================================================================
 """
+
+from typing import TYPE_CHECKING
+
+from mechrecall.lazy import lazy_imports
+
+if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an entry module's --help imports none
+    from analyses.papers.distributional import (
+        claims,
+        data,
+        figures,
+        metrics,
+        models,
+        parts,
+        presets,
+        pretrained,
+        runs,
+        theory,
+    )
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]

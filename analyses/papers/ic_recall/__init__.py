@@ -18,3 +18,24 @@ parts.py       the experiment's parts: glue from the context to runs and figures
 theory.py      a*(T) of the n = 3 optimum, the Stage-1 saddle distance, N*(n) and its fits
 ============== =====================================================================================================
 """
+
+from typing import TYPE_CHECKING
+
+from mechrecall.lazy import lazy_imports
+
+if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an entry module's --help imports none
+    from analyses.papers.ic_recall import (
+        claims,
+        data,
+        figures,
+        metrics,
+        models,
+        parts,
+        presets,
+        pretrained,
+        runs,
+        theory,
+    )
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]

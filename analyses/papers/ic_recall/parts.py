@@ -29,13 +29,13 @@ from analyses.papers.ic_recall.presets import (
     trial_seeds,
 )
 from mechrecall.errors import UsageError
-from mechrecall.experiment import Context, PartResult
+from mechrecall.experiment import Context, PartResult, PartTask
 
 if TYPE_CHECKING:
     from analyses.papers.ic_recall.runs import Sweep
 
 
-def _params(ctx: Context) -> ICRecallPreset:
+def _params(ctx: Context[ICRecallPreset]) -> ICRecallPreset:
     return ctx.params
 
 
@@ -52,16 +52,33 @@ def _sweep(ctx: Context) -> Sweep:
     )
 
 
+def cell_tasks(ctx: Context) -> list[PartTask]:
+    """The cells ``ctx.part`` (pattern, sample_complexity or algorithm1) runs, as tasks an executor may run before
+    the part (the report's): each one's result lands where the part's sweep looks for it."""
+    from analyses.papers.ic_recall import runs
+
+    p = _params(ctx)
+    if ctx.part == "pattern":
+        cells = runs.pattern_cells(pattern_configs(p, _custom(ctx)), trial_seeds(p.pattern_seeds, ctx.seed))
+    elif ctx.part == "algorithm1":
+        cells = runs.algorithm1_cells(p.algorithm1, trial_seeds(p.algorithm1_seeds, ctx.seed))
+    else:
+        groups = runs.sample_complexity_cells(p.sample_complexity, ctx.seed)
+        cells = [c for group in groups.values() for c in group]
+    folder = ctx.run_dir(ctx.part)
+    unique = list(dict.fromkeys(cells))
+    return [PartTask(c.key, folder / f"{c.key}.json", runs.run_cell, (c,), runs.cell_task(c).seconds) for c in unique]
+
+
 def check(ctx: Context) -> None:
     """Every pattern config (options applied) checked before any work (a one-line error naming the value)."""
-    from analyses.papers.ic_recall.data import ICRecallSpec, check_n_ctx, check_sample_count, check_temperature
+    from analyses.papers.ic_recall.data import ICRecallSpec, check_sample_count, check_temperature
 
     try:
         for cell in pattern_configs(_params(ctx), _custom(ctx)).values():
             spec = ICRecallSpec(cell.n, cell.m, cell.k, cell.family, 0)
             spec.validate()
             check_temperature(cell.T)
-            check_n_ctx(spec, ctx.options.get("n_ctx"))
             check_sample_count(spec, cell.N)
     except ValueError as exc:
         raise UsageError(_option_message(str(exc))) from None
@@ -70,7 +87,6 @@ def check(ctx: Context) -> None:
 def _option_message(text: str) -> str:
     for word, flag in (
         ("temperature T=", "--temperature: "),
-        ("n_ctx=", "--n-ctx: "),
         ("N=", "--samples: "),
         ("relation family", "--family: "),
         ("n=", "--n/--m/--k: "),

@@ -6,9 +6,10 @@
   (full batch). The model is either the TransformerLens model of :mod:`.models` (any mode) or its closed-form
   partial-mode twin :class:`.models.AnalyticICRecall` (the fast path: same parameters θ, ω, same losses, same
   numbers up to float rounding).
-* Sweeps: independent runs ("cells", :class:`.presets.Cell`) in a process pool (``--workers``), resumable: each
-  finished cell is written atomically to ``<out>/<cell.key>.json`` and a rerun skips it. Partial mode trains the
-  fast path; ``full`` mode the TransformerLens model's whole W^KQ.
+* Sweeps: independent runs ("cells", :class:`.presets.Cell`), each a task of an executor of the core
+  (:mod:`mechrecall.executors`: ``--workers`` local processes, or a Ray cluster / Slurm handed in), resumable: the
+  driver writes each finished cell atomically to ``<out>/<cell.key>.json`` and a rerun skips it. Partial mode
+  trains the fast path; ``full`` mode the TransformerLens model's whole W^KQ.
 * The parts' runs: :func:`exact_checks`, :func:`pattern_run`, :func:`sample_complexity_run`,
   :func:`algorithm1_run`, :func:`pretrained_mlp_run` (results dictionaries; the claims table reads them).
 """
@@ -18,14 +19,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import multiprocessing
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +55,21 @@ from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, p
 from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict, weight
 from mechrecall.batch import Batch
 from mechrecall.claims import NOT_APPLICABLE_KEY, NOT_RUN_KEY, spread_of
+from mechrecall.executors import Executor, Failure, Task, run_tasks
+from mechrecall.executors.local import LocalExecutor
 from mechrecall.io import atomic_write_json
+from mechrecall.seeds import derive_seed
 from mechrecall.trainer import TrainConfig, train
 
 OPTIMIZERS = ("adam", "pgd")
+#: the random streams of one seed: the fine-tuning samples D, the test set, Algorithm 1's perturbation ξ
+TRAIN_DATA, TEST_DATA, PERTURBATION = 1, 2, 3
+
+
+def stream(seed: int, which: int) -> torch.Generator:
+    """The generator of one random stream (``TRAIN_DATA``, ``TEST_DATA``, ``PERTURBATION``) of ``seed``, by the
+    core's derivation (:func:`mechrecall.seeds.derive_seed`), as the trainer derives its batches' seeds."""
+    return torch.Generator().manual_seed(derive_seed(seed, which))
 
 
 @dataclass(frozen=True)
@@ -193,7 +202,7 @@ def finetune(
 
 def _perturb(model: torch.nn.Module, k: int, radius: float, seed: int) -> None:
     """Add ξ ~ Uniform(Ball(0, radius)) jointly over (θ, ω) ∈ R^{4k+5} (Algorithm 1, stage 2)."""
-    g = torch.Generator().manual_seed(15_485_863 * seed + 5)
+    g = stream(seed, PERTURBATION)
     dim = 4 * k + 5
     direction = torch.randn(dim, generator=g, dtype=torch.float64)
     xi = direction / direction.norm() * radius * torch.rand((), generator=g, dtype=torch.float64) ** (1 / dim)
@@ -255,13 +264,13 @@ def pretrain(
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
-    """Fine-tune and evaluate one cell (module level: picklable for the pool). Single-threaded torch."""
+    """Fine-tune and evaluate one cell (module level: picklable for an executor's worker). Single-threaded torch."""
     torch.set_num_threads(1)
     started = time.perf_counter()
     task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
     check_sample_count(task, cell.N)
-    data = task.sample(cell.N, torch.Generator().manual_seed(1_000 * cell.seed + 7))
-    test = task.population(cell.test_size, torch.Generator().manual_seed(99_991 + cell.seed))
+    data = task.sample(cell.N, stream(cell.seed, TRAIN_DATA))
+    test = task.population(cell.test_size, stream(cell.seed, TEST_DATA))
     model: torch.nn.Module
     if cell.mode == "partial":
         model = AnalyticICRecall(task)
@@ -295,12 +304,10 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     }
 
 
-def _pool_context() -> BaseContext:
-    """``fork`` where there is one (fast), but ``spawn`` on a machine with CUDA: once the parent has asked CUDA
-    anything (``torch.cuda.is_available()`` initialises the driver; a GPU part started its threads), a forked child
-    fails in CUDA's initialisation or in autograd — both seen on a GPU machine."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods and not torch.cuda.is_available() else "spawn")
+def cell_task(cell: Cell) -> Task:
+    """The executor's task of one cell: :func:`run_cell`; its rough cost orders the cells (longest first)."""
+    cost = cell.steps * (20.0 if cell.mode != "partial" else 1.0) / 1000  # the fast path is ~20x a TL model's
+    return Task(cell.key, run_cell, (cell,), seconds=cost, cpus=1)
 
 
 def run_cells(
@@ -308,12 +315,16 @@ def run_cells(
     out_dir: str | os.PathLike,
     *,
     workers: int = 2,
+    executor: Executor | None = None,
     progress: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Run every cell not already finished in ``out_dir``; return (results in ``cells`` order, info).
 
-    ``info``: ``skipped`` (finished earlier), ``ran``, ``workers``, ``seconds`` (wall time of this call)."""
+    The cells are tasks of ``executor`` (default: ``workers`` local processes; one worker runs them here, in this
+    process); each finished cell is written here as it arrives. ``info``: ``skipped`` (finished earlier), ``ran``,
+    ``workers``, ``seconds`` (wall time of this call). A cell that fails is named in a ``RuntimeError`` after the
+    others finished (they are kept)."""
     from tqdm.auto import tqdm
 
     out = Path(out_dir)
@@ -330,38 +341,58 @@ def run_cells(
     started = time.perf_counter()
     bar = tqdm(total=len(todo), disable=not progress, desc="cells", dynamic_ncols=True)
 
-    def finish(cell: Cell, row: dict[str, Any]) -> None:
-        atomic_write_json(out / f"{cell.key}.json", row)
-        results[cell.key] = row
+    def finish(key: str, row: dict[str, Any]) -> None:
+        atomic_write_json(out / f"{key}.json", row)
+        results[key] = row
         bar.update(1)
 
-    if workers > 1 and len(todo) > 1:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-            futures = {pool.submit(run_cell, c): c for c in todo}
-            for future in as_completed(futures):
-                finish(futures[future], future.result())
-    else:
+    if executor is None and (workers == 1 or len(todo) <= 1):
         for cell in todo:
-            finish(cell, run_cell(cell))
+            finish(cell.key, run_cell(cell))
+        capacity = 1
+    else:
+        capacity = _run_on(executor or LocalExecutor(workers), todo, finish)
     bar.close()
     seconds = time.perf_counter() - started
     if say and todo:
-        say(f"{len(todo)} cells in {seconds:.1f} s with {workers} worker(s); {skipped} finished earlier, skipped")
-    info = {"skipped": skipped, "ran": len(todo), "workers": workers, "seconds": seconds}
+        say(f"{len(todo)} cells in {seconds:.1f} s with {capacity} worker(s); {skipped} finished earlier, skipped")
+    info = {"skipped": skipped, "ran": len(todo), "workers": capacity, "seconds": seconds}
     return [results[c.key] for c in cells], info
+
+
+def _run_on(executor: Executor, cells: Sequence[Cell], finish: Callable[[str, dict[str, Any]], None]) -> int:
+    """Run ``cells`` as tasks of ``executor`` (closed after), ``finish`` each row as it arrives; the executor's
+    capacity. Raises ``RuntimeError`` naming the first cell that failed."""
+
+    def on_event(kind: str, task: Task | None, outcome: Any) -> None:
+        if kind == "done" and task is not None:
+            finish(task.id, outcome)
+
+    with executor:
+        capacity = executor.capacity()
+        outcomes = run_tasks(executor, [cell_task(c) for c in cells], on_event=on_event)
+    failed = {key: o for key, o in outcomes.items() if isinstance(o, Failure)}
+    if failed:
+        key, failure = next(iter(failed.items()))
+        raise RuntimeError(f"{len(failed)} cell(s) failed; {key}: {failure.reason}")
+    return capacity
 
 
 @dataclass(frozen=True)
 class Sweep:
-    """Where and how a part runs its cells: its folder, worker processes, a progress bar, a log line."""
+    """Where and how a part runs its cells: its folder, worker processes (or another executor), a progress bar, a
+    log line."""
 
     out: Path
     workers: int = 2
     progress: bool = False
     say: Callable[[str], None] | None = None
+    executor: Executor | None = None
 
     def run(self, cells: Sequence[Cell]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        return run_cells(cells, self.out, workers=self.workers, progress=self.progress, say=self.say)
+        return run_cells(
+            cells, self.out, workers=self.workers, executor=self.executor, progress=self.progress, say=self.say
+        )
 
 
 def not_run(why: str) -> dict[str, str]:
@@ -526,7 +557,7 @@ def _readout(cell: Cell, row: dict[str, Any]) -> dict[str, Any]:
     task = ICRecallTask(ICRecallSpec(cell.n, cell.m, cell.k, cell.family, cell.seed))
     theta = torch.log(torch.tensor(row["v"], dtype=torch.float64))
     omega = torch.log(torch.tensor(row["q"], dtype=torch.float64))
-    test = task.population(cell.test_size, torch.Generator().manual_seed(99_991 + cell.seed))
+    test = task.population(cell.test_size, stream(cell.seed, TEST_DATA))
     return tl_readout(task, theta, omega, cell.T, test)
 
 
@@ -537,12 +568,17 @@ ABSENT_CONFIG = {
 }
 
 
+def pattern_cells(configs: Mapping[str, Cell], seeds: Sequence[int]) -> list[Cell]:
+    """Fig 2's cells: every config × seed, then the same at step 0 (the controls)."""
+    trained = [replace(cfg, seed=s) for cfg in configs.values() for s in seeds]
+    return trained + [replace(c, steps=0) for c in trained]
+
+
 def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep) -> dict[str, Any]:
     """Fig 2: partial fine-tuning (Adam) with the constructed MLP, every config × seed; per config the summary,
     the TL read-out of the first seed and the numbers its claims read (``configs/<name>``), with the same numbers
     at step 0 of the same seeds (``configs/<name>/control``: θ0, ω0 ~ N(0, perturb_std²), attention ≈ uniform)."""
-    trained = [replace(cfg, seed=s) for cfg in configs.values() for s in seeds]
-    rows, info = sweep.run(trained + [replace(c, steps=0) for c in trained])
+    rows, info = sweep.run(pattern_cells(configs, seeds))
     results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds), "configs": {}, "panels": []}
     for name in ("A", "B", "C"):
         if name not in configs:
@@ -783,12 +819,18 @@ def untrained_algorithm1(base: Cell, seed: int) -> Cell:
     return replace(base, seed=seed, optimizer="adam", steps=0, perturb_std=0.0)
 
 
+def algorithm1_cells(bases: Sequence[Cell], seeds: Sequence[int]) -> list[Cell]:
+    """Algorithm 1's cells: every base × seed, then each one's start (:func:`untrained_algorithm1`)."""
+    untrained = [untrained_algorithm1(base, s) for base in bases for s in seeds]
+    return [replace(base, seed=s) for base in bases for s in seeds] + untrained
+
+
 def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, sizes: Sequence[int]) -> dict:
     """Algorithm 1 (temperature-scaled perturbed GD) on identifiable relations: Stage-1 shape and accuracies,
     per base cell (``n<n>``); each n of ``sizes`` this preset does not run is marked absent."""
-    untrained = [untrained_algorithm1(base, s) for base in bases for s in seeds]
-    rows, info = sweep.run([replace(base, seed=s) for base in bases for s in seeds] + untrained)
-    rows, init = rows[: len(rows) - len(untrained)], rows[len(rows) - len(untrained) :]
+    rows, info = sweep.run(algorithm1_cells(bases, seeds))
+    trained = len(bases) * len(seeds)
+    rows, init = rows[:trained], rows[trained:]
     results: dict[str, Any] = {"cells": rows, "untrained_cells": init, "sweep": info, "seeds": list(seeds)}
     for n in sizes:
         base = next((b for b in bases if b.n == n), None)
@@ -822,7 +864,7 @@ def _finetuned(
     model: HookedTransformer, task: ICRecallTask, cfg: PretrainedMLP, seed: int, test: ICRecallData, progress: bool
 ) -> dict[str, Any]:
     """Fine-tune the whole W^KQ of ``model`` in place (Adam 1e-3, §5); its accuracies and attention pattern."""
-    data = task.sample(cfg.N, torch.Generator().manual_seed(1_000 * seed + 7))
+    data = task.sample(cfg.N, stream(seed, TRAIN_DATA))
     finetune(model, task, data, FinetuneConfig(T=cfg.T, lr=1e-3, steps=cfg.steps, seed=seed), progress=progress)
     acc = accuracy(model, task, test, cfg.T)
     return {
@@ -839,7 +881,7 @@ def pretrained_mlp_seed(cfg: PretrainedMLP, seed: int, progress: bool = False) -
     subject×subject cross terms cancelled (``cancelled``)."""
     started = time.perf_counter()
     model, task, ph = _pretrained_model(cfg, seed, progress)
-    test = task.population(20_000, torch.Generator().manual_seed(99_991 + seed))
+    test = task.population(20_000, stream(seed, TEST_DATA))
     before = pretrained_mlp_pattern(model, task, test)  # the controls: attention as fine-tuning starts
     cancelled = (
         cancel_cross_terms(model, task.spec, task.subject_id(torch.arange(task.n))) if cfg.cancel_cross_terms else None

@@ -21,3 +21,24 @@ theory        App. B: the 3-parameter closed-form loss and gradient, the gradien
               derived large-N constants
 ============  ===================================================================================================
 """
+
+from typing import TYPE_CHECKING
+
+from mechrecall.lazy import lazy_imports
+
+if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an entry module's --help imports none
+    from analyses.papers.induction_heads import (
+        claims,
+        data,
+        figures,
+        metrics,
+        models,
+        parts,
+        presets,
+        pretrained,
+        runs,
+        theory,
+    )
+
+__getattr__, __dir__ = lazy_imports(__name__)
+__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]
