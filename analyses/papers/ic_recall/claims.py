@@ -271,27 +271,36 @@ def _fig2(name: str) -> tuple[ClaimSpec, ...]:
                   control_is=STEP0 + (SECOND_STEP_AT_INIT if sid == "second_step" else ""))
         for sid, text, key, rule, paper, details in specs
     ]  # fmt: skip
+    return (*out, _fig2_tl_check(name))
+
+
+def _fig2_tl_check(name: str) -> ClaimSpec:
+    """The check of one Fig 2 config: the TransformerLens model and the fast path give the same logits."""
+
+    def m(key: str) -> str:
+        return f"configs/{name}/{key}"
+
+    def ours(r: Results, key: str) -> Any:
+        return r["configs"][name][key]
+
     tl = "the TransformerLens model with the learned θ, ω gives the fast path's logits (max |difference| of both "
-    out.append(
-        ClaimSpec(
-            f"pattern.{name}_tl_matches_fast_path",
-            f"config {name}: {tl}steps' logits on 4096 test sequences)",
-            m("tl_logit_diff"),
-            FLOAT64,
-            where="eq. (16), App. D",
-            kind="check",
-            seeds=m("tl_seeds"),
-            words=lambda r: f"{_tag(r, name)}: {tl}steps' logits on 4096 test sequences, seed {ours(r, 'tl_seed')})",
-            notes=lambda r: (
-                f"first-step accuracy TL {ours(r, 'tl_acc'):.4f} vs fast path "
-                f"{ours(r, 'fast_acc'):.4f}: exact ties between consistent relations (equal logits) are broken by "
-                "float rounding, differently in the two paths"
-            ),
-            control=m("control/tl_logit_diff"),
-            control_is=PERTURBED,
-        )
+    return ClaimSpec(
+        f"pattern.{name}_tl_matches_fast_path",
+        f"config {name}: {tl}steps' logits on 4096 test sequences)",
+        m("tl_logit_diff"),
+        FLOAT64,
+        where="eq. (16), App. D",
+        kind="check",
+        seeds=m("tl_seeds"),
+        words=lambda r: f"{_tag(r, name)}: {tl}steps' logits on 4096 test sequences, seed {ours(r, 'tl_seed')})",
+        notes=lambda r: (
+            f"first-step accuracy TL {ours(r, 'tl_acc'):.4f} vs fast path "
+            f"{ours(r, 'fast_acc'):.4f}: exact ties between consistent relations (equal logits) are broken by "
+            "float rounding, differently in the two paths"
+        ),
+        control=m("control/tl_logit_diff"),
+        control_is=PERTURBED,
     )
-    return tuple(out)
 
 
 # ------------------------------------------------------------------------------- sample complexity
