@@ -64,7 +64,9 @@ def commands(work: Path, ckpt: dict[str, Path]) -> list[list[str]]:
          str(ckpt["pythia-1b"]), "--checkpoints", "0,1000", "--layer", "4", "--rho", "0.25", "--n-prompts", "12"],
         ["laser_pythia", "--experiment", "gpt2-ioi", "--model", str(ckpt["gpt2"])],
     ]  # fmt: skip
-    return [r if r == ["--help"] else [*r, "--out", str(work / f"runs{i}"), "--no-progress"] for i, r in enumerate(runs)]
+    return [
+        r if r == ["--help"] else [*r, "--out", str(work / f"runs{i}"), "--no-progress"] for i, r in enumerate(runs)
+    ]
 
 
 def run(venv: Path, args: list[str]) -> tuple[list[str], int, float, str]:

@@ -12,11 +12,15 @@ import fnmatch
 import shutil
 import subprocess
 import sys
-import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - 3.10: pip's own copy of tomli
+    from pip._vendor import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("mechrecall", "hooks", "analyses", "pretrained")

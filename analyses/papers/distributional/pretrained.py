@@ -396,7 +396,7 @@ def mini_factual(model: HookedTransformer, pairs: Sequence[tuple[str, str]], opt
     def measure() -> dict[str, Any]:
         return {**means(measured), "greedy": greedy(model, measured[0].prompt, 4, opts), "no_cue": means(no_cue)}
 
-    layer, rho, search = mini_laser_setting(model, select, opts, ctx.progress)
+    layer, rho, search = mini_laser_setting(model, select, opts)
     return {
         "intervention": _laser_info(model, layer, rho, opts.matrix),
         "prompt": measured[0].prompt,
