@@ -8,10 +8,12 @@ run on them as a user runs it, in a child process of its own.
 
 Per (shape, part): wall seconds, CPU seconds (user + system: on a loaded machine the wall time is mostly waiting),
 the peak resident memory of the child (``ru_maxrss``), and the share of the wall time spent loading
-(``pretrained.load``), in SVDs (``hooks.weights.svd``) and in forward passes (``_tl.last_logits`` /
-``residual_before`` and the models' own calls in the other papers' parts, measured as the rest). The checkpoints
+(``pretrained.load``), in SVDs (``hooks.weights.svd``) and in the laser parts' forward passes (``_tl.last_logits``
+/ ``residual_before``); the rest is everything else (the other papers' parts call their models directly: their
+forwards are in the rest). The checkpoints
 are written under ``--root`` (default a temporary folder) and deleted after each shape unless ``--keep``.
-``run(quick)`` (``benchmarks/run.py``) rehearses pythia-160m's ``factual`` only.
+``run(quick)`` (``benchmarks/run.py``): nothing in ``--quick`` (a row saying so: a rehearsal takes minutes);
+``--full`` rehearses pythia-160m's ``factual`` and gpt2's ``gpt2-ioi``.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def child(argv: list[str]) -> int:
     import hooks.weights
     import mechrecall._tl
     import pretrained
+    import pretrained.loading
     from analyses.papers.distributional import pretrained as laser
 
     spent = {"load_s": 0.0, "svd_s": 0.0, "forward_s": 0.0}
@@ -104,7 +107,7 @@ def child(argv: list[str]) -> int:
 
         return wrapper
 
-    pretrained.load = timed(pretrained.load, "load_s")
+    pretrained.load = pretrained.loading.load = timed(pretrained.loading.load, "load_s")  # load_or_why's too
     hooks.weights.svd = timed(hooks.weights.svd, "svd_s", "svd")
     for name in ("last_logits", "residual_before"):
         wrapped = timed(getattr(mechrecall._tl, name), "forward_s", "forward" if name == "last_logits" else None)
@@ -173,27 +176,32 @@ def rehearse(shapes: list[str], parts: list[str] | None, root: Path, threads: in
 def format_row(r: dict[str, Any]) -> str:
     wall = r.get("wall_s", r["process_s"])
     share = {k: 100 * r.get(f"{k}_s", 0.0) / wall if wall else 0.0 for k in ("load", "svd", "forward")}
+    rest = 100 - sum(share.values())
     text = (
         f"| {r['shape']} | {r['part']} | {r['process_s']:.0f} | {r['cpu_s']:.0f} | {r['peak_gb']:.1f} | "
-        f"{share['load']:.0f}% | {share['svd']:.0f}% | {share['forward']:.0f}% | {r.get('load_avg', 0):.1f} |"
+        f"{share['load']:.0f}% | {share['svd']:.0f}% | {share['forward']:.0f}% | {rest:.0f}% | "
+        f"{r.get('load_avg', 0):.1f} |"
     )
     return text + (f" FAILED: {r['error']}" if "error" in r else "")
 
 
 HEADER = (
-    "| shape | part | wall s | CPU s | peak GB | loading | SVDs | forwards | load avg |\n"
-    "|---|---|---|---|---|---|---|---|---|"
+    "| shape | part | wall s | CPU s | peak GB | loading | SVDs | forwards | rest | load avg |\n"
+    "|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def run(quick: bool = True) -> list[dict]:
-    """``benchmarks/run.py``'s rows: pythia-160m's ``factual`` (quick) or the default plan's 160m and gpt2 shapes."""
+    """``benchmarks/run.py``'s rows: peak memory over the checkpoint's size, per rehearsed part (``--full`` only)."""
     sys.path[:0] = [str(HERE)]
     from timing import row
 
-    shapes = ["pythia-160m"] if quick else ["pythia-160m", "gpt2"]
+    if quick:
+        return [row("pretrained_shapes", "not run in --quick (minutes per model): run the file itself", float("nan"))]
+    rows = []
     with tempfile.TemporaryDirectory() as root:
-        rows = rehearse(shapes, ["factual"] if quick else None, Path(root), threads=1, keep=False)
+        rows += rehearse(["pythia-160m"], ["factual"], Path(root), threads=1, keep=False)
+        rows += rehearse(["gpt2"], ["gpt2-ioi"], Path(root), threads=1, keep=False)
     return [
         row(
             "pretrained_shapes",
