@@ -45,10 +45,15 @@ class LogLines:
             self.update(1)
 
     def set_postfix_str(self, text: str = "", refresh: bool = True) -> None:
+        """What the loop does now (e.g. the SVD before a matrix's evaluations); a line if one is due."""
         self.postfix = text
+        self._maybe_say()
 
     def update(self, n: int = 1) -> None:
         self.n += n
+        self._maybe_say()
+
+    def _maybe_say(self) -> None:
         now = self.clock()
         if now - self.last >= self.every:
             self.last = now

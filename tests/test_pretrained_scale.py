@@ -135,14 +135,17 @@ def test_log_lines_say_how_far_a_loop_is_with_an_eta(capsys):
     for _ in range(4):
         now[0] += 10.0
         bar.update(1)
-    bar.set_postfix_str("layer 8 mlp_in")
+    bar.set_postfix_str("layer 8 mlp_in")  # 40 s: no line due yet (the last was at 30 s)
     now[0] += 20.0
     bar.update(1)  # 60 s, 5 of 10 done
+    now[0] += 45.0
+    bar.set_postfix_str("SVD of layer 9 mlp_in")  # a long SVD: a line as it starts
     bar.close()
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == "LASER sweep: 3/10 (30%), 0:30 so far, ETA 1:10"
     assert lines[1] == "LASER sweep: 5/10 (50%), 1:00 so far, ETA 1:00 (layer 8 mlp_in)"
-    assert lines[-1].startswith("LASER sweep: 5/10")
+    assert lines[2] == "LASER sweep: 5/10 (50%), 1:45 so far, ETA 1:45 (SVD of layer 9 mlp_in)"
+    assert len(lines) == 4 and lines[-1].startswith("LASER sweep: 5/10")
 
 
 #: The published parameter counts (Pythia's model card; GPT-2's Hugging Face models, the tied unembedding once).
