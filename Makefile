@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= runs
 
-.PHONY: install run test lint fmt docs notebooks scale clean
+.PHONY: install run test lint fmt docs notebooks scale clean wheel-smoke
 # TL=4.3.0 installs that TransformerLens release (e.g. `make test VENV=.venv4 TL=4.3.0`); unset, a venv keeps its own
 # and a new one gets 3.9.0.
 TL ?=
@@ -17,6 +17,10 @@ run: install
 
 test: install
 	OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile $(PYTEST_ARGS)
+
+# The wheel a user installs, in a fresh venv, used from outside the checkout (scripts/wheel_smoke.sh; CI runs it).
+wheel-smoke:
+	bash scripts/wheel_smoke.sh
 
 # Re-execute every notebook (full mode) in a Jupyter kernel and save it with its outputs; FAST=1 for seconds-long runs.
 notebooks: install

@@ -25,7 +25,8 @@ from mechrecall._tl import HookedTransformer
 from mechrecall.progress import progress_bar
 from pretrained.loading import require_raw
 
-Metric = Callable[[HookedTransformer], "float | Mapping[str, float]"]
+#: ``metric(model)``, or with ``from_layer=True`` ``metric(model, layer)``: a float or a dict of floats.
+Metric = Callable[..., "float | Mapping[str, float]"]
 DEFAULT_RHOS = (0.0, 0.01, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9)
 
 if TYPE_CHECKING:
@@ -99,10 +100,15 @@ def laser_sweep(
     allow_processed: bool = False,
     dtype: torch.dtype = torch.float64,
     progress: bool = False,
+    from_layer: bool = False,
 ) -> SweepResult:
     """Evaluate ``metric(model)`` with each matrix of ``layers x matrices`` truncated to each ``rho``.
 
-    ``metric`` returns a float or a dict of floats (several metrics from one forward pass).
+    ``metric`` returns a float or a dict of floats (several metrics from one forward pass). ``from_layer=True``:
+    it is called as ``metric(model, layer)``, ``layer`` the first block whose weights differ from the unedited
+    model's (0 for the baseline), so that it may resume its forward pass there (``PromptBatch.probs`` in
+    ``analyses.papers.distributional.pretrained``). ``progress``: a bar over the evaluations with an ETA (a line
+    every half minute when stderr is not a terminal).
     ``heads`` selects the heads for ``attn_ov`` (default all). A rho whose rank is the full rank is not
     re-evaluated: its value is the baseline. Refuses a TL-processed pretrained model unless
     ``allow_processed=True`` (see ``hooks.weights``). All arguments are checked before any work.
@@ -124,13 +130,21 @@ def laser_sweep(
     if not allow_processed:
         require_raw(model, "laser_sweep")
 
-    baseline = _as_metrics(metric(model))
+    def evaluate(first: int) -> dict[str, float]:
+        return _as_metrics(metric(model, first) if from_layer else metric(model))
+
+    baseline = evaluate(0)
     rows, n_svd = [], 0
-    for layer, matrix, head in progress_bar(targets, enabled=progress, desc="LASER sweep", unit="matrix"):
+    bar = progress_bar(
+        total=len(targets) * len(rhos), enabled=progress, desc="LASER sweep", unit="eval", log_every=30.0
+    )
+    for layer, matrix, head in targets:
+        bar.set_postfix_str(f"SVD of layer {layer} {matrix}", refresh=True)
         W = get_matrix(model, layer, matrix, head).clone()
         factors = weights.svd(W, dtype)
         n_svd += 1
         full = min(W.shape)
+        bar.set_postfix_str(f"layer {layer} {matrix}", refresh=False)
         for rho in rhos:
             k = rank_for(rho, tuple(W.shape))
             if k == full:
@@ -138,7 +152,8 @@ def laser_sweep(
             else:
                 new, parts = truncation(factors, k, W)
                 with edit_matrix(model, layer, matrix, new, head=head, factors=parts):
-                    values = _as_metrics(metric(model))
+                    values = evaluate(layer)
+            bar.update(1)
             for name, value in values.items():
                 rows.append(
                     {
@@ -152,6 +167,7 @@ def laser_sweep(
                         "value": value,
                     }
                 )
+    bar.close()
     table = pd.DataFrame(rows, columns=["layer", "matrix", "head", "rho", "rank", "full_rank", "metric", "value"])
     config = {"layers": layers, "matrices": matrices, "rhos": rhos, "heads": heads, "svd_dtype": str(dtype)}
     return SweepResult(table=table, baseline=baseline, n_svd=n_svd, config=config)

@@ -77,6 +77,7 @@ __all__ = [
     "config_fields",
     "get_act_name",
     "hf_rotary_pct",
+    "last_logits",
     "load_tl_state_dict",
     "make_model_config",
     "mlp_activation",
@@ -87,6 +88,7 @@ __all__ = [
     "no_warnings",
     "recipe_config",
     "register_grad_hook",
+    "residual_before",
     "scores_hooks",
     "set_mlp_activation",
     "swap_module",
@@ -526,6 +528,49 @@ def no_warnings() -> Iterator[None]:
 # --- pretrained checkpoints ------------------------------------------------------------------------------------
 
 
+# --- forward passes that skip what a question does not need ----------------------------------------------------------
+
+
+def residual_before(model: Any, tokens: torch.Tensor, layer: int) -> torch.Tensor | None:
+    """The residual stream entering block ``layer`` (``[batch, pos, d_model]``) for ``tokens``, to resume from with
+    :func:`last_logits`; ``None`` where resuming would save nothing (4.x: the bridge's ``start_at_layer`` still runs
+    the blocks before it)."""
+    if IS_BRIDGE or layer <= 0:
+        return None
+    return model(tokens, stop_at_layer=layer, padding_side="right")
+
+
+def last_logits(
+    model: Any,
+    tokens: torch.Tensor,
+    last: torch.Tensor,
+    *,
+    residual: torch.Tensor | None = None,
+    start: int = 0,
+) -> torch.Tensor:
+    """``[batch, d_vocab_out]``: the logits at position ``last[i]`` of each row ``i`` of ``tokens`` (right-padded
+    prompts: causal attention keeps a prompt's own positions blind to the padding after it).
+
+    3.x: the blocks run from ``start`` on ``residual`` (the residual entering block ``start``, from
+    :func:`residual_before` of the same ``tokens``; ``None``: from the embedding), and the final LayerNorm and the
+    unembedding only at the rows asked for (``d_vocab`` x ``d_model`` per prompt, not per position). 4.x: the whole
+    forward, its logits taken at those rows.
+    """
+    rows = torch.arange(len(last), device=tokens.device)
+    last = last.to(tokens.device)
+    if IS_BRIDGE or getattr(model.cfg, "output_logits_soft_cap", 0) > 0:
+        return model(tokens)[rows, last]
+    n = model.cfg.n_layers
+    if residual is None or start <= 0:
+        x = model(tokens, stop_at_layer=n, padding_side="right")
+    else:
+        x = model(residual, start_at_layer=start, stop_at_layer=n)
+    x = x[rows, last][:, None]
+    if model.cfg.normalization_type is not None:
+        x = model.ln_final(x)
+    return model.unembed(x)[:, 0]
+
+
 def hf_rotary_pct(hf_config: Any) -> float:
     """The rotary fraction of each head of a GPT-NeoX Hugging Face config (transformers 4 or 5 layout)."""
     from transformer_lens.utilities.hf_utils import get_rotary_pct_from_config
@@ -558,6 +603,7 @@ def model_from_hf(
     flags: dict[str, bool],
     dtype: Any,
     device: Any,
+    consume: bool = False,
 ) -> Any:
     """A loaded Hugging Face GPT-NeoX / GPT-2 causal LM as a ``Model`` with ``tokenizer``, its weights processed as
     ``flags`` say (TL's ``fold_ln``, ``center_writing_weights``, ``center_unembed``, ``fold_value_biases``,
@@ -569,11 +615,17 @@ def model_from_hf(
     ``HookedTransformer`` of ``tl_config`` and ``load_and_process_state_dict``. 4.x: ``boot_transformers(name,
     hf_model=...)`` (no hub access: the config is the loaded model's) in compatibility mode; ``cfg`` then records
     ``normalization_type="LNPre"`` after fold_ln and ``original_architecture``, as 3.x's config has them.
+
+    ``consume=True`` (the caller has no further use for ``hf_model``): on 3.x its weights move to the meta device
+    once converted, so each one is freed as soon as TL has copied it -- the load's peak memory is about one copy of
+    the weights, not two (4.x wraps the Hugging Face modules themselves: one copy either way).
     """
     if not IS_BRIDGE:
         if tl_config is None:
             raise ValueError(f"{name}: no TransformerLens config for this architecture")
-        return _hooked_from_hf(hf_model, tokenizer, tl_config, name=name, flags=flags, dtype=dtype, device=device)
+        return _hooked_from_hf(
+            hf_model, tokenizer, tl_config, name=name, flags=flags, dtype=dtype, device=device, consume=consume
+        )
     with no_warnings(), _quiet_tl_logs():
         bridge = Model.boot_transformers(
             name, hf_model=hf_model.to(device), tokenizer=tokenizer, device=device, dtype=dtype
@@ -601,6 +653,7 @@ def _hooked_from_hf(
     flags: dict[str, bool],
     dtype: Any,
     device: Any,
+    consume: bool = False,
 ) -> Any:
     from pathlib import Path
 
@@ -622,10 +675,15 @@ def _hooked_from_hf(
         fields["normalization_type"] = "LNPre"
     cfg = ModelConfig.from_dict(fields)
     converters = {"GPTNeoXForCausalLM": convert_neox_weights, "GPT2LMHeadModel": convert_gpt2_weights}
-    state_dict = converters[fields["original_architecture"]](hf_model, cfg)
+    # TL's converters return views of the Hugging Face weights; with consume, the views are the only holders left
+    # (the module's own parameters move to meta), and TL's load deletes each entry once copied: freed one by one.
+    # The new model's parameters are allocated empty, so untouched pages cost nothing until a weight lands there.
+    state_dicts = [converters[fields["original_architecture"]](hf_model, cfg)]
+    if consume:
+        hf_model.to("meta")
     with no_warnings():
         model = Model(cfg, tokenizer, move_to_device=False)
-    model.load_and_process_state_dict(state_dict, **flags)
+    model.load_and_process_state_dict(state_dicts.pop(), **flags)
     model.move_model_modules_to_device()
     return model
 

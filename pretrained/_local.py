@@ -229,4 +229,6 @@ def load_local(
             hf_logging.enable_progress_bar()
     hf_model.eval()
     hf_model.requires_grad_(False)
-    return model_from_hf(hf_model, tokenizer, cfg_dict, name=str(path), flags=flags, dtype=dtype, device=device)
+    return model_from_hf(
+        hf_model, tokenizer, cfg_dict, name=str(path), flags=flags, dtype=dtype, device=device, consume=True
+    )

@@ -55,7 +55,7 @@ from analyses.papers.distributional.data.prompts import (
 from analyses.papers.distributional.presets import PAPER_LASER
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
-from mechrecall._tl import HookedTransformer
+from mechrecall._tl import HookedTransformer, last_logits, residual_before
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context
 from mechrecall.progress import progress_bar
@@ -218,20 +218,54 @@ def token_id(model: HookedTransformer, word: str, prompt: str | None = None) -> 
 _WARNED: set[tuple[str, str | None]] = set()
 
 
-@torch.no_grad()
+#: Prompts per forward pass: a batch's activations stay small (a few hundred MB at Pythia-2.8B's width).
+BATCH = 64
+
+
+class PromptBatch:
+    """Prompts tokenized once and right-padded into batches of :data:`BATCH`, for the next-token distribution at
+    each prompt's own last token (causal attention: no prompt sees the padding after it).
+
+    ``probs(model, from_layer=L)`` says that only blocks ``L`` and later differ from the model this batch first saw
+    at block ``L``: the residual entering block ``L`` is computed once and the rest of the forward resumes from it
+    (TransformerLens 3; on 4.x the whole forward runs). A LASER sweep edits one block at a time and asks with that
+    block: each of its ρ re-runs only the blocks from there on.
+    """
+
+    def __init__(self, model: HookedTransformer, texts: Sequence[str], opts: Options):
+        tokens = _tokens(model, texts, opts)
+        pad = model.tokenizer.pad_token_id
+        pad = int(pad if pad is not None else model.tokenizer.eos_token_id or 0)
+        self.n, self.device = len(tokens), opts.device
+        self.batches: list[tuple[Int[torch.Tensor, "b pos"], Int[torch.Tensor, " b"]]] = []
+        for i in range(0, len(tokens), BATCH):
+            chunk = tokens[i : i + BATCH]
+            padded = torch.full((len(chunk), max(len(t) for t in chunk)), pad, dtype=torch.long)
+            for row, t in enumerate(chunk):
+                padded[row, : len(t)] = t
+            self.batches.append((padded.to(opts.device), torch.tensor([len(t) - 1 for t in chunk])))
+        self._residual: dict[tuple[int, int], torch.Tensor | None] = {}
+
+    @torch.no_grad()
+    def probs(self, model: HookedTransformer, from_layer: int = 0) -> Float[torch.Tensor, "n d_vocab_out"]:
+        """``[n, d_vocab_out]`` next-token distributions (float32, on the CPU), in the prompts' order."""
+        out = []
+        for b, (tokens, last) in enumerate(self.batches):
+            key = (b, from_layer)
+            if from_layer > 0 and key not in self._residual:
+                self._residual[key] = residual_before(model, tokens, from_layer)
+            residual = self._residual.get(key)
+            logits = last_logits(model, tokens, last, residual=residual, start=from_layer)
+            out.append(logits.float().softmax(-1).cpu())
+        return torch.cat(out) if out else torch.empty(0, model.cfg.d_vocab_out)
+
+
 def next_token_probs(
     model: HookedTransformer, texts: Sequence[str], opts: Options
 ) -> Float[torch.Tensor, "n d_vocab_out"]:
-    """``[n, d_vocab_out]`` next-token distributions at each prompt's last position (one forward per length)."""
-    tokens = _tokens(model, texts, opts)
-    out = torch.empty(len(texts), model.cfg.d_vocab_out)
-    by_length: dict[int, list[int]] = {}
-    for i, t in enumerate(tokens):
-        by_length.setdefault(len(t), []).append(i)
-    for _length, index in by_length.items():
-        logits = model(torch.stack([tokens[i] for i in index]).to(opts.device))[:, -1]
-        out[index] = logits.float().softmax(-1).cpu()
-    return out
+    """``[n, d_vocab_out]`` next-token distributions at each prompt's last position (:class:`PromptBatch`: prompts
+    batched, logits only where they are read)."""
+    return PromptBatch(model, texts, opts).probs(model)
 
 
 def top_k(model: HookedTransformer, probs: Float[torch.Tensor, " d_vocab_out"], k: int = 5) -> list[dict[str, Any]]:
@@ -255,7 +289,8 @@ def _iter_runs(
 ) -> Iterator[tuple[str, int | None, HookedTransformer]]:
     """(name, checkpoint, model) for every model x checkpoint whose weights are here."""
     pairs = [(m, c) for m in models for c in opts.checkpoints]
-    for name, checkpoint in progress_bar(pairs, enabled=ctx.progress, desc=desc, unit="checkpoint"):
+    bar = progress_bar(pairs, enabled=ctx.progress and len(pairs) > 1, desc=desc, unit="checkpoint", log_every=30.0)
+    for name, checkpoint in bar:
         model = load(ctx, name, checkpoint, opts)
         if model is not None:
             yield name, checkpoint, model
@@ -373,7 +408,7 @@ def mini_factual(model: HookedTransformer, pairs: Sequence[tuple[str, str]], opt
 
 
 def mini_laser_setting(
-    model: HookedTransformer, select: Sequence[Prompt], opts: Options
+    model: HookedTransformer, select: Sequence[Prompt], opts: Options, progress: bool = False
 ) -> tuple[int, float, list[dict[str, float]]]:
     """(paper-style 1-indexed layer, ρ, the search table): ``--layer`` / ``--rho`` where given, else the best mean
     ln P(answer)/P(" the") on ``select`` over the upper half of the layers × :data:`SWEEP_RHOS` (``opts.matrix``),
@@ -384,14 +419,24 @@ def mini_laser_setting(
     answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in select])
     texts = [p.prompt for p in select]
 
-    def mean_log_ratio(m: HookedTransformer) -> float:
-        probs = next_token_probs(m, texts, opts)
+    batch = PromptBatch(model, texts, opts)
+
+    def mean_log_ratio(m: HookedTransformer, from_layer: int) -> float:
+        probs = batch.probs(m, from_layer)
         return float((probs[torch.arange(len(texts)), answers].log() - probs[:, the].log()).mean())
 
     n = model.cfg.n_layers
     layers = [opts.layer] if opts.layer is not None else list(range(n // 2 + 1, n + 1))
     rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
-    sweep = laser_sweep(model, mean_log_ratio, layers=[l - 1 for l in layers], matrices=[opts.matrix], rhos=rhos)
+    sweep = laser_sweep(
+        model,
+        mean_log_ratio,
+        layers=[l - 1 for l in layers],
+        matrices=[opts.matrix],
+        rhos=rhos,
+        from_layer=True,
+        progress=progress,
+    )
     search = [
         {"layer": int(r["layer"]) + 1, "rho": float(r["rho"]), "mean_log_ratio": float(r["value"])}
         for r in sweep.table.to_dict(orient="records")
@@ -452,7 +497,7 @@ def run_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str, Any
         else:  # the mini model's names and story; LASER's layer and ρ searched on other prompts of the same kind
             names, template = FIRST_NAMES, MINI_IOI_TEMPLATE
             select = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed + 1, names=names, template=template)
-            layer, rho, _ = mini_laser_setting(model, [Prompt(p.prompt, p.io) for p in select], opts)
+            layer, rho, _ = mini_laser_setting(model, [Prompt(p.prompt, p.io) for p in select], opts, ctx.progress)
         prompts = ioi_prompts(model.tokenizer, n=opts.n_prompts, seed=opts.seed, names=names, template=template)
         io = torch.tensor([token_id(model, p.io)[0] for p in prompts])
         s = torch.tensor([token_id(model, p.s)[0] for p in prompts])
@@ -536,12 +581,22 @@ def run_gpt2_ioi(ctx: Context, models: Sequence[str], opts: Options) -> dict[str
     for name, checkpoint, model in _iter_runs(ctx, models, opts, "gpt2-ioi"):
         ids = {w: token_id(model, w)[0] for w in GPT2_IOI_TOKENS}
 
-        def metric(m: HookedTransformer) -> dict[str, float]:
-            probs = next_token_probs(m, [GPT2_IOI.prompt], opts)[0]
+        batch = PromptBatch(model, [GPT2_IOI.prompt], opts)
+
+        def metric(m: HookedTransformer, from_layer: int) -> dict[str, float]:
+            probs = batch.probs(m, from_layer)[0]
             return {w: float(probs[i]) for w, i in ids.items()}
 
         layers = [l for l in GPT2_LAYERS if l <= model.cfg.n_layers] or [model.cfg.n_layers]
-        sweep = laser_sweep(model, metric, layers=[l - 1 for l in layers], matrices=[opts.matrix], rhos=GPT2_RHOS)
+        sweep = laser_sweep(
+            model,
+            metric,
+            layers=[l - 1 for l in layers],
+            matrices=[opts.matrix],
+            rhos=GPT2_RHOS,
+            from_layer=True,
+            progress=ctx.progress,
+        )
         full_probs = next_token_probs(model, [GPT2_IOI.prompt], opts)[0]
         table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
         lower = {}
@@ -571,8 +626,10 @@ def run_sweep(ctx: Context, models: Sequence[str], opts: Options) -> tuple[dict[
         the, _ = token_id(model, "the")
         answers = torch.tensor([token_id(model, p.answer, p.prompt)[0] for p in prompts])
 
-        def metric(m: HookedTransformer) -> dict[str, float]:
-            probs = next_token_probs(m, [p.prompt for p in prompts], opts)
+        batch = PromptBatch(model, [p.prompt for p in prompts], opts)
+
+        def metric(m: HookedTransformer, from_layer: int) -> dict[str, float]:
+            probs = batch.probs(m, from_layer)
             p_answer, p_the = probs[torch.arange(len(prompts)), answers], probs[:, the]
             return {
                 "ratio": float((p_answer / p_the).mean()),
@@ -584,7 +641,13 @@ def run_sweep(ctx: Context, models: Sequence[str], opts: Options) -> tuple[dict[
         layers = [opts.layer - 1] if opts.layer else list(range(n // 2, n))
         rhos = [opts.rho] if opts.rho is not None else list(SWEEP_RHOS)
         sweep = laser_sweep(
-            model, metric, layers=layers, matrices=["mlp_in", "mlp_out"], rhos=rhos, progress=ctx.progress
+            model,
+            metric,
+            layers=layers,
+            matrices=["mlp_in", "mlp_out"],
+            rhos=rhos,
+            progress=ctx.progress,
+            from_layer=True,
         )
         best = sweep.best("ratio")
         table = sweep.table.assign(paper_layer=sweep.table["layer"] + 1)
