@@ -14,16 +14,14 @@ Names are imported on first use, so ``import mechrecall`` (and every ``--help``)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib as _importlib
+from typing import TYPE_CHECKING, Any
 
 from mechrecall.lazy import lazy_imports
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what mypy and editors see; at run time each name is imported on first use (mechrecall.lazy)
-    import analyses as analyses  # `from mechrecall import analyses` gives the top-level sibling package
-    import hooks as hooks
-    import pretrained as pretrained
     from mechrecall._tl import (
         TL_MAJOR,
         FactoredMatrix,
@@ -59,7 +57,24 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time each name is importe
     )
     from mechrecall.trainer import TrainConfig, TrainResult, latest_checkpoint, train
 
-__getattr__, __dir__ = lazy_imports(__name__)
+_core_getattr, _core_dir = lazy_imports(__name__)
+# `from mechrecall import analyses` (and hooks, pretrained) gives the top-level sibling package, looked up by name at
+# run time: the core never imports a sibling (dependencies point downwards), it only hands one to a user who asks.
+_SIBLINGS = ("analyses", "hooks", "pretrained")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SIBLINGS:
+        module = _importlib.import_module(name)
+        globals()[name] = module
+        return module
+    return _core_getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_core_dir(), *_SIBLINGS})
+
+
 __all__ = [
     "TL_MAJOR",
     "Batch",

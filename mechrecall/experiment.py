@@ -2,7 +2,7 @@
 
 An experiment declares its name, paper, parts (sub-experiments), presets, claims and own options::
 
-    from analyses.papers import distributional as paper  # its modules are imported on first use (mechrecall.lazy)
+    from mypaper import paper  # a paper package: its modules are imported on first use (mechrecall.lazy)
 
     EXPERIMENT = Experiment(
         name="noisy_icl", paper="Distributional Associations vs In-Context Reasoning (Chen, Bruna & Bietti)",

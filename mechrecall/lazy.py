@@ -8,14 +8,14 @@ as ordinary imports, in an ``if TYPE_CHECKING:`` block, and asks this module for
     from mechrecall.lazy import lazy_imports
 
     if TYPE_CHECKING:  # what mypy and editors see; at run time each name is imported on first use
-        from analyses.papers.distributional import parts, runs
-        from analyses.papers.distributional.runs import train_run
+        from mypaper import parts, runs
+        from mypaper.runs import train_run
 
     __getattr__, __dir__ = lazy_imports(__name__)
     __all__ = ["parts", "runs", "train_run"]
 
 mypy checks every name (a misspelt one fails ``mypy``), go-to-definition follows it, and at run time
-``module.train_run`` imports ``analyses.papers.distributional.runs`` the first time it is asked for (then keeps it
+``module.train_run`` imports ``mypaper.runs`` the first time it is asked for (then keeps it
 as a module attribute). The block is the table: :func:`type_checking_imports` reads it from the module's source
 the first time a lazy name is asked for, so no second list of names can drift from it.
 """
