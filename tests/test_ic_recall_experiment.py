@@ -580,55 +580,22 @@ def test_micro_controls_of_sample_complexity_algorithm1_and_the_pretrained_parts
     assert results["pretrained"]["control"]["best_head_score"] != results["pretrained"]["best_head"]["score"]
 
 
-class _InlineExecutor:
-    """An executor of the core that runs each task as it is submitted, here (and records it)."""
-
-    name, shared_out = "inline", True
-
-    def __init__(self):
-        self.submitted, self.outcomes = [], {}
-
-    def capacity(self):
-        return 2
-
-    def submit(self, task):
-        from mechrecall.executors import Failure
-
-        self.submitted.append(task.id)
-        try:
-            self.outcomes[task.id] = task.fn(*task.args)
-        except Exception as exc:
-            self.outcomes[task.id] = Failure(f"{type(exc).__name__}: {exc}", died=False)
-        return task.id
-
-    def wait(self, handles, timeout):
-        return [(h, self.outcomes.pop(h)) for h in handles]
-
-    def close(self):
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def test_sweep_cells_are_tasks_of_a_core_executor_and_give_the_same_numbers(tmp_path):
     """The cells run on whatever executor of the core is handed in (local processes, Ray, Slurm, here an in-process
     one): one task per cell, the same numbers as inline; a failing cell is named once the others are kept."""
     from analyses.papers.ic_recall import runs
     from analyses.papers.ic_recall.presets import Cell
+    from tests.inline_executor import InlineExecutor
 
     cells = [Cell(n=5, m=10, N=4, seed=s, family="affine", lr=1e-2, steps=10, test_size=200) for s in (0, 1)]
-    executor = _InlineExecutor()
+    executor = InlineExecutor(capacity=2)
     on_executor, info = runs.run_cells(cells, tmp_path / "executor", executor=executor)
     inline, _ = runs.run_cells(cells, tmp_path / "inline", workers=1)
     assert sorted(executor.submitted) == sorted(c.key for c in cells) and info["workers"] == 2
     assert [r["v"] for r in on_executor] == [r["v"] for r in inline]
     bad = Cell(n=3, m=6, N=10_000, seed=0, family="all_bijections", steps=1, test_size=10)
     with pytest.raises(RuntimeError, match=f"1 cell\\(s\\) failed; {bad.key}: ValueError"):
-        runs.run_cells([*cells, bad], tmp_path / "executor", executor=_InlineExecutor())
+        runs.run_cells([*cells, bad], tmp_path / "executor", executor=InlineExecutor(capacity=2))
     assert sorted(p.stem for p in (tmp_path / "executor").glob("*.json")) == sorted(c.key for c in cells)
 
 

@@ -8,10 +8,10 @@ import json
 import pytest
 
 from analyses.report.runner import Job, run_all
-from mechrecall.executors import Failure
 from mechrecall.experiment import Experiment, Part, PartResult, PartTask
 from mechrecall.io import atomic_write_json
 from mechrecall.presets import Preset
+from tests.inline_executor import InlineExecutor
 
 XS = (1, 2, 3)
 COMPUTED_BY_THE_PART: list[int] = []
@@ -45,41 +45,6 @@ TOY = Experiment(
     preset_table={"smoke": Preset()},
     presets=("smoke",),
 )
-
-
-class InlineExecutor:
-    """An executor of the core that runs each task here as it is submitted, in order."""
-
-    name = "inline"
-
-    def __init__(self, shared_out: bool = True):
-        self.shared_out, self.submitted, self.outcomes = shared_out, [], {}
-
-    def capacity(self) -> int:
-        return 1
-
-    def describe(self) -> str:
-        return self.name
-
-    def submit(self, task):
-        self.submitted.append(task.id)
-        try:
-            self.outcomes[task.id] = task.fn(*task.args)
-        except Exception as exc:
-            self.outcomes[task.id] = Failure(f"{type(exc).__name__}: {exc}", died=False)
-        return task.id
-
-    def wait(self, handles, timeout):
-        return [(h, self.outcomes.pop(h)) for h in handles]
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared OUT", "files shipped"])
