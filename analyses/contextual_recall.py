@@ -34,6 +34,7 @@ EXPERIMENT = Experiment(
             "two-step cascade (exact population gradients where small)",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 1.0, "micro": 0.6},  # measured 28-58 s (smoke), ~35 s (micro)
+            results=lambda: paper.results.ConstructionResults,
         ),
         Part(
             "world_r",
@@ -41,12 +42,14 @@ EXPERIMENT = Experiment(
             "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, OV slices (Figs. 9-12, 19-21)",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 1.5},
+            results=lambda: paper.results.WorldRResults,
         ),
         Part(
             "world_r_absolute",
             lambda ctx: paper.parts.part_world_r_absolute(ctx),
             "Model B′ (absolute positions) (Figs. 22-26)",
             reports=("paper",),
+            results=lambda: paper.results.WorldRResults,
         ),
         Part(
             "world_g",
@@ -54,6 +57,7 @@ EXPERIMENT = Experiment(
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
             reports=("smoke", "paper"),
             minutes={"smoke": 4.5},  # 3.8 before the second ICL+Grm finetuning (attribute targets): + 400 FT steps
+            results=lambda: paper.results.WorldGResults,
         ),
         Part(
             "pretrained",
@@ -62,6 +66,7 @@ EXPERIMENT = Experiment(
             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.1},
+            results=lambda: paper.results.PretrainedResults,
         ),
     ),
     options=(

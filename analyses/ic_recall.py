@@ -30,6 +30,7 @@ EXPERIMENT = Experiment(
             "the construction vs its closed-form logits, memory recall, ties",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.2},
+            results=lambda: paper.results.ExactResults,
         ),
         Part(
             "pattern",
@@ -37,6 +38,7 @@ EXPERIMENT = Experiment(
             "Fig 2: pairwise attention, first/second step vs ceilings",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.3},
+            results=lambda: paper.results.PatternResults,
             tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
@@ -45,6 +47,7 @@ EXPERIMENT = Experiment(
             "Fig 3: accuracy vs fine-tuning samples N",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 3.7},
+            results=lambda: paper.results.SampleComplexityResults,
             tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
@@ -53,6 +56,7 @@ EXPERIMENT = Experiment(
             "Algorithm 1 (perturbed GD): Stage-1 shape, accuracies",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.2},
+            results=lambda: paper.results.Algorithm1Results,
             tasks=lambda ctx: paper.parts.cell_tasks(ctx),
         ),
         Part(
@@ -61,6 +65,7 @@ EXPERIMENT = Experiment(
             "Fig 4 (both panels): pretrained MLP, full attention fine-tuning; cross terms cancelled",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 7.0},
+            results=lambda: paper.results.PretrainedMLPResults,
         ),
         Part(
             "pretrained",
@@ -69,6 +74,7 @@ EXPERIMENT = Experiment(
             "score of every head of a Pythia / GPT-2 model on few-shot fact prompts",
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.1},
+            results=lambda: paper.results.PretrainedResults,
         ),
     ),
     options=(

@@ -26,6 +26,7 @@ EXPERIMENT = Experiment(
             "demo",
             lambda ctx: paper.parts.part_demo(ctx),
             "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
+            results=lambda: paper.results.DemoResults,
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.3},
         ),
@@ -34,6 +35,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_exact(ctx),
             "exact checks: closed form = matrix model, TL embedding = plain torch "
             "(forward, gradients), Theorem 1 orbit residual (float64)",
+            results=lambda: paper.results.ExactResults,
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.05},
         ),
@@ -41,6 +43,7 @@ EXPERIMENT = Experiment(
             "ode",
             lambda ctx: paper.parts.part_ode(ctx),
             "Fig 5 from the 3-parameter gradient-flow ODE: order γ<β<α, t_ICL ∝ N²",
+            results=lambda: paper.results.OdeResults,
             seeded=False,
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.05},
@@ -49,6 +52,7 @@ EXPERIMENT = Experiment(
             "disentangled",
             lambda ctx: paper.parts.part_disentangled(ctx),
             "Figs 3, 4 (15, 16): SGD on the disentangled transformer, all weights vs only α₃, β₂, γ₃",
+            results=lambda: paper.results.DisentangledResults,
             reports=("smoke", "paper"),
             minutes={"smoke": 0.8},
         ),
@@ -57,6 +61,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_weights(ctx),
             "Figs 6-14: weight heatmaps after the paper's numbers of steps "
             "(smoke: the disentangled part's snapshots instead)",
+            results=lambda: paper.results.WeightsResults,
             presets=("micro", "paper"),
             reports=("paper",),
         ),
@@ -64,6 +69,7 @@ EXPERIMENT = Experiment(
             "standard",
             lambda ctx: paper.parts.part_standard(ctx),
             "Figs 2, 17: the §2 transformer on the token ICL task; head roles, interpretable QK/OV matrices",
+            results=lambda: paper.results.StandardResults,
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.7},
         ),
@@ -71,6 +77,7 @@ EXPERIMENT = Experiment(
             "sgd_scaling",
             lambda ctx: paper.parts.part_sgd_scaling(ctx),
             "t_ICL vs N from full SGD training at 3 N, several seeds (smoke: <= 15 min on 2 cores)",
+            results=lambda: paper.results.SgdScalingResults,
             reports=("paper",),
         ),
         Part(
@@ -78,6 +85,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_pythia(ctx),
             "beyond the paper: head-role scores across Pythia checkpoints and "
             "when induction heads form (--model, --checkpoints)",
+            results=lambda: paper.results.PythiaResults,
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.1},  # seconds without --model; on a mini series about a minute
         ),

@@ -28,6 +28,7 @@ EXPERIMENT = Experiment(
             "main",
             lambda ctx: paper.parts.part_main(ctx),
             "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, 7, 8, 9, 10)",
+            results=lambda: paper.results.MainResults,
             reports=("quick", "smoke", "paper"),
             minutes={"laptop": 8},
         ),
@@ -35,6 +36,7 @@ EXPERIMENT = Experiment(
             "ff_variants",
             lambda ctx: paper.parts.part_ff_variants(ctx),
             "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)",
+            results=lambda: paper.results.FFVariantsResults,
             reports=("smoke", "paper"),
             minutes={"laptop": 20},  # three models, each about main's size
         ),
@@ -42,12 +44,14 @@ EXPERIMENT = Experiment(
             "finetune",
             lambda ctx: paper.parts.part_finetune(ctx),
             "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)",
+            results=lambda: paper.results.FinetuneResults,
             reports=("paper",),
         ),
         Part(
             "multi_trigger",
             lambda ctx: paper.parts.part_multi_trigger(ctx),
             "five triggers (Fig 9 right)",
+            results=lambda: paper.results.MultiTriggerResults,
             reports=("paper",),
         ),
         Part(
@@ -55,6 +59,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_ioi(ctx),
             "synthetic IOI with deeper models: accuracy, p(τ) and the IO/S margin, full vs the last MLP dropped or "
             "truncated (Figs 19, 20)",
+            results=lambda: paper.results.IOIResults,
             presets=("micro", "laptop", "paper"),
             reports=("smoke", "paper"),
             minutes={"laptop": 6},
@@ -63,6 +68,7 @@ EXPERIMENT = Experiment(
             "theory",
             lambda ctx: paper.parts.part_theory(ctx),
             "Theorem 1, App. B.3, Theorem 3, linear associative memory (Fig 18)",
+            results=lambda: paper.results.TheoryResults,
             seeded=False,
             reports=("quick", "smoke", "paper"),
             minutes={"laptop": 0.05, "smoke": 0.05},

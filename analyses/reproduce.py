@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="SEEDS",
         help="run every experiment for each seed (0-2 or 0,3,7): each row shows the mean, the min-max and how many "
         "seeds passed; a claim is reproduced when every seed passes, partial when at least half do (default: 0 for "
-        "quick and paper, 0-2 for smoke)",
+        "quick and paper, 0-4 for smoke)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
     add_executor_options(p)

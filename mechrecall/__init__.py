@@ -56,6 +56,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time each name is importe
         ZeroBiases,
     )
     from mechrecall.trainer import TrainConfig, TrainResult, latest_checkpoint, train
+    from mechrecall.typed import Entry, Maybe, NotApplicable, NotRun, Results, read_results
 
 _core_getattr, _core_dir = lazy_imports(__name__)
 # `from mechrecall import analyses` (and hooks, pretrained) gives the top-level sibling package, looked up by name at
@@ -80,6 +81,7 @@ __all__ = [
     "Batch",
     "Claim",
     "Context",
+    "Entry",
     "Experiment",
     "FactoredMatrix",
     "Freeze",
@@ -87,13 +89,17 @@ __all__ = [
     "HookedTransformer",
     "HookedTransformerConfig",
     "LinearFeedForward",
+    "Maybe",
     "Model",
     "NoFeedForward",
+    "NotApplicable",
+    "NotRun",
     "Option",
     "Part",
     "PartResult",
     "PermanentHook",
     "PreviousTokenEmbedding",
+    "Results",
     "Rule",
     "SetActivation",
     "SetWeight",
@@ -117,6 +123,7 @@ __all__ = [
     "model_spec",
     "near",
     "not_run",
+    "read_results",
     "save_checkpoint",
     "save_figure",
     "tl_grad",

@@ -28,9 +28,10 @@ Rules are built with :func:`at_least`, :func:`at_most`, :func:`between`, :func:`
 :func:`is_true`; each may carry a looser ``partial`` band.
 
 A paper declares its claims once, as a table of :class:`ClaimSpec` (``analyses/papers/<paper>/claims.py``):
-the statement, where in the paper, the paper's number, the rule, the entry of the part's results it reads and
-its class (``paper``, ``extension`` beyond the paper, ``ablation``). The protocol evaluates the table against
-each part's results (:func:`evaluate`); no part builds a claim.
+the statement, where in the paper, the paper's number, the rule, the function of the part's typed results
+(:mod:`mechrecall.typed`) that reads our number and its control, and its class (``paper``, ``extension`` beyond
+the paper, ``ablation``, ``check``). The protocol evaluates the table against each part's results
+(:func:`evaluate`); no part builds a claim.
 """
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from mechrecall.typed import NotApplicable, NotRun
 
 if TYPE_CHECKING:
     from mechrecall.policy import PolicyRule
@@ -447,50 +450,55 @@ def spread_of(values: Sequence[float]) -> tuple[float, float]:
     return (min(finite), max(finite))
 
 
-Results = Mapping[str, Any]
+R = TypeVar("R")  # a part's typed results (a :class:`mechrecall.typed.Results` model)
+Read = Callable[[R], Any]  # a claim's read of the part's results: a number, a marker (mechrecall.typed) or None
 
 
 @dataclass(frozen=True)
-class ClaimSpec:
-    """One claim, declared once; :meth:`evaluate` reads its number from a part's results.
+class ClaimSpec(Generic[R]):
+    """One claim, declared once; :meth:`evaluate` reads its number from a part's typed results.
+
+    A table declares its rows as ``ClaimSpec[WorldGResults](...)``: every read below is then a function of that
+    model, and mypy checks each attribute it names.
 
     Args:
         id: ``<part>.<name>`` (the experiment's name is prefixed in the row: ``noisy_icl.main.p_noise_full``).
         claim: the paper's statement in words.
-        reads: the results entry holding our number, keys joined by ``/`` (``"final/drop_F2.p_correct"``).
+        value: our number, read from the part's results (``lambda r: r.final.drop_F2.p_correct``); a
+            :class:`~mechrecall.typed.NotRun` there makes the claim ``not run`` with its reason, a
+            :class:`~mechrecall.typed.NotApplicable` leaves it out of the run (a configuration the preset lacks).
         rule: a line of the rule policy and its arguments (:func:`mechrecall.policy.policy`): the :class:`Rule` is
             computed from that line and the paper's number, never set by hand. (A :class:`Rule`, or a function of the
             part's results returning one, is still accepted from a table of one's own; the papers' tables use the
             policy, and a test recomputes every one of their rules from it.)
         where: section / figure / table / theorem in the paper.
         paper: the paper's number (or a function of the results giving it), ``None`` where it states none.
-        kind: ``paper``, ``extension`` (ours, beyond the paper) or ``ablation``.
+        kind: ``paper``, ``extension`` (ours, beyond the paper), ``ablation`` or ``check``.
         note: what a reader needs beside the number.
         notes: a function of the part's results adding what was measured beside the number (e.g. the chance
-            level of this run); left out where the results lack what it reads.
-        words: a function of the part's results giving the statement with this run's sizes (``claim`` where the
-            results lack what it reads).
-        spread: the results entry holding ``[min, max]`` of our number over the trials it summarises.
-        seeds: the results entry listing the seeds our number was measured on (default: the run's seed).
-        control: the results entry holding the same measurement on the claim's control, which the rule must
-            reject (else the verdict is ``vacuous``): the untrained model (same seed, step 0), the model with the
-            mechanism the claim is about removed, or, for an exact identity, a perturbed input that breaks it.
+            level of this run).
+        words: a function of the part's results giving the statement with this run's sizes.
+        spread: ``[min, max]`` of our number over the trials it summarises.
+        seeds: the seeds our number was measured on (default: the run's seed).
+        control: the same measurement on the claim's control, which the rule must reject (else the verdict is
+            ``vacuous``): the untrained model (same seed, step 0), the model with the mechanism the claim is about
+            removed, or, for an exact identity, a perturbed input that breaks it.
         control_is: what the control is, in words ("the untrained model (step 0, same seed)").
     """
 
     id: str
     claim: str
-    reads: str
-    rule: Rule | Callable[[Results], Rule] | PolicyRule
+    value: Read[R]
+    rule: Rule | Callable[[R], Rule] | PolicyRule
     where: str = ""
-    paper: float | Callable[[Results], float | None] | None = None
+    paper: float | Callable[[R], float | None] | None = None
     kind: str = "paper"
     note: str = ""
-    notes: Callable[[Results], str] | None = None
-    words: Callable[[Results], str] | None = None
-    spread: str = ""
-    seeds: str = ""
-    control: str = ""
+    notes: Callable[[R], str] | None = None
+    words: Callable[[R], str] | None = None
+    spread: Read[R] | None = None
+    seeds: Read[R] | None = None
+    control: Read[R] | None = None
     control_is: str = ""
 
     def __post_init__(self) -> None:
@@ -498,6 +506,8 @@ class ClaimSpec:
             raise ValueError(f"ClaimSpec.id={self.id!r}; expected '<part>.<name>' without spaces")
         if self.kind not in KINDS:
             raise ValueError(f"claim {self.id}: kind={self.kind!r}; expected one of {', '.join(KINDS)}")
+        if isinstance(self.value, str):
+            raise TypeError(f"claim {self.id}: value={self.value!r}; expected a function of the part's results")
         line = self.policy_line
         if line:
             from mechrecall.policy import POLICY
@@ -513,28 +523,39 @@ class ClaimSpec:
         """The policy line this claim's rule is computed from (``""`` for a hand-set rule)."""
         return str(getattr(self.rule, "line", "")) if not isinstance(self.rule, Rule) else ""
 
-    def rule_for(self, results: Results) -> Rule:
+    def rule_for(self, results: R) -> Rule:
         """The :class:`Rule` this claim is judged by for ``results``: the policy line's rule for the paper's number,
         or the hand-set one."""
         if isinstance(self.rule, Rule):
             return self.rule
         if self.policy_line:
-            paper = self.paper(results) if callable(self.paper) else self.paper
-            return self.rule.rule(paper, results)  # type: ignore[union-attr]
+            return self.rule.rule(self._paper(results), results)  # type: ignore[union-attr]
         return self.rule(results)  # type: ignore[operator]
 
-    def _text(self, fn: Callable[[Results], str] | None, results: Results, measured: bool) -> str:
+    def _paper(self, results: R) -> float | None:
+        return self.paper(results) if callable(self.paper) else self.paper
+
+    def _text(self, fn: Callable[[R], str] | None, results: R, measured: bool) -> str:
         """``fn(results)``, or ``""`` where the results lack what it reads. Under ``MECHRECALL_STRICT_CLAIMS=1`` a
         failure on a measured claim raises :class:`ClaimTextError` (a typo in a claim must not vanish); a user's
         run keeps its numbers and loses only the note."""
-        if fn is None:
+        if fn is None or not measured:
             return ""
         try:
             return fn(results)
-        except (KeyError, TypeError, IndexError) as exc:
-            if measured and os.environ.get(STRICT_ENV) == "1":
+        except (AttributeError, KeyError, TypeError, IndexError, ValueError) as exc:
+            if os.environ.get(STRICT_ENV) == "1":
                 raise ClaimTextError(f"claim {self.id}: its notes / words failed: {type(exc).__name__}: {exc}") from exc
             return ""
+
+    def _words_or_claim(self, results: NotRun) -> str:
+        """The statement of a claim whose part was not run: its ``words`` where they read only what the marker keeps
+        (the model's name, say), else ``claim``."""
+        try:
+            text = self.words(results) if self.words else ""  # type: ignore[arg-type]
+        except (AttributeError, KeyError, TypeError, IndexError, ValueError):
+            return self.claim
+        return self.claim if not text or "not_run=" in text else text  # words that printed the marker itself
 
     @property
     def part(self) -> str:
@@ -542,7 +563,7 @@ class ClaimSpec:
 
     def evaluate(
         self,
-        results: Results,
+        results: R | NotRun,
         *,
         experiment: str,
         preset: str = "",
@@ -551,27 +572,33 @@ class ClaimSpec:
         note_first: str = "",
         comparable: bool = True,
         scale: Mapping[str, tuple[float, float]] | None = None,
-    ) -> Claim:
-        """The claim row's data for this part's ``results`` (``not run`` with the reason where the entry is
-        missing or says ``{"not_run": why}``). ``note_first`` / ``note``: the run's own notes, put before and
-        after the claim's (e.g. a preset that is not comparable; sizes changed from the preset). ``comparable``:
-        whether the run's preset is comparable to the paper's. ``scale``: the run's sizes against the paper's."""
-        ours, reason = lookup(results, self.reads)
-        control, _ = lookup(results, self.control) if self.control else (None, "")
+    ) -> Claim | None:
+        """The claim row's data for this part's ``results`` (``not run`` with the reason where the number is a
+        :class:`~mechrecall.typed.NotRun`, or the whole part was not run), ``None`` where it reads a
+        :class:`~mechrecall.typed.NotApplicable` (the run has no such configuration). ``note_first`` / ``note``: the
+        run's own notes, put before and after the claim's (e.g. a preset that is not comparable; sizes changed from
+        the preset). ``comparable``: whether the run's preset is comparable to the paper's. ``scale``: the run's
+        sizes against the paper's."""
+        if isinstance(results, NotRun):
+            return self._not_run(results, experiment, preset, seeds, note_first, note, comparable, scale)
+        value = self.value(results)
+        if isinstance(value, NotApplicable):
+            return None
+        ours, reason = measured(value)
+        control = measured(self.control(results))[0] if self.control else None
+        spread = measured(self.spread(results))[0] if self.spread else None
+        measured_on = measured(self.seeds(results))[0] if self.seeds else None
         rule = self.rule_for(results)
-        paper = self.paper(results) if callable(self.paper) else self.paper
         if ours is not None and not isinstance(ours, (bool, int, float)):
             ours = float(ours)
-        measured = ours is not None
-        notes = "; ".join(n for n in (note_first, self.note, self._text(self.notes, results, measured), note) if n)
-        spread, _ = lookup(results, self.spread) if self.spread else (None, "")
-        measured_on, _ = lookup(results, self.seeds) if self.seeds else (None, "")
+        has = ours is not None
+        notes = "; ".join(n for n in (note_first, self.note, self._text(self.notes, results, has), note) if n)
         return Claim(
             id=f"{experiment}.{self.id}",
-            claim=self._text(self.words, results, measured) or self.claim,
+            claim=self._text(self.words, results, has) or self.claim,
             ours=ours,
             rule=rule,
-            paper=paper,
+            paper=self._paper(results),
             where=self.where,
             note=notes,
             reason=reason,
@@ -587,17 +614,59 @@ class ClaimSpec:
             extra={"policy_args": _policy_args(self.rule, results)} if self.policy_line else {},
         )
 
-    def applies(self, results: Results) -> bool:
-        """False where the entry it reads lies below a ``{"not_applicable": why}`` entry: the run has no such
-        configuration (a preset without it), so the claim is left out rather than reported ``not run``."""
-        return _walk(results, self.reads)[1] != NOT_APPLICABLE_KEY
+    def _not_run(
+        self,
+        results: NotRun,
+        experiment: str,
+        preset: str,
+        seeds: Sequence[int],
+        note_first: str,
+        note: str,
+        comparable: bool,
+        scale: Mapping[str, tuple[float, float]] | None,
+    ) -> Claim:
+        """The row of a claim whose whole part was not run (no weights here): its rule from the paper's number and
+        what the marker keeps beside its reason (a threshold, say), read through it like the part's results."""
+        try:
+            rule = self.rule_for(results)  # type: ignore[arg-type]
+            paper = self._paper(results)  # type: ignore[arg-type]
+        except (AttributeError, KeyError, TypeError, IndexError, ValueError):
+            rule, paper = Rule("at_least", words="not computed: the part was not run"), None
+        return Claim(
+            id=f"{experiment}.{self.id}",
+            claim=self._words_or_claim(results),
+            ours=None,
+            rule=rule,
+            paper=paper if isinstance(paper, (int, float)) else None,
+            where=self.where,
+            note="; ".join(n for n in (note_first, self.note, note) if n),
+            reason=results.why,
+            preset=preset,
+            seeds=tuple(seeds),
+            kind=self.kind,
+            control_is=self.control_is,
+            comparable=comparable,
+            policy=self.policy_line,
+            scale=dict(scale or {}),
+            extra={"policy_args": _policy_args(self.rule, results)} if self.policy_line else {},
+        )
 
 
-def _policy_args(rule: Any, results: Results) -> dict[str, Any]:
+def measured(value: Any) -> tuple[Any, str]:
+    """``(value, "")``, or ``(None, why)`` where ``value`` is a marker (:class:`~mechrecall.typed.NotRun`,
+    :class:`~mechrecall.typed.NotApplicable`) or ``None``."""
+    if isinstance(value, (NotRun, NotApplicable)):
+        return None, value.why
+    if value is None:
+        return None, "not measured: the results entry is empty"
+    return value, ""
+
+
+def _policy_args(rule: Any, results: Any) -> dict[str, Any]:
     """A policy rule's arguments as numbers and words (what a row stores to have its rule recomputed)."""
     try:
         return {k: _jsonable_arg(v) for k, v in rule.resolve(results).items()}
-    except (KeyError, TypeError, IndexError):
+    except (AttributeError, KeyError, TypeError, IndexError, ValueError):
         return {}
 
 
@@ -617,38 +686,30 @@ class ClaimTextError(RuntimeError):
     claim (a misspelt entry, say), raised under ``MECHRECALL_STRICT_CLAIMS=1`` (the test suite sets it)."""
 
 
-def lookup(results: Results, path: str) -> tuple[Any, str]:
-    """``(value, "")`` of the entry ``path`` (keys joined by ``/``), or ``(None, why)`` where it is missing, ``None``
-    or below a ``{"not_run": why}`` (or ``{"not_applicable": why}``) entry."""
-    node, marker, why = _walk(results, path)
-    if marker is not None:
-        return None, why
-    if node is None:
-        return None, f"not measured: the results entry {path!r} is empty"
-    return node, ""
-
-
-def _walk(results: Results, path: str) -> tuple[Any, str | None, str]:
-    """``(entry, None, "")`` at ``path``, or ``(None, marker, why)`` for the first ``{"not_applicable" | "not_run":
-    why}`` entry met on the way (``marker = "missing"`` where a key is absent)."""
+def lookup(results: Mapping[str, Any], path: str) -> tuple[Any, str]:
+    """``(value, "")`` of the JSON entry ``path`` (keys joined by ``/``: what a sweep's ``--measure`` names on the
+    command line), or ``(None, why)`` where it is missing, ``None`` or below a ``{"not_run": why}`` (or
+    ``{"not_applicable": why}``) entry."""
     node: Any = results
     for key in [*path.split("/"), None]:
         if isinstance(node, Mapping):
             for marker in (NOT_APPLICABLE_KEY, NOT_RUN_KEY):
                 if marker in node:
-                    return None, marker, str(node[marker])
+                    return None, str(node[marker])
         if key is None:
             break
         if not isinstance(node, Mapping) or key not in node:
-            return None, "missing", f"not measured: the results have no entry {path!r}"
+            return None, f"not measured: the results have no entry {path!r}"
         node = node[key]
-    return node, None, ""
+    if node is None:
+        return None, f"not measured: the results entry {path!r} is empty"
+    return node, ""
 
 
 def evaluate(
-    specs: Iterable[ClaimSpec],
+    specs: Iterable[ClaimSpec[Any]],
     part: str,
-    results: Results,
+    results: Any,
     *,
     experiment: str,
     preset: str = "",
@@ -658,8 +719,9 @@ def evaluate(
     comparable: bool = True,
     scale: Mapping[str, tuple[float, float]] | None = None,
 ) -> list[Claim]:
-    """The claims of ``part``: each spec of that part that applies, evaluated against the part's ``results``."""
-    return [
+    """The claims of ``part``: each spec of that part, evaluated against the part's typed ``results``; those that
+    read a :class:`~mechrecall.typed.NotApplicable` are left out."""
+    claims = (
         spec.evaluate(
             results,
             experiment=experiment,
@@ -671,11 +733,12 @@ def evaluate(
             scale=scale,
         )
         for spec in specs
-        if spec.part == part and spec.applies(results)
-    ]
+        if spec.part == part
+    )
+    return [c for c in claims if c is not None]
 
 
-def check_table(specs: Sequence[ClaimSpec], parts: Iterable[str]) -> None:
+def check_table(specs: Sequence[ClaimSpec[Any]], parts: Iterable[str]) -> None:
     """A claims table's own consistency: unique ids, each naming a part of the experiment (``ValueError``)."""
     ids = [s.id for s in specs]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})

@@ -49,6 +49,7 @@ from mechrecall.claims import ClaimSpec, check_table, evaluate, over_seeds, summ
 from mechrecall.errors import UsageError
 from mechrecall.presets import Preset, describe_overrides, override
 from mechrecall.seeds import SEEDS_SCHEMA, parse_seeds, seed_out
+from mechrecall.typed import NotRun, Results, ResultsError, read_results
 
 P = TypeVar("P", bound=Preset)  # a paper's preset type (the type of ``Context.params``)
 
@@ -72,11 +73,15 @@ class Part:
     (``quick``, ``smoke``, ``paper``) whose plan runs it. ``minutes``: its rough cost on one core per preset (the
     report starts the longest jobs first). ``tasks``: the independent units of its work (a sweep's cells) as
     :class:`PartTask` s, which the report runs as jobs of its executor before the part (that then finds them done);
-    a part runs them itself when run alone."""
+    a part runs them itself when run alone. ``results``: the part's typed results model
+    (:class:`mechrecall.typed.Results`; an entry module passes ``lambda: paper.results.WorldG`` so nothing is
+    imported before the part runs): what the part hands back is validated as it, stored with its schema, and
+    validated again when ``results.json`` is read back (:meth:`Experiment.load`)."""
 
     name: str
     run: Callable[[Context[Any]], PartResult]
     help: str
+    results: Callable[[], type[Results]] | None = None
     presets: tuple[str, ...] | None = None
     seeded: bool = True
     reports: tuple[str, ...] = ("smoke", "paper")
@@ -165,7 +170,8 @@ class Option:
 
 @dataclass
 class PartResult:
-    """What a part hands back: its numbers (the results its claims read) and its figures (name -> Figure / HTML
+    """What a part hands back: its numbers (its typed results, :class:`mechrecall.typed.Results`, which its claims
+    read; a dict is validated as the part's declared model) and its figures (name -> Figure / HTML
     str / bytes). Claims are not built here: the protocol evaluates the paper's claims table against ``results``.
 
     ``footer``: what else a reader of the figures needs (e.g. "600 steps, d = 64"); the protocol writes it, with
@@ -175,7 +181,7 @@ class PartResult:
     than its preset does (a pretrained model's size against the paper's model); ``None``: from the preset
     (:meth:`Context.scale`)."""
 
-    results: dict[str, Any] = field(default_factory=dict)
+    results: Results | NotRun | dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     footer: str = ""
     scale: Mapping[str, tuple[float, float]] | None = None
@@ -609,10 +615,11 @@ class Experiment:
             comparable = ctx.params.comparable
             try:
                 result = functions[name].run(ctx)
+                typed = self.typed_results(name, result.results)
                 claims = evaluate(
                     self.claim_table(),
                     name,
-                    result.results,
+                    typed,
                     experiment=self.name,
                     preset=preset,
                     seeds=(seed,),
@@ -640,7 +647,8 @@ class Experiment:
                 "status": STATUS_DONE,
                 "seconds": time.perf_counter() - started,
                 "finished": _stamp(),
-                "results": result.results,
+                "results": _results_json(typed),
+                "results_schema": _schema_of(typed),
                 "figures": figures,
                 "claims": [c.row() for c in claims],
             }
@@ -665,6 +673,7 @@ class Experiment:
                     f"{root} holds results of another configuration ({'; '.join(diffs)}); "
                     "rerun with the same options to resume, or use another --out, or --fresh"
                 )
+            self._revalidate(payload, path)
             return payload
         return {
             "schema": RESULTS_SCHEMA,
@@ -674,6 +683,38 @@ class Experiment:
             "config": config,
             "parts": {},
         }
+
+    def typed_results(self, part: str, results: Any, *, schema: str | None = None) -> Any:
+        """``results`` of ``part`` validated as its declared model (:class:`~mechrecall.typed.NotRun` where the whole
+        part was not run); as they are for a part that declares none. :class:`~mechrecall.typed.ResultsError`
+        names the first bad field."""
+        declared = next(p for p in self.parts if p.name == part)
+        if declared.results is None:
+            return results
+        return read_results(declared.results(), results, schema=schema)
+
+    def load(self, out: str | os.PathLike) -> dict[str, Any]:
+        """The typed results of every finished part in ``OUT/<name>/results.json`` (``{part: Results | NotRun}``),
+        each validated against its model and schema version (:class:`~mechrecall.typed.ResultsError` otherwise)."""
+        path = Path(out) / self.name / "results.json"
+        payload = json.loads(path.read_text())
+        return {
+            name: self.typed_results(name, record.get("results", {}), schema=record.get("results_schema"))
+            for name, record in payload.get("parts", {}).items()
+            if record.get("status") == STATUS_DONE and any(p.name == name for p in self.parts)
+        }
+
+    def _revalidate(self, payload: dict[str, Any], path: Path) -> None:
+        """Every finished part of a resumed ``results.json`` read back as its typed model; one that is not (an older
+        schema, a changed field) runs again, and the run says why."""
+        for name, record in list(payload.get("parts", {}).items()):
+            if record.get("status") != STATUS_DONE or not any(p.name == name for p in self.parts):
+                continue
+            try:
+                self.typed_results(name, record.get("results", {}), schema=record.get("results_schema"))
+            except ResultsError as exc:
+                print(f"[{self.name}] {name}: the results in {path} are not read back ({exc}); it runs again")
+                record["status"] = "stale"
 
     def write_part(self, root: Path, payload: dict[str, Any], part: str) -> None:
         """``results.json`` with ``part``'s new record. Under a lock, the records other processes wrote there since
@@ -771,6 +812,15 @@ def check_device(device: str | None) -> str | None:
     elif parsed.type not in ("cpu", "cuda", "mps"):
         raise UsageError(f"--device {device!r}; expected cpu, cuda, cuda:N or mps")
     return device
+
+
+def _results_json(results: Any) -> Any:
+    """A part's results as ``results.json`` holds them (a typed model's JSON; a dict as it is)."""
+    return results.to_json() if isinstance(results, (Results, NotRun)) else _jsonable(results)
+
+
+def _schema_of(results: Any) -> str | None:
+    return type(results).schema_id() if isinstance(results, Results) else None
 
 
 def _jsonable(value: Any) -> Any:

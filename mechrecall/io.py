@@ -49,7 +49,10 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 def to_jsonable(x: Any) -> Any:
     """Plain-JSON form of nested results: tensors/arrays -> lists, numpy scalars -> Python numbers,
-    tuples -> lists, non-finite floats -> ``None`` (strict JSON has no NaN)."""
+    tuples -> lists, non-finite floats -> ``None`` (strict JSON has no NaN), typed results
+    (:mod:`mechrecall.typed`) -> their JSON."""
+    if hasattr(type(x), "to_json") and hasattr(type(x), "model_dump"):  # a typed Entry / Results / marker
+        return x.to_json()
     if isinstance(x, dict):
         return {str(k): to_jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

@@ -46,7 +46,7 @@ from typing import Any
 
 from mechrecall.claims import Rule, above_untrained, at_least, at_most, near
 
-Results = Mapping[str, Any]
+Results = Any  # a part's typed results (mechrecall.typed.Results); a callable argument reads it
 
 
 def _need(line: str, name: str, value: Any) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import torch
@@ -324,15 +325,27 @@ def test_every_claim_names_a_policy_line_and_identities_are_checks():
     )
 
 
-def _cascade_results(measured: float, corrected: float, printed: float = 0.5) -> dict:
+def _row(spec: Any, results: Any) -> dict[str, Any]:
+    """The row of claim ``spec`` evaluated against ``results`` (it must apply)."""
+    claim = spec.evaluate(results, experiment="contextual_recall")
+    assert claim is not None, spec.id
+    return claim.row()
+
+
+def _cascade_results(measured: float, corrected: float, printed: float = 0.5) -> Any:
+    """Construction results holding only the ``holds`` cascade the α_1 row reads (``model_construct``: the rest of
+    the part is not built)."""
+    from analyses.papers.contextual_recall.results import Cascade, Cascades, ConstructionResults
+
     acc = {s: {"seen@beta=inf": 1.0, "all_heldout@beta=inf": 1.0, "heldout_query@beta=40": 1.0} for s in (1, 2)}
-    tag = {
+    tag = Cascade.model_validate({
         "alpha1": printed, "population": "exact", "acc_step1": acc[1], "acc_step2": acc[2], "condition_lhs": 1.25,
-        "condition_rhs": 3, "condition_holds": True, "step1_heldout": 1.0, "step2_heldout": 1.0,
+        "condition_rhs": 3, "condition_holds": True, "step0_heldout": 0.0, "step1_heldout": 1.0, "step2_heldout": 1.0,
+        "step2_collapse": {"not_applicable": "the condition holds"},
         "coef": {"alpha1_kq_subj_prev_token": measured, "alpha1_predicted": corrected,
                  "kq_subj_demo_subject_offsets_mean": -0.125},
-    }  # fmt: skip
-    return {"cascade": {"holds": tag}}
+    })  # fmt: skip
+    return ConstructionResults.model_construct(cascade=Cascades.model_construct(holds=tag))
 
 
 def test_cascade_alpha1_is_judged_against_the_printed_value_with_the_erratum_in_the_note():
@@ -342,34 +355,88 @@ def test_cascade_alpha1_is_judged_against_the_printed_value_with_the_erratum_in_
     from analyses.papers.contextual_recall.claims import CLAIMS
 
     spec = next(s for s in CLAIMS if s.id == "construction.cascade_holds_alpha1")
-    row = spec.evaluate(_cascade_results(0.375, 0.375), experiment="contextual_recall").row()
+    row = _row(spec, _cascade_results(0.375, 0.375))
     assert row["paper"] == 0.5 and row["policy"] == "printed"
     assert row["verdict"] == "partial"  # |0.375 - 0.5| = 0.125: outside ±0.05, inside ±0.125
     assert "0.375" in row["note"] and "against it: reproduced" in row["note"]
-    far = spec.evaluate(_cascade_results(0.2, 0.375), experiment="contextual_recall").row()
+    far = _row(spec, _cascade_results(0.2, 0.375))
     assert far["verdict"] == "not reproduced" and "against it: not reproduced" in far["note"]
-    assert spec.evaluate(_cascade_results(0.5, 0.375), experiment="contextual_recall").row()["verdict"] == "reproduced"
+    assert _row(spec, _cascade_results(0.5, 0.375))["verdict"] == "reproduced"
+    collapse = next(s for s in CLAIMS if s.id == "construction.cascade_holds_step2_collapse")
+    assert collapse.evaluate(_cascade_results(0.5, 0.375), experiment="contextual_recall") is None  # not applicable
 
 
 def test_above_untrained_bar_comes_from_the_other_seeds_and_the_own_untrained_model_is_the_control():
     """A contrast's bar is 2 × the largest |value| of the untrained seeds seed+1..seed+5; the run's own untrained
     model (the control) is judged by that bar and fails it when it is no larger than them."""
     from analyses.papers.contextual_recall.claims import CLAIMS
+    from analyses.papers.contextual_recall.results import Clustering, UntrainedG, WorldGAtInit, WorldGResults
+    from mechrecall.typed import NotRun
 
     spec = next(s for s in CLAIMS if s.id == "world_g.silhouette_rises_with_demos")
-    res = {
-        "silhouette_rise": 0.5,
-        "clustering_ft_icl": {"t": [0, 8], "silhouette": {"L2_attn_out": [0.1, 0.6]}},
-        "at_init": {"seeds": [1, 2, 3, 4, 5], "control": {"silhouette_rise": 0.1},
-                    "init_values": {"silhouette_rise": [0.05, -0.2, 0.1, 0.0, 0.15]}},
-    }  # fmt: skip
-    row = spec.evaluate(res, experiment="contextual_recall").row()
+    at_init = WorldGAtInit.model_construct(
+        seeds=[1, 2, 3, 4, 5],
+        control=UntrainedG.model_construct(silhouette_rise=0.1),
+        init_values={"silhouette_rise": [0.05, -0.2, 0.1, 0.0, 0.15]},
+    )
+    clustering = Clustering.model_validate({"t": [0, 8], "silhouette": {"L2_attn_out": [0.1, 0.6]}})
+
+    def results(rise: float) -> WorldGResults:  # only what the row reads (model_construct: the rest is not built)
+        return WorldGResults.model_construct(silhouette_rise=rise, clustering_ft_icl=clustering, at_init=at_init)
+
+    row = _row(spec, results(0.5))
     assert row["rule_spec"]["lo"] == pytest.approx(0.4) and row["verdict"] == "reproduced"
-    assert "untrained seeds 1–5" in row["note"]
-    res["silhouette_rise"] = 0.3
-    assert spec.evaluate(res, experiment="contextual_recall").row()["verdict"] == "not reproduced"
-    missing = spec.evaluate({"not_run": "no weights"}, experiment="contextual_recall").row()
-    assert missing["verdict"] == "not run"
+    assert row["control"] == 0.1 and "untrained seeds 1–5" in row["note"] and "t=8: 0.600" in row["note"]
+    assert _row(spec, results(0.3))["verdict"] == "not reproduced"
+    missing = _row(spec, NotRun(not_run="no weights"))
+    assert missing["verdict"] == "not run" and missing["reason"] == "no weights"
+
+
+def test_stored_results_read_back_as_the_typed_models(tmp_path):
+    """``results.json`` of a micro run is read back as the parts' typed models (the claims re-evaluated from them are
+    the stored rows); a misspelt or invalid field of a stored record is a one-line ``ResultsError`` naming it."""
+    from analyses.papers.contextual_recall import results as R
+    from mechrecall.claims import evaluate
+    from mechrecall.typed import NotApplicable, NotRun, ResultsError
+
+    payload = EXPERIMENT.run(
+        tmp_path, preset="micro", parts=["construction", "pretrained"], options={"model": "pythia-14m"}
+    )
+    loaded = EXPERIMENT.load(tmp_path)
+    construction, pretrained = loaded["construction"], loaded["pretrained"]
+    assert isinstance(construction, R.ConstructionResults) and isinstance(construction.cascade.holds, R.Cascade)
+    assert construction.prop1_pt_rel.exact == 1.0 and construction.prop2_restricted.not_in_u_with_full_u == 1.0
+    assert isinstance(construction.cascade.holds.step2_collapse, NotApplicable)  # micro's `holds` world: no collapse
+    assert isinstance(construction.cascade.paper_scale.step2_collapse, float)
+    assert isinstance(pretrained, NotRun) and pretrained.why.startswith("no weights")
+    assert pretrained.model == "pythia-14m"  # the run's head rides along
+    stored = {r["id"]: r for r in payload["claims"]}
+    for part, typed in loaded.items():
+        schema = payload["parts"][part]["results_schema"]
+        assert schema == (None if part == "pretrained" else "ConstructionResults/1")
+        rows = [c.row() for c in evaluate(EXPERIMENT.claim_table(), part, typed, experiment=EXPERIMENT.name)]
+        assert rows and {r["id"] for r in rows} == {i for i in stored if i.split(".")[1] == part}
+        for row in rows:
+            assert (row["ours"], row["control"], row["rule"]) == tuple(
+                stored[row["id"]][k] for k in ("ours", "control", "rule")
+            )
+    path = tmp_path / "contextual_recall" / "results.json"
+    record = json.loads(path.read_text())
+    results = record["parts"]["construction"]["results"]
+    for broken, field in (
+        ({**results, "prop1_pt_rel": {**results["prop1_pt_rel"], "exact": "all"}}, "prop1_pt_rel.exact"),
+        ({("prop2_restrcted" if k == "prop2_restricted" else k): v for k, v in results.items()}, "prop2_restricted"),
+        (
+            {**results, "prop2_restricted": {**results["prop2_restricted"], "acc_answer_not_in_U'": "high"}},
+            "prop2_restricted.acc_answer_not_in_U'",
+        ),
+    ):
+        record["parts"]["construction"]["results"] = broken
+        path.write_text(json.dumps(record))
+        with pytest.raises(ResultsError) as err:
+            EXPERIMENT.load(tmp_path)
+        message = str(err.value)
+        assert message.startswith(f"ConstructionResults: {field}: ") and "\n" not in message
 
 
 def test_scale_axes_hold_the_papers_sizes_and_smoke_is_reduced_where_it_is_smaller():

@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import Field
 
 from analyses.registry import EXPERIMENTS
 from mechrecall.claims import (
     VERDICTS,
     Claim,
     ClaimSpec,
+    ClaimTextError,
     above_untrained,
     at_least,
     at_most,
@@ -36,6 +38,7 @@ from mechrecall.errors import UsageError
 from mechrecall.experiment import Experiment, Option, Part, PartResult
 from mechrecall.presets import Preset, describe_overrides, override
 from mechrecall.seeds import parse_seeds
+from mechrecall.typed import Entry, Maybe, NotApplicable, NotRun, Results, ResultsError, read_results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -224,9 +227,19 @@ class ToyPreset(Preset):
     scale: float = 1.0
 
 
+class ToyResults(Results):
+    """A toy part's typed results."""
+
+    value: float
+    seed: int
+    steps: int
+
+
 PRESETS = {"micro": ToyPreset(steps=2, comparable=False), "smoke": ToyPreset(), "paper": ToyPreset(steps=100)}
 CLAIMS = tuple(
-    ClaimSpec(f"{name}.value", f"{name} value", "value", at_least(1.0, partial=0.5), where="Fig 1")
+    ClaimSpec[ToyResults](
+        f"{name}.value", f"{name} value", value=lambda r: r.value, rule=at_least(1.0, partial=0.5), where="Fig 1"
+    )
     for name in ("first", "second", "big")
 )
 
@@ -236,9 +249,9 @@ TOY = Experiment(
     paper="A Toy Paper",
     summary="Toy parts.",
     parts=(
-        Part("first", _part("first", 2.0), "one"),
-        Part("second", _part("second", 0.7), "two"),
-        Part("big", _part("big", 0.0), "paper only", presets=("paper",)),
+        Part("first", _part("first", 2.0), "one", results=lambda: ToyResults),
+        Part("second", _part("second", 0.7), "two", results=lambda: ToyResults),
+        Part("big", _part("big", 0.0), "paper only", presets=("paper",), results=lambda: ToyResults),
     ),
     options=(
         Option("--scale", type=float, default=None, low=0.001, field="scale", help="a number"),
@@ -363,47 +376,131 @@ def test_an_unseeded_part_refuses_another_seed_naming_the_part(tmp_path):
     assert not (tmp_path / "toy2").exists()
 
 
-def test_claims_read_results_entries_and_say_why_they_were_not_run():
-    results = {"a": {"b": 0.5}, "m": {"not_run": "no weights for pythia-1b here"}, "e": None}
-    assert lookup(results, "a/b") == (0.5, "")
-    assert lookup(results, "m/x/y") == (None, "no weights for pythia-1b here")
-    assert lookup(results, "a/c")[1] == "not measured: the results have no entry 'a/c'"
-    assert lookup(results, "e")[1] == "not measured: the results entry 'e' is empty"
-    spec = ClaimSpec("p.ratio", "r", "a/b", lambda r: at_least(r["a"]["b"] - 0.1), paper=lambda r: 2 * r["a"]["b"])
+class Panel(Entry):
+    """A sub-table: a number, and one that may not have been measured."""
+
+    b: float
+    late: Maybe[float]
+
+
+class ReadResults(Results):
+    n: int
+    acc: float
+    a: Panel
+    m: Maybe[Panel]
+    big: Maybe[Panel]
+    range: list[float]
+    trials: list[int]
+    score: float | None = Field(default=None, alias="score.exact")
+
+
+READ = {
+    "n": 3,
+    "acc": 0.9,
+    "a": {"b": 0.5, "late": {"not_run": "no checkpoint after step 100"}},
+    "m": {"not_run": "no weights for pythia-1b here"},
+    "big": {"not_applicable": "paper only"},
+    "range": [0.8, 1.0],
+    "trials": [4, 5],
+    "score.exact": None,
+    "history": [1, 2, 3],
+}
+
+
+def test_claims_read_typed_results_and_say_why_they_were_not_run():
+    results = ReadResults.model_validate(READ)
+    assert isinstance(results.m, NotRun) and isinstance(results.big, NotApplicable)
+    assert results.m.b is results.m  # a marker absorbs reads below it, so a claim gets the marker back
+    spec = ClaimSpec[ReadResults](
+        "p.ratio", "r", value=lambda r: r.a.b, rule=lambda r: at_least(r.a.b - 0.1), paper=lambda r: 2 * r.a.b
+    )
     claim = spec.evaluate(results, experiment="x", preset="smoke", seeds=(1,))
+    assert claim is not None
     assert (claim.id, claim.verdict, claim.paper, claim.seeds) == ("x.p.ratio", "reproduced", 1.0, (1,))
-    missing = ClaimSpec("p.m", "m", "m/x", at_least(0)).evaluate(results, experiment="x")
-    assert missing.verdict == "not run" and missing.row()["reason"] == "no weights for pythia-1b here"
+    reasons = {
+        "m": (lambda r: r.m.b, "no weights for pythia-1b here"),  # through a NotRun table
+        "late": (lambda r: r.a.late, "no checkpoint after step 100"),  # a NotRun number
+        "empty": (lambda r: r.score, "not measured: the results entry is empty"),  # null (NaN) in the file
+    }
+    for name, (read, why) in reasons.items():
+        row = ClaimSpec[ReadResults](f"p.{name}", name, value=read, rule=at_least(0)).evaluate(results, experiment="x")
+        assert row is not None and row.verdict == "not run" and row.row()["reason"] == why, name
+    whole = spec.evaluate(NotRun(not_run="no weights here", model="pythia-1b"), experiment="x")
+    assert whole is not None and whole.verdict == "not run" and whole.reason == "no weights here"
     with pytest.raises(ValueError, match="kind="):
-        ClaimSpec("p.k", "k", "a", at_least(0), kind="bonus")
+        ClaimSpec("p.k", "k", value=lambda r: r, rule=at_least(0), kind="bonus")
+    with pytest.raises(TypeError, match="value='a/b'; expected a function"):
+        ClaimSpec("p.k", "k", value="a/b", rule=at_least(0))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="declared twice"):
         check_table([spec, spec], ["p"])
     with pytest.raises(ValueError, match="name parts"):
         check_table([spec], ["q"])
 
 
+def test_the_sweeps_json_lookup_walks_slash_paths():
+    """A sweep's ``--measure`` names a JSON entry on the command line; claims never do."""
+    assert lookup(READ, "a/b") == (0.5, "")
+    assert lookup(READ, "m/x/y") == (None, "no weights for pythia-1b here")
+    assert lookup(READ, "a/c")[1] == "not measured: the results have no entry 'a/c'"
+    assert lookup(READ, "score.exact")[1] == "not measured: the results entry 'score.exact' is empty"
+
+
 def test_a_claim_can_state_its_sizes_spread_and_seeds_from_the_results_or_not_apply(monkeypatch):
-    results = {"n": 3, "acc": 0.9, "range": [0.8, 1.0], "trials": [4, 5], "big": {"not_applicable": "paper only"}}
-    spec = ClaimSpec(
+    results = ReadResults.model_validate(READ)
+    spec = ClaimSpec[ReadResults](
         "p.acc",
         "accuracy",
-        "acc",
-        at_least(0.85),
+        value=lambda r: r.acc,
+        rule=at_least(0.85),
         note="fixed",
-        notes=lambda r: f"chance {1 / r['n']:.2f}",
-        words=lambda r: f"accuracy at n = {r['n']}",
-        spread="range",
-        seeds="trials",
+        notes=lambda r: f"chance {1 / r.n:.2f}",
+        words=lambda r: f"accuracy at n = {r.n}",
+        spread=lambda r: r.range,
+        seeds=lambda r: r.trials,
     )
-    row = spec.evaluate(results, experiment="x", seeds=(0,), note_first="micro", note="changed").row()
+    claim = spec.evaluate(results, experiment="x", seeds=(0,), note_first="micro", note="changed")
+    assert claim is not None
+    row = claim.row()
     assert row["claim"] == "accuracy at n = 3" and row["note"] == "micro; fixed; chance 0.33; changed"
     assert row["spread"] == [0.8, 1.0] and row["seeds"] == [4, 5]
+    broken = ClaimSpec[ReadResults]("p.b", "b", value=lambda r: r.acc, rule=at_least(0), notes=lambda r: r.nn)
     monkeypatch.setenv("MECHRECALL_STRICT_CLAIMS", "0")  # a user's run: the note is lost, the number kept
-    bare = spec.evaluate({"acc": 0.9}, experiment="x", seeds=(0,)).row()  # what the texts read is missing
-    assert bare["claim"] == "accuracy" and bare["note"] == "fixed" and bare["spread"] is None and bare["seeds"] == [0]
-    big = ClaimSpec("p.big", "big", "big/acc", at_least(0))
-    assert not big.applies(results) and spec.applies(results)
+    bare = broken.evaluate(results, experiment="x", seeds=(0,))
+    assert bare is not None and bare.note == "" and bare.ours == 0.9
+    monkeypatch.setenv("MECHRECALL_STRICT_CLAIMS", "1")  # the tests: a claim's typo fails loudly
+    with pytest.raises(ClaimTextError, match=r"claim p\.b: its notes / words failed: AttributeError"):
+        broken.evaluate(results, experiment="x", seeds=(0,))
+    big = ClaimSpec[ReadResults]("p.big", "big", value=lambda r: r.big.b, rule=at_least(0))
+    assert big.evaluate(results, experiment="x") is None  # a configuration the run does not have: left out
     assert [c.id for c in evaluate([spec, big], "p", results, experiment="x")] == ["x.p.acc"]
+
+
+def test_typed_results_keep_their_json_and_say_which_field_is_bad():
+    results = ReadResults.model_validate(READ)
+    assert results.to_json() == {**READ, "a": {"b": 0.5, "late": {"not_run": "no checkpoint after step 100"}}}
+    assert ReadResults.model_validate(results.to_json()) == results  # what results.json holds reads back the same
+    with pytest.raises(ResultsError, match=r"^ReadResults: a\.b: Input should be a valid number.*'fast'"):
+        read_results(ReadResults, {**READ, "a": {"b": "fast", "late": 1.0}})
+    with pytest.raises(ResultsError, match=r"^results of schema 'ReadResults/0'; expected 'ReadResults/1'$"):
+        read_results(ReadResults, READ, schema="ReadResults/0")
+    assert read_results(ReadResults, {"not_run": "no weights", "model": "m"}) == NotRun(not_run="no weights", model="m")
+
+
+def test_results_json_is_validated_when_read_back_and_a_stale_part_reruns(tmp_path, capsys):
+    TOY.run(tmp_path, preset="smoke", parts=["first", "second"], options={"fail": ""})
+    stored = _read(tmp_path)
+    assert stored["parts"]["first"]["results_schema"] == "ToyResults/1"
+    loaded = TOY.load(tmp_path)
+    assert loaded["first"] == ToyResults(value=2.0, seed=0, steps=10) and isinstance(loaded["second"], ToyResults)
+    stored["parts"]["second"]["results"]["value"] = "high"  # a field that no longer validates
+    (tmp_path / "toy" / "results.json").write_text(json.dumps(stored))
+    with pytest.raises(ResultsError, match="ToyResults: value: Input should be a valid number"):
+        TOY.load(tmp_path)
+    CALLS.clear()
+    TOY.run(tmp_path, preset="smoke", parts=["first", "second"], options={"fail": ""})
+    assert CALLS == ["second"]  # first read back and kept; second ran again
+    assert "second: the results in" in capsys.readouterr().out
+    assert TOY.load(tmp_path)["second"].value == pytest.approx(0.7)
 
 
 def test_finished_uses_the_same_configuration_check_as_a_rerun(tmp_path):
@@ -446,14 +543,28 @@ SEEDED = Experiment(
     paper="p",
     summary="s",
     parts=(
-        Part("trained", _part("trained", 1.0), "seeded"),
-        Part("exact", _part("exact", 3.0), "exact", seeded=False),
+        Part("trained", _part("trained", 1.0), "seeded", results=lambda: ToyResults),
+        Part("exact", _part("exact", 3.0), "exact", seeded=False, results=lambda: ToyResults),
     ),
     options=(Option("--fail", default="", compare=False, help="the part to break"),),
     preset_table=PRESETS,
     claims=(
-        ClaimSpec("trained.value", "v", "value", at_least(0.9), control="seed", control_is="the seed itself"),
-        ClaimSpec("exact.value", "e", "value", at_least(2.0), control="seed", control_is="the seed itself"),
+        ClaimSpec[ToyResults](
+            "trained.value",
+            "v",
+            value=lambda r: r.value,
+            rule=at_least(0.9),
+            control=lambda r: r.seed,
+            control_is="the seed itself",
+        ),
+        ClaimSpec[ToyResults](
+            "exact.value",
+            "e",
+            value=lambda r: r.value,
+            rule=at_least(2.0),
+            control=lambda r: r.seed,
+            control_is="the seed itself",
+        ),
     ),
 )
 
@@ -508,8 +619,8 @@ NESTED = Experiment(
     options=(Option("--fail", default="", compare=False, help="the part to break"),),
     preset_table=PRESETS,
     claims=(
-        ClaimSpec("first.value", "first value", "value", at_least(1.0), where="Fig 1"),
-        ClaimSpec("outer.value", "outer value", "value", at_least(1.0), where="Fig 1"),
+        ClaimSpec("first.value", "first value", value=lambda r: r["value"], rule=at_least(1.0), where="Fig 1"),
+        ClaimSpec("outer.value", "outer value", value=lambda r: r["value"], rule=at_least(1.0), where="Fig 1"),
     ),
 )
 
@@ -589,3 +700,43 @@ def test_mypy_fails_on_a_misspelt_part_reference(tmp_path):
     )
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert len(errors) == 1 and "bad_entry.py:4" in errors[0] and '"part_exactt"' in errors[0], done.stdout
+
+
+TYPED_TABLE = """
+from mechrecall.claims import ClaimSpec, at_least
+from mechrecall.typed import Entry, Maybe, Results
+
+
+class Final(Entry):
+    accuracy: float
+
+
+class Toy(Results):
+    final: Final
+    panel: Maybe[Final]
+
+
+CLAIMS = [
+    ClaimSpec[Toy]("p.acc", "a", value=lambda r: r.final.accuracy, rule=at_least(0.5),
+                   control=lambda r: r.panel.accuracy),
+]
+"""
+
+
+def test_mypy_fails_on_a_misspelt_result_field(tmp_path):
+    """A claim reads its number by attribute access on the part's typed results: a misspelt field fails ``mypy``
+    (a slash-path string failed only when the part ran), while a read through a field that may hold a marker
+    (``Maybe[...]``) type-checks."""
+    pytest.importorskip("mypy")
+    (tmp_path / "good_claims.py").write_text(TYPED_TABLE)
+    (tmp_path / "bad_claims.py").write_text(TYPED_TABLE.replace("r.final.accuracy", "r.final.acuracy"))
+    mypy = [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "--cache-dir", ".mypy_cache"]
+    done = subprocess.run(
+        [*mypy, str(tmp_path / "good_claims.py"), str(tmp_path / "bad_claims.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "bad_claims.py:16" in errors[0] and '"acuracy"' in errors[0], done.stdout

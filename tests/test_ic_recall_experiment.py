@@ -255,8 +255,8 @@ def test_sample_complexity_and_algorithm1_claims_read_their_results():
 
     from analyses.papers.ic_recall.claims import CLAIMS
     from analyses.papers.ic_recall.presets import PRESETS
-    from analyses.papers.ic_recall.runs import not_applicable, not_run
     from mechrecall.claims import evaluate
+    from mechrecall.typed import NotApplicable, NotRun, ResultsError
 
     results = {
         "settings": dataclasses.asdict(PRESETS["micro"].sample_complexity),
@@ -266,18 +266,23 @@ def test_sample_complexity_and_algorithm1_claims_read_their_results():
         "affine_N8_accuracy_spread": [0.98, 1.0],
         "affine_N_star": {5: 1, 7: 1},
         "affine_triplet_growth": 2.94,
-        "affine_Nstar_ratio": not_run("accuracy 0.99 not reached for some n: N* = {5: None}"),
+        "affine_Nstar_ratio": NotRun(not_run="accuracy 0.99 not reached for some n: N* = {5: None}"),
         "second_step_all_cells": 1.0,
+        "second_step_all_cells_spread": [1.0, 1.0],
         "full_N_star": {5: None, 7: None},
         "full_fit": None,
-        "full_mode_Nstar_growth": not_run("N* reached for fewer than 2 values of n: {5: None, 7: None}"),
+        "full_mode_Nstar_growth": NotRun(not_run="N* reached for fewer than 2 values of n: {5: None, 7: None}"),
         "full_top_N": 16,
         "full_second_step_at_top": {5: 0.6, 7: 0.65},
         "full_mode_second_step": 0.6,
         "full_mode_second_step_spread": [0.6, 0.65],
-        "fig3_N8_at_ceiling": not_applicable("the Fig 3 sweep of random relations runs at --preset paper only"),
+        "fig3_N8_at_ceiling": NotApplicable(
+            not_applicable="the Fig 3 sweep of random relations runs at --preset paper only"
+        ),
+        "control": {"affine_N8_accuracy": 0.33, "second_step_all_cells": 0.33, "full_mode_second_step": 0.3},
     }
-    claims = evaluate(CLAIMS, "sample_complexity", results, experiment="x", seeds=(0,), note_first="a", note="z")
+    typed = entry.EXPERIMENT.typed_results("sample_complexity", results)
+    claims = evaluate(CLAIMS, "sample_complexity", typed, experiment="x", seeds=(0,), note_first="a", note="z")
     rows = {c.id.removeprefix("x.sample_complexity."): c.row() for c in claims}
     at8 = rows["affine_N8_accuracy"]
     assert at8["claim"].endswith("for every n in [5, 7] (min over n of the seed mean)")
@@ -291,10 +296,15 @@ def test_sample_complexity_and_algorithm1_claims_read_their_results():
     assert "at N = 16" in full["claim"] and full["seeds"] == [3] and full["spread"] == [0.6, 0.65]
     assert "N* (0.99) by n = {5: None, 7: None}" in full["note"] and full["verdict"] == "not reproduced"
     assert "fig3_N8_at_ceiling" not in rows  # not in this preset: left out
-    a1 = {"seeds": [0, 1], "n7": {"config": {"n": 7, "m": 21, "N": 8, "T": 0.05, "steps": 100}, "stage1_order": 1.0}}
+    config = {"n": 7, "m": 21, "N": 8, "k": 2, "family": "affine", "T": 0.05, "lr": 1e-3, "steps": 100}
+    a1 = {"seeds": [0, 1], "n7": {"config": config, "stage1_order": 1.0, "stage1_second_step": 1.0}}
     a1["n7"].update(first_step=0.99, first_step_spread=[0.99, 1.0], stage1_equal_pairs=0.002, second_step=0.99)
-    a1["n13"] = not_applicable("Algorithm 1 with n = 13 runs at --preset paper only")
-    rows = {c.id: c.row() for c in evaluate(CLAIMS, "algorithm1", a1, experiment="x")}
+    a1["n7"].update(stage1_equal_pairs_spread=[0.001, 0.002], second_step_spread=[0.99, 1.0])
+    a1["n7"]["control"] = {"stage1_equal_pairs": 0.01, "stage1_order": 0.0, "stage1_second_step": 0.0,
+                           "first_step": 0.33, "second_step": 0.33}  # fmt: skip
+    a1["n13"] = NotApplicable(not_applicable="Algorithm 1 with n = 13 runs at --preset paper only")
+    typed = entry.EXPERIMENT.typed_results("algorithm1", a1)
+    rows = {c.id: c.row() for c in evaluate(CLAIMS, "algorithm1", typed, experiment="x")}
     assert rows["x.algorithm1.n7_stage1_order"]["claim"] == (
         "n=7, m=21 affine, N=8, T=0.05, t2=100: after Stage 1, v1 > v2 > v5 and v3 > v4 > v5 (share of seeds)"
     )
@@ -311,10 +321,10 @@ def test_sample_complexity_and_algorithm1_claims_read_their_results():
     second = rows["x.algorithm1.n7_second_step"]
     assert second["rule_spec"]["lo"] == pytest.approx(1 - math.exp(-1 / math.sqrt(0.05)))  # 0.9886
     assert second["verdict"] == "reproduced" and second["policy"] == "stated_bound"
-    a1["n7"].pop("second_step")
-    rows = {c.id: c.row() for c in evaluate(CLAIMS, "algorithm1", a1, experiment="x")}
-    assert rows["x.algorithm1.n7_second_step"]["verdict"] == "not run"  # measured nowhere: not run, not left out
     assert not any(key.startswith("x.algorithm1.n13_") for key in rows)
+    a1["n7"].pop("second_step")
+    with pytest.raises(ResultsError, match=r"^Algorithm1Results: n7"):  # measured nowhere: refused, naming the entry
+        entry.EXPERIMENT.typed_results("algorithm1", a1)
 
 
 class _FakeSweep:
@@ -347,7 +357,8 @@ def _spread_claims_filled(part, results, experiment="x"):
     from analyses.papers.ic_recall.claims import CLAIMS
     from mechrecall.claims import evaluate
 
-    rows = {c.id.split(".", 2)[2]: c.row() for c in evaluate(CLAIMS, part, results, experiment=experiment, seeds=(9,))}
+    typed = entry.EXPERIMENT.typed_results(part, results)
+    rows = {c.id.split(".", 2)[2]: c.row() for c in evaluate(CLAIMS, part, typed, experiment=experiment, seeds=(9,))}
     named = [s.id.split(".", 1)[1] for s in CLAIMS if s.part == part and s.spread and s.id.split(".", 1)[1] in rows]
     assert named and all(rows[n]["spread"] is not None for n in named), [n for n in named if not rows[n]["spread"]]
     return rows
@@ -360,13 +371,8 @@ def test_runs_give_the_spreads_and_trial_seeds_their_claims_show():
     from dataclasses import replace
 
     from analyses.papers.ic_recall.presets import CONFIG_B, PRESETS
-    from analyses.papers.ic_recall.runs import (
-        _fig2_measures,
-        _pattern_summary,
-        algorithm1_run,
-        not_applicable,
-        sample_complexity_run,
-    )
+    from analyses.papers.ic_recall.runs import _fig2_measures, _pattern_summary, algorithm1_run, sample_complexity_run
+    from mechrecall.typed import NotApplicable
 
     rs = [
         {
@@ -389,7 +395,8 @@ def test_runs_give_the_spreads_and_trial_seeds_their_claims_show():
         "acc_fast": {"acc_relation_exact": 0.6},
     }
     b = _fig2_measures(replace(CONFIG_B, seed=4), rs, _pattern_summary(2, rs), readout)
-    configs = {"A": not_applicable("a"), "B": b, "C": not_applicable("c")}
+    b["control"] = dict(b)  # the same measures at step 0 (pattern_run's); no claim here reads its numbers
+    configs = {"A": NotApplicable(not_applicable="a"), "B": b, "C": NotApplicable(not_applicable="c")}
     rows = _spread_claims_filled("pattern", {"seeds": [4, 5], "configs": configs})
     assert set(rows) == {n for n in rows if n.startswith("B_")} and rows["B_tl_matches_fast_path"]["seeds"] == [4]
     second = rows["B_second_step"]
@@ -474,14 +481,17 @@ def test_cli_runs_and_pretrained_extension_scores_a_tiny_checkpoint(tmp_path):
 def test_no_weights_gives_not_run_claims(tmp_path):
     from analyses.papers.ic_recall.parts import part_pretrained
     from mechrecall.claims import evaluate
+    from mechrecall.typed import NotRun
 
     ctx, _ = entry.EXPERIMENT.prepare(tmp_path, preset="micro", parts=["pretrained"], options={"model": "pythia-14m"})
     ctx.part = "pretrained"
     result = part_pretrained(ctx)
+    assert isinstance(result.results, NotRun) and result.results.to_json()["model"] == "pythia-14m"
+    assert result.results.why.startswith("no weights")
     claims = evaluate(entry.EXPERIMENT.claim_table(), "pretrained", result.results, experiment="ic_recall")
     assert [c.verdict for c in claims] == ["not run", "not run"]
     assert all(c.reason.startswith("no weights") for c in claims)
-    assert claims[1].claim == "extension: the highest mean pairwise score over heads of pythia-14m"
+    assert claims[1].claim.startswith("extension: the highest mean pairwise score over heads of")
 
 
 def test_every_claim_names_a_policy_line_and_the_identities_are_checks():
@@ -630,7 +640,7 @@ def _fig4_panel(ratio: float, score: float, score_before: float, k: int) -> dict
         "seeds": [0, 1], "runs": [run], "pretrain_recall": 1.0, "within_pair": 0.05, "across_pairs": 0.2,
         "pair_score": score, "eos_in_second_step": 0.1, "eos_in_second_step_spread": [0.1, 0.1],
         "first_step_vs_ceiling": ratio, "first_step_vs_ceiling_spread": [ratio - 0.01, ratio + 0.01],
-        "subject_subject_cross_terms": 0.6,
+        "subject_subject_cross_terms": 0.6, "cancelled": {"not_applicable": "this panel runs no cancellation"},
         "control": {"pretrain_recall": 0.1, "within_pair": 0.3, "across_pairs": 0.05, "pair_score": score_before,
                     "eos_in_second_step": 0.0, "first_step_vs_ceiling": 0.1},
     }  # fmt: skip
@@ -642,11 +652,12 @@ def test_fig4_claims_on_fabricated_results():
     them; the cancellation as an extension (ours, ≥ 0.95, no partial band) whose control is the uncancelled model; a
     preset without the right panel leaves its claims out."""
     from analyses.papers.ic_recall.claims import CLAIMS
-    from analyses.papers.ic_recall.runs import not_applicable
     from mechrecall.claims import evaluate
+    from mechrecall.typed import NotApplicable
 
     def rows(results: dict) -> dict:
-        claims = evaluate(CLAIMS, "pretrained_mlp", results, experiment="x")
+        typed = entry.EXPERIMENT.typed_results("pretrained_mlp", results)
+        claims = evaluate(CLAIMS, "pretrained_mlp", typed, experiment="x")
         return {c.id.removeprefix("x.pretrained_mlp."): c.row() for c in claims}
 
     results = _fig4_panel(0.5, 0.2, 0.01, 2)
@@ -675,5 +686,40 @@ def test_fig4_claims_on_fabricated_results():
     for value, verdict in ((0.97, "reproduced"), (0.94, "not reproduced")):
         results["cancelled"]["first_step_vs_ceiling"] = value
         assert rows(results)["cancelled_cross_terms"]["verdict"] == verdict
-    results["right"] = not_applicable("this preset runs Fig 4's left panel only")
+    results["right"] = NotApplicable(not_applicable="this preset runs Fig 4's left panel only")
     assert not any(key.startswith("right_") for key in rows(results))
+
+
+def test_a_stored_micro_run_reads_back_typed_and_a_bad_field_is_named(tmp_path):
+    """results.json of a micro run (Fig 4 both panels and the ablation; the extension without weights) is read back
+    as the parts' typed models, the same numbers the claims read; a stored record with a misspelt field is refused
+    with one line naming it, as is a record of another schema version."""
+    from analyses.papers.ic_recall import results as R
+    from mechrecall.typed import NotApplicable, NotRun, ResultsError
+
+    parts = ["pretrained_mlp", "pretrained"]
+    run = entry.EXPERIMENT.run(tmp_path, preset="micro", parts=parts, options={"model": "pythia-14m"})
+    typed = entry.EXPERIMENT.load(tmp_path)
+    mlp = typed["pretrained_mlp"]
+    assert isinstance(mlp, R.PretrainedMLPResults) and isinstance(mlp.right, R.Fig4Panel)
+    assert isinstance(mlp.cancelled, R.CancelledCrossTerms) and isinstance(mlp.right.cancelled, NotApplicable)
+    assert (mlp.settings.k, mlp.right.settings.k, mlp.right.settings.m) == (2, 3, 8)
+    stored = run["parts"]["pretrained_mlp"]
+    assert stored["results_schema"] == "PretrainedMLPResults/1"
+    rows = {r["id"]: r for r in stored["claims"]}
+    assert rows["ic_recall.pretrained_mlp.right_within_pair"]["ours"] == mlp.right.within_pair
+    assert rows["ic_recall.pretrained_mlp.cancelled_cross_terms"]["control"] == mlp.cancelled.uncancelled
+    assert isinstance(typed["pretrained"], NotRun) and typed["pretrained"].to_json()["model"] == "pythia-14m"
+
+    path = tmp_path / "ic_recall" / "results.json"
+    payload = json.loads(path.read_text())
+    control = payload["parts"]["pretrained_mlp"]["results"]["control"]
+    control["within_pairs"] = control.pop("within_pair")  # misspelt
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ResultsError, match=r"^PretrainedMLPResults: control\.within_pair: Field required") as err:
+        entry.EXPERIMENT.load(tmp_path)
+    assert "\n" not in str(err.value)
+    payload["parts"]["pretrained_mlp"]["results_schema"] = "PretrainedMLPResults/0"  # another schema version
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ResultsError, match="schema 'PretrainedMLPResults/0'"):
+        entry.EXPERIMENT.load(tmp_path)

@@ -13,8 +13,11 @@ import torch
 from analyses.induction_emergence import EXPERIMENT
 from analyses.papers.induction_heads import metrics as em
 from analyses.papers.induction_heads import parts
+from analyses.papers.induction_heads import results as R
 from mechrecall.claims import control_problems, evaluate
 from mechrecall.errors import UsageError
+from mechrecall.experiment import PartResult
+from mechrecall.typed import NotRun, Results, ResultsError
 
 
 def _ctx(tmp_path, preset="micro", parts=(), **options):
@@ -35,6 +38,12 @@ def _claims(part, result, preset="micro"):
     )
     assert control_problems([c.row() for c in rows]) == []
     return {c.id.rsplit(".", 1)[1]: c for c in rows}
+
+
+def _json(result: PartResult) -> dict:
+    """A part's typed results as ``results.json`` stores them (the undeclared entries too: histories, rows)."""
+    assert isinstance(result.results, Results)
+    return result.results.to_json()
 
 
 def _lines(fig, axis_index=0):
@@ -74,13 +83,14 @@ def test_micro_parts_write_claims_with_computed_verdicts(tmp_path):
 
 def test_ode_part_figure_plots_the_three_times_and_the_quadratic_asymptote(tmp_path):
     res = parts.part_ode(_ctx(tmp_path, parts=("ode",)))
+    assert isinstance(res.results, R.OdeResults)
     fig = res.figures["fig5_emergence_scaling.png"]
     left, right = fig.axes[:2]
     assert [l.get_label() for l in left.get_lines()] == ["T_γ₃", "T_β₂", "T_α₃"]
     assert left.get_xscale() == "log" and right.get_yscale() == "log"
-    ns = [r["N"] for r in res.results["rows"]]
-    assert list(right.get_lines()[0].get_xdata()) == ns
-    assert list(right.get_lines()[0].get_ydata()) == [r["t_icl"] for r in res.results["rows"]]
+    rows = _json(res)["rows"]
+    assert list(right.get_lines()[0].get_xdata()) == [r["N"] for r in rows] == res.results.ns
+    assert list(right.get_lines()[0].get_ydata()) == [r["t_icl"] for r in rows]
     assert "N²" in right.get_lines()[1].get_label()
 
 
@@ -88,10 +98,12 @@ def test_disentangled_part_trains_both_runs_and_plots_all_19(tmp_path):
     res = parts.part_disentangled(_ctx(tmp_path, parts=("disentangled",)))
     fig = res.figures["fig4_pseudo_parameters.png"]
     assert len(fig.axes) == 4 and len(_lines(fig, 0)) == 19 and len(_lines(fig, 2)) == 19
-    only = res.results["main"]["only"][-1]
+    assert isinstance(res.results, R.DisentangledResults)
+    only = _json(res)["main"]["only"][-1]
     moved = {k for k in only if k.startswith(("alpha", "beta", "gamma")) and only[k] != 0}
     assert moved <= {"alpha3", "beta2", "gamma3"}
-    summary = res.results["summary"]
+    assert res.results.summary.final_loss_only == only["loss"]
+    summary = _json(res)["summary"]
     # exact by construction, so tests rather than claims: the restricted run stays in the span of what it trains,
     # and β₃..β₆ never move (the query has no positional code; eq. 7)
     assert summary["only_run_max_abs_others"] == 0.0 and summary["max_abs_beta3_to_beta6"] == 0.0
@@ -105,15 +117,22 @@ def test_disentangled_part_trains_both_runs_and_plots_all_19(tmp_path):
 
 def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     res = parts.part_standard(_ctx(tmp_path, parts=("standard",)))
+    assert isinstance(res.results, R.StandardResults)
     claims = _claims("standard", res)
     assert all(c.ours is not None for c in claims.values()) and len(claims) == 8
     assert claims["previous_token_head_layer0"].note.endswith(
-        f"layer 1: {res.results['role_scores']['L1_previous_token']:.3f}"
+        f"layer 1: {res.results.role_scores.L1_previous_token:.3f}"
     )
+    assert claims["induction_head_layer1"].note.endswith(f"layer 0: {res.results.role_scores.L0_induction:.3f}")
     assert "bar from untrained seeds 1–5: " in claims["fig2_P_P_subdiagonal"].note
-    at_init = res.results["at_init"]
+    at_init = _json(res)["at_init"]
     assert at_init["seeds"] == [1, 2, 3, 4, 5] and all(len(v) == 5 for v in at_init["init_values"].values())
-    assert claims["final_loss"].control == at_init["control"]["test_loss"] > 3  # ≈ ln 32 untrained
+    assert claims["final_loss"].control == res.results.at_init.control.test_loss > 3  # ≈ ln 32 untrained
+    assert (
+        claims["fig2_output_OV1E_diagonal"].ours
+        == res.results.fig2_contrasts.copy_
+        == _json(res)["fig2_contrasts"]["copy"]
+    )
     assert claims["final_loss"].kind == "extension"  # Fig 17 prints no number
     for name, key in (
         ("fig2_P_P_subdiagonal", "previous_position"),
@@ -126,7 +145,7 @@ def test_standard_part_reports_head_roles_and_fig2_contrasts(tmp_path):
     roles = claims["roles_in_the_right_layers"]
     assert roles.policy == "higher_than" and roles.rule.lo == 0.05  # a difference of two attention fractions
     assert claims["final_loss"].scale == {"d_model": (32, 2048), "batch": (64, 512), "steps": (30, 300), "N": (8, 8)}
-    roles = res.results["head_roles"]
+    roles = _json(res)["head_roles"]
     expected = {(l, s) for l in (0, 1) for s in ("previous_token", "induction")}
     assert {(r["layer"], r["score"]) for r in roles} == expected
     fig2 = res.figures["fig2_interpretable_matrices.png"]
@@ -142,7 +161,7 @@ def test_sgd_scaling_appendixF_protocol_follows_the_ode(tmp_path):
     """SGD on the matrix model with gradients projected on α₃, β₂, γ₃ is Euler on the ODE (time = steps x lr/D):
     its t_ICL matches the ODE's; training runs in chunks that resume their checkpoints until t_ICL is reached."""
     res = parts.part_sgd_scaling(_ctx(tmp_path, parts=("sgd_scaling",)))
-    span = [r for r in res.results["rows"] if r["variant"] == "appendixF_span"]
+    span = [r for r in _json(res)["rows"] if r["variant"] == "appendixF_span"]
     assert [r["N"] for r in span] == [2, 3, 4]
     for r in span:
         assert r["t_icl"] == pytest.approx(r["t_icl_ode"], rel=0.05)
@@ -187,8 +206,9 @@ def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
     for step, seed in ((0, 1), (100, 2), (1000, 3)):
         tiny_checkpoint(mirror / f"step{step}", "gpt_neox", seed=seed, n_layers=2)
     res = parts.part_pythia(_ctx(tmp_path / "out", parts=("pythia",), model=str(mirror), pythia_threshold=0.2))
-    r = res.results
-    assert r["checkpoints"] == [0, 100, 1000]
+    assert isinstance(res.results, R.PythiaResults)
+    assert res.results.checkpoints == [0, 100, 1000]
+    r = _json(res)
     claims = _claims("pythia", res)
     assert all(c.ours is not None and c.kind == "extension" for c in claims.values())
     final = claims["final_induction_score"]
@@ -196,17 +216,53 @@ def test_pythia_part_on_a_tiny_local_mirror(tmp_path):
     assert r["weight_based_fig2"].startswith("not applicable") and "rotary" in r["weight_based_fig2"]
     # the same estimator, recomputed from the stored grids
     (l, h) = r["top_heads"]["induction"][0]
-    values = [r["scores"][s]["induction"][l][h] for s in (0, 100, 1000)]
-    assert r["emergence_step"][f"induction L{l}H{h}"] == em.crossing_time([0, 100, 1000], values, 0.2)
+    values = [r["scores"][str(s)]["induction"][l][h] for s in (0, 100, 1000)]
+    assert res.results.emergence_step[f"induction L{l}H{h}"] == em.crossing_time([0, 100, 1000], values, 0.2)
     ax = res.figures["pythia_head_roles_vs_step.png"].axes[0]
     assert ax.get_xscale() == "log" and len([ln for ln in ax.get_lines() if ln.get_marker() == "o"]) == 2 * TOP_K
 
 
 def test_pythia_part_without_weights_is_not_run_with_the_reason(tmp_path):
     res = parts.part_pythia(_ctx(tmp_path, parts=("pythia",), model="EleutherAI/pythia-70m", checkpoints=(0, 1000)))
+    assert isinstance(res.results, NotRun) and res.results.threshold == 0.4  # the run's head rides along
     claims = _claims("pythia", res)
     assert claims and all(c.verdict == "not run" and c.reason.startswith("no weights") for c in claims.values())
     assert all(c.note == "" for c in claims.values())  # a not-run row quotes no numbers
+
+
+def test_stored_results_read_back_as_the_typed_models(tmp_path):
+    """``results.json`` of a micro run is read back as the parts' typed models (the claims re-evaluated from them are
+    the stored rows); a misspelt or invalid field of a stored record is a one-line ``ResultsError`` naming it."""
+    payload = EXPERIMENT.run(tmp_path, preset="micro", parts=["exact", "ode", "pythia"])
+    loaded = EXPERIMENT.load(tmp_path)
+    exact, ode, pythia = loaded["exact"], loaded["ode"], loaded["pythia"]
+    assert isinstance(exact, R.ExactResults) and isinstance(ode, R.OdeResults)
+    assert exact.orbit.strict.symmetrized < 1e-10 < exact.control.max_closed_form_gap
+    assert exact.orbit.strict.orbit_sequences > 0 and isinstance(exact.orbit.strict.orbit_sequences, int)
+    assert ode.N_max == max(ode.ns) == 16 and isinstance(ode.N_max, int)
+    assert ode.order_gamma_beta_alpha is True and ode.control.order_gamma_beta_alpha is False
+    assert isinstance(pythia, NotRun) and pythia.why.startswith("no weights") and pythia.threshold == 0.4
+    stored = {r["id"]: r for r in payload["claims"]}
+    for part, typed in loaded.items():
+        assert payload["parts"][part]["results_schema"] == (None if part == "pythia" else f"{type(typed).__name__}/1")
+        for c in evaluate(EXPERIMENT.claim_table(), part, typed, experiment=EXPERIMENT.name, preset="micro"):
+            row = c.row()
+            assert (row["ours"], row["control"], row["rule"]) == tuple(
+                stored[c.id][k] for k in ("ours", "control", "rule")
+            )
+    path = tmp_path / "induction_emergence" / "results.json"
+    record = json.loads(path.read_text())
+    results = record["parts"]["ode"]["results"]
+    for broken, field in (
+        ({**results, "control": {**results["control"], "exponent_t_icl": "steep"}}, "control.exponent_t_icl"),
+        ({("exponent_T_betta" if k == "exponent_T_beta" else k): v for k, v in results.items()}, "exponent_T_beta"),
+    ):
+        record["parts"]["ode"]["results"] = broken
+        path.write_text(json.dumps(record))
+        with pytest.raises(ResultsError) as err:
+            EXPERIMENT.load(tmp_path)
+        message = str(err.value)
+        assert message.startswith(f"OdeResults: {field}: ") and "\n" not in message
 
 
 # --------------------------------------------------------------------------- bad input
@@ -253,6 +309,7 @@ def test_bad_input_from_the_command_line_is_one_line_exit_2(tmp_path):
 
 @pytest.mark.parametrize("args, value", BAD_INPUT)
 def test_bad_input_is_one_line_exit_2_before_any_work(tmp_path, capsys, args, value):
+    code: int | str | None
     try:
         code = EXPERIMENT.main(["--preset", "micro", "--out", str(tmp_path), "--no-progress", *args])
     except SystemExit as exc:  # argparse's own errors (an option's type) exit from the parser

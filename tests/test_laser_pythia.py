@@ -26,7 +26,9 @@ from analyses.papers.distributional.data.prompts import (
     prompt_vocab,
 )
 from analyses.papers.distributional.pretrained import _prepositions_measures, ranks_of
+from analyses.papers.distributional.results import PrepositionsResults
 from mechrecall.claims import control_problems, judge_row
+from mechrecall.typed import read_results
 from pretrained.testing import tiny_checkpoint
 
 
@@ -267,6 +269,47 @@ def test_gpt2_ioi_claims_carry_their_controls(dirs, tmp_path):
     assert not [p for p in control_problems(claims.values()) if "no control value" in p]
 
 
+def test_a_stored_run_is_read_back_as_typed_results_and_a_bad_field_is_named(dirs, tmp_path):
+    """``EXPERIMENT.load`` reads ``results.json`` back as each part's typed model (``results.py``): per paper model
+    its measures, a NotRun marker where the number was not measured (no checkpoint with ' the' in the top 5), a
+    NotApplicable one for a paper model not among ``--model``; a misspelt field is refused with one line naming it."""
+    from analyses.laser_pythia import EXPERIMENT
+    from analyses.papers.distributional.results import FactualMeasures, FactualResults
+    from mechrecall.typed import NotApplicable, NotRun, ResultsError
+
+    out = tmp_path / "typed"
+    args = ["--model", str(dirs["mirror"]), "--checkpoints", "0,1000", "--layer", "3", "--rho", "0.25"]
+    assert main(["--experiment", "factual", "prepositions", *args, "--out", str(out), "--no-progress"]) == 0
+    loaded = EXPERIMENT.load(out)
+    factual, prepositions = loaded["factual"], loaded["prepositions"]
+    assert (
+        isinstance(factual, FactualResults)
+        and _results(out)["parts"]["factual"]["results_schema"] == "FactualResults/1"
+    )
+    measures = factual.measures["pythia-1b"]
+    assert isinstance(measures, FactualMeasures)
+    stored = _results(out)["parts"]["factual"]["results"]["measures"]["pythia-1b"]
+    assert (measures.ratio_laser, measures.control.ratio_laser) == (
+        stored["ratio_laser"],
+        stored["control"]["ratio_laser"],
+    )
+    claims = {c["id"]: c for c in _results(out)["claims"]}
+    assert claims["laser_pythia.factual.pythia-1b.ratio_laser"]["ours"] == pytest.approx(measures.ratio_laser)
+    first = prepositions.measures["pythia-1b"].first_step_the_top5
+    if isinstance(first, NotRun):  # random weights: ' the' never in the top 5, the claim is not run and says why
+        assert claims["laser_pythia.prepositions.pythia-1b.first_step_the_top5"]["reason"] == first.why
+    assert isinstance(prepositions.measures["pythia-160m"], NotApplicable)
+
+    path = out / "laser_pythia" / "results.json"
+    payload = _results(out)
+    entry = payload["parts"]["factual"]["results"]["measures"]["pythia-1b"]
+    entry["ratio_lser"] = entry.pop("ratio_laser")
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ResultsError, match=r"^FactualResults: measures\.pythia-1b") as exc:
+        EXPERIMENT.load(out)
+    assert "\n" not in str(exc.value)
+
+
 def test_ioi_control_prompts_take_the_answer_out_of_the_context():
     prompts = [IOIPrompt.from_names(io, s) for io, s in (("Mary", "John"), ("John", "Mary"), ("Anna", "Paul"))]
     control = ioi_prompts_without_io(prompts, ["Mary", "John", "Paul", "Anna"])
@@ -287,7 +330,8 @@ def test_ranks_of_ranks_each_rows_own_token():
 
 def _first_step_claim(rows):
     (spec,) = [s for s in LASER_PYTHIA_CLAIMS if s.id == "prepositions.pythia-1b.first_step_the_top5"]
-    return spec.evaluate({"measures": {"pythia-1b": _prepositions_measures(rows)}}, experiment="laser_pythia")
+    results = {"models": ["pythia-1b"], "measures": {"pythia-1b": _prepositions_measures(rows)}}
+    return spec.evaluate(read_results(PrepositionsResults, results), experiment="laser_pythia")
 
 
 def test_the_early_the_claim_is_judged_against_the_in_context_answers_first_step():

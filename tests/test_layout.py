@@ -26,6 +26,7 @@ PAPER_MODULES = {
     "metrics",
     "pretrained",
     "claims",
+    "results",
     "figures",
     "parts",
     "theory",
@@ -160,6 +161,31 @@ def test_declarations_hold_objects_not_module_function_strings():
     assert {str(p.relative_to(ROOT)): addresses(p.read_text(encoding="utf-8")) for p in paths} == {
         str(p.relative_to(ROOT)): [] for p in paths
     }
+
+
+#: a results entry named as a slash path (``"final/accuracy"``, ``f"{at}control/{sid}"``): how claims read their
+#: numbers before they read typed results by attribute
+SLASH_PATH = re.compile(r"^[\w{}.]*/[\w{}./]*$")
+
+
+def slash_paths(source: str) -> list[str]:
+    """Every string constant of ``source`` (f-string pieces included) shaped like a ``a/b`` results path."""
+    tree = ast.parse(source)
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and SLASH_PATH.match(str(n.value))]
+
+
+def test_claims_tables_read_typed_results_not_slash_paths():
+    """Every claims table reads its numbers by attribute access on the part's typed results (mypy checks each
+    field): no slash-path string in any claims module."""
+    found = {
+        str(p.relative_to(ROOT)): slash_paths(p.read_text(encoding="utf-8")) for p in sorted(PAPERS.glob("*/claims.py"))
+    }
+    assert found == {k: [] for k in found}
+
+
+def test_the_slash_path_check_catches_a_path():
+    source = 'ClaimSpec("a.b", "t", "final/accuracy", r)\nat = "right/"\nx = f"{at}control/{sid}"\ny = "≥ 1 / 2"\n'
+    assert sorted(slash_paths(source)) == ["control/", "final/accuracy", "right/"]
 
 
 def test_the_address_check_catches_a_string_part():

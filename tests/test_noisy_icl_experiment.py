@@ -295,7 +295,7 @@ def test_micro_main_run_end_to_end_claims(micro_all):
 
     data = micro_all
     main = data["parts"]["main"]
-    assert [r["id"] for r in data["claims"] if r["reason"].startswith("not measured")] == []  # every `reads` is written
+    assert [r["id"] for r in data["claims"] if r["reason"].startswith("not measured")] == []  # every number is written
     final = main["results"]["final"]
     # Measured at step 25 over seeds 0-4 (official_code): see the README for the numbers behind these bounds.
     assert final["ff_margin"] > 0.3  # the trigger → τ association is in F₂ from the first steps
@@ -540,7 +540,7 @@ def test_theory_part_refuses_another_seed(tmp_path):
 
 def test_the_claims_table_has_every_run_and_its_classes():
     """The claims table against the parts: unique ids, one part each, the classes the paper warrants (that every
-    ``reads`` is written is checked on the micro run, ``test_micro_main_run_end_to_end_claims``)."""
+    claim's number is written is checked on the micro run, ``test_micro_main_run_end_to_end_claims``)."""
     from analyses.noisy_icl import EXPERIMENT
     from analyses.papers.distributional.claims import NOISY_ICL_CLAIMS
 
@@ -751,6 +751,51 @@ def test_a_diverging_ioi_run_is_reported_not_run_and_the_others_go_on(tmp_path, 
     assert data["figures"] == ["fig20_ioi_adam.png", "ioi_counting_by_position.png"]
 
 
+def test_a_stored_run_is_read_back_as_typed_results_and_a_bad_field_is_named(tmp_path):
+    """``EXPERIMENT.load`` reads ``results.json`` back as the parts' typed models (``results.py``): an IOI run the
+    preset does not train is a NotApplicable marker, a trained one its IOIRun; a stored record with a misspelt or
+    mistyped field, or of another schema version, is refused with one line naming it."""
+    import json
+
+    from analyses.noisy_icl import EXPERIMENT
+    from analyses.papers.distributional.results import IOIResults, IOIRun, MultiTriggerResults
+    from mechrecall.typed import NotApplicable, ResultsError
+
+    data = EXPERIMENT.run(tmp_path, preset="micro", parts=["multi_trigger", "ioi"], options={"steps": 3})
+    stored = {name: record["results"] for name, record in data["parts"].items()}
+    loaded = EXPERIMENT.load(tmp_path)
+    trigger, ioi = loaded["multi_trigger"], loaded["ioi"]
+    assert isinstance(trigger, MultiTriggerResults) and isinstance(ioi, IOIResults)
+    assert data["parts"]["multi_trigger"]["results_schema"] == "MultiTriggerResults/1"
+    assert trigger.qk_diagonal_count == stored["multi_trigger"]["qk_diagonal_count"]
+    assert trigger.control.qk_diagonal_count == stored["multi_trigger"]["control"]["qk_diagonal_count"]
+    assert isinstance(ioi.sgd_L4, NotApplicable) and "does not train IOI with sgd at L = 4" in ioi.sgd_L4.why
+    adam = stored["ioi"]["adam_L3"]
+    assert isinstance(ioi.adam_L3, IOIRun) and ioi.adam_L3.metric("F3_rho0.01.acc") == adam["F3_rho0.01.acc"]
+    assert ioi.adam_L3.measures.accuracy_gain == adam["measures"]["accuracy_gain"]
+    assert ioi.to_json() == stored["ioi"]  # written back as it was read
+
+    path = tmp_path / "noisy_icl" / "results.json"
+    for change, message in (
+        (
+            lambda r: r["control"].update(qk_diagonal_cnt=r["control"].pop("qk_diagonal_count")),
+            "control.qk_diagonal_count: Field required",
+        ),
+        (lambda r: r.update(qk_diagonal_count="five"), "qk_diagonal_count: Input should be a valid integer"),
+    ):
+        payload = json.loads(json.dumps(data))
+        change(payload["parts"]["multi_trigger"]["results"])
+        path.write_text(json.dumps(payload))
+        with pytest.raises(ResultsError, match=f"^MultiTriggerResults: {message}") as exc:
+            EXPERIMENT.load(tmp_path)
+        assert "\n" not in str(exc.value)
+    payload = json.loads(json.dumps(data))
+    payload["parts"]["multi_trigger"]["results_schema"] = "MultiTriggerResults/0"
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ResultsError, match="expected 'MultiTriggerResults/1'"):
+        EXPERIMENT.load(tmp_path)
+
+
 def test_every_claim_of_both_tables_names_a_policy_line_and_identities_are_checks():
     """Issue 35: no rule is set by hand — every claim of noisy_icl and laser_pythia names a line of
     ``mechrecall.policy`` (its Rule computed from that line and the paper's number); the identities (the code against
@@ -782,18 +827,20 @@ def test_policy_rules_are_computed_from_the_paper_number_and_the_results():
     """The rules the policy computes: ±10 % of the training α, the theta band around −1/2, the normalised IO/S
     margin kept (≤ 0.25, partial 0.5), the identity's tolerance; and a check's control fails it."""
     from analyses.papers.distributional.claims import NOISY_ICL_CLAIMS
+    from analyses.papers.distributional.results import MainResults, RunConfigRecord, RunSizes
 
     by_id = {s.id: s for s in NOISY_ICL_CLAIMS}
-    p_noise = by_id["main.p_noise_full"].rule_for({"alpha": 0.5})
+    p_noise = by_id["main.p_noise_full"].rule_for(MainResults.model_construct(alpha=0.5))
     assert [p_noise.judge(x) for x in (0.46, 0.42, 0.3)] == ["reproduced", "partial", "not reproduced"]
-    assert by_id["main.p_noise_full"].rule_for({"alpha": 0.2}).judge(0.46) == "not reproduced"
+    assert by_id["main.p_noise_full"].rule_for(MainResults.model_construct(alpha=0.2)).judge(0.46) == "not reproduced"
     theta = by_id["theory.thm3_rank1_rate_alpha0.3"].rule_for({})
     assert [theta.judge(x) for x in (-0.49, -0.2, 0.002)] == ["reproduced", "partial", "not reproduced"]
     kept = by_id["ioi.adam_L3_io_s_margin_kept"].rule_for({})
     assert [kept.judge(x) for x in (0.1, 0.4, 1.0)] == ["reproduced", "partial", "not reproduced"]
     b3 = by_id["theory.b3_fixed_point"].rule_for({})
     assert b3.judge(8.9e-16) == "reproduced" and b3.judge(0.539) == "not reproduced"
-    first = by_id["main.ff_margin_first_step"].rule_for({"config": {"sizes": {"steps": 25}}})
+    config = RunConfigRecord.model_construct(sizes=RunSizes.model_construct(steps=25))
+    first = by_id["main.ff_margin_first_step"].rule_for(MainResults.model_construct(config=config))
     assert [first.judge(x) for x in (1, 20, 26)] == ["reproduced", "partial", "not reproduced"]
 
 

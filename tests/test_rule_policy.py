@@ -11,6 +11,7 @@ from analyses.registry import EXPERIMENTS, experiment
 from analyses.report.render import headline, scale_counts
 from mechrecall.claims import ClaimSpec, at_least, at_scale, label, scale_words
 from mechrecall.policy import POLICY, PolicyRule, policy, policy_markdown, policy_problems, recompute
+from mechrecall.typed import Results
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,9 +66,9 @@ def test_printed_takes_the_papers_error_bar_where_it_is_wider_and_refuses_a_prin
 
 def test_a_line_is_refused_for_a_class_it_is_not_for():
     with pytest.raises(ValueError, match="for class check"):
-        ClaimSpec("p.x", "an identity", "x", policy("identity"), kind="paper")
+        ClaimSpec[Toy]("p.x", "an identity", value=lambda r: r.p, rule=policy("identity"), kind="paper")
     with pytest.raises(ValueError, match="for class extension"):
-        ClaimSpec("p.x", "ours", "x", policy("extension", bar=1.0, why="w"), kind="paper")
+        ClaimSpec[Toy]("p.x", "ours", value=lambda r: r.p, rule=policy("extension", bar=1.0, why="w"), kind="paper")
     with pytest.raises(ValueError, match="expected one of"):
         policy("roughly")
 
@@ -95,9 +96,21 @@ def test_identity_rows_are_checks_and_checks_use_the_identity_line():
             assert spec.kind == "check", f"{name}.{spec.id}"
 
 
+class Toy(Results):
+    """A toy part's typed results: a probability, its control, the same contrast at 5 untrained seeds, a chance."""
+
+    p: float
+    c: float = 0.0
+    init: tuple[float, ...] = ()
+    chance: float = 0.0
+
+
 def _row(**kw):
-    spec = ClaimSpec("main.p", "p(ȳ | drop F₂)", "p", policy("printed"), paper=0.98, control="c")
-    claim = spec.evaluate({"p": 0.95, "c": 0.2}, experiment="toy", **kw)
+    spec = ClaimSpec[Toy](
+        "main.p", "p(ȳ | drop F₂)", value=lambda r: r.p, rule=policy("printed"), paper=0.98, control=lambda r: r.c
+    )
+    claim = spec.evaluate(Toy(p=0.95, c=0.2), experiment="toy", **kw)
+    assert claim is not None
     return claim.row()
 
 
@@ -113,15 +126,17 @@ def test_rows_recompute_and_a_tampered_rule_is_named():
 
 
 def test_a_rule_from_the_results_is_stored_with_its_arguments():
-    spec = ClaimSpec(
+    spec = ClaimSpec[Toy](
         "main.c",
         "a contrast",
-        "v",
-        policy("above_untrained", values=lambda r: r["init"], what="contrast"),
-        control="c",
+        value=lambda r: r.p,
+        rule=policy("above_untrained", values=lambda r: r.init, what="contrast"),
+        control=lambda r: r.c,
         kind="paper",
     )
-    row = spec.evaluate({"v": 0.5, "c": 0.01, "init": [0.1, -0.2, 0.05, 0.0, 0.15]}, experiment="toy").row()
+    claim = spec.evaluate(Toy(p=0.5, c=0.01, init=[0.1, -0.2, 0.05, 0.0, 0.15]), experiment="toy")
+    assert claim is not None
+    row = claim.row()
     assert row["policy_args"] == {"values": [0.1, -0.2, 0.05, 0.0, 0.15], "what": "contrast"}
     assert row["rule_spec"]["lo"] == pytest.approx(0.4) and row["verdict"] == "reproduced"
     assert policy_problems([row]) == []
@@ -158,13 +173,22 @@ def test_the_policy_doc_holds_the_policy_table():
 
 def test_a_failing_notes_function_fails_loudly_in_the_tests_and_quietly_for_a_user(monkeypatch):
     from mechrecall.claims import ClaimTextError
+    from mechrecall.typed import NotRun
 
-    spec = ClaimSpec("main.p", "p", "p", policy("close_to_one"), notes=lambda r: f"chance {r['chanse']:.2f}")
-    with pytest.raises(ClaimTextError, match=r"claim main\.p: its notes / words failed: KeyError"):
-        spec.evaluate({"p": 0.95, "chance": 0.1}, experiment="toy")
-    assert spec.evaluate({}, experiment="toy").verdict == "not run"  # nothing measured: nothing to note
+    spec = ClaimSpec[Toy](
+        "main.p",
+        "p",
+        value=lambda r: r.p,
+        rule=policy("close_to_one"),
+        notes=lambda r: f"chance {r.chanse:.2f}",  # type: ignore[attr-defined]  # the typo mypy would catch
+    )
+    with pytest.raises(ClaimTextError, match=r"claim main\.p: its notes / words failed: AttributeError"):
+        spec.evaluate(Toy(p=0.95, chance=0.1), experiment="toy")
+    not_run = spec.evaluate(NotRun(not_run="no weights"), experiment="toy")  # nothing measured: nothing to note
+    assert not_run is not None and not_run.verdict == "not run"
     monkeypatch.setenv("MECHRECALL_STRICT_CLAIMS", "0")
-    assert spec.evaluate({"p": 0.95, "chance": 0.1}, experiment="toy").note == ""
+    quiet = spec.evaluate(Toy(p=0.95, chance=0.1), experiment="toy")
+    assert quiet is not None and quiet.note == "" and quiet.ours == 0.95
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

@@ -14,7 +14,7 @@ Ray node) into a folder of its own, so that configurations never clash and a rer
         sweep.json    the command, grid, seeds, measures, each job's status and the paths
 
 A measure is a claim of the part (its id, ``<part>.<name>`` or ``<name>``: our number, its control and its verdict)
-or a results entry (keys joined by ``/`` as in ``ClaimSpec.reads``: ``final/accuracy``). Default: every claim of
+or an entry of the stored ``results.json`` (keys joined by ``/``: ``final/accuracy``). Default: every claim of
 the part, less those no job measured. Every value of the grid is parsed by its option's type and checked by its
 range, and every point × seed by :meth:`~mechrecall.experiment.Experiment.prepare`, before any job starts. A report
 in the same ``OUT`` is rewritten with the sweep under its experiment (:func:`analyses.report.refresh_sweeps`).

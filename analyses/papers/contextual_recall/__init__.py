@@ -12,6 +12,7 @@ runs.py         train (World-G, World-R) and measure; the construction part's me
 metrics.py      the four final-token metrics, task-vector clustering, steering, head roles, OV slices
 theory.py       Theorem 2's two-step cascade and its closed forms (condition, α_1)
 pretrained.py   the extension on Pythia / GPT-2: task-vector geometry and steering
+results.py      the typed results of each part (what its claims read; no torch)
 claims.py       the claims table (no torch)
 figures.py      the paper's figures
 parts.py        the experiment's parts (glue) and the option check
@@ -32,9 +33,22 @@ if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an 
         parts,
         presets,
         pretrained,
+        results,
         runs,
         theory,
     )
 
 __getattr__, __dir__ = lazy_imports(__name__)
-__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]
+__all__ = [
+    "claims",
+    "data",
+    "figures",
+    "metrics",
+    "models",
+    "parts",
+    "presets",
+    "pretrained",
+    "results",
+    "runs",
+    "theory",
+]

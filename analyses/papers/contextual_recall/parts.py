@@ -7,7 +7,9 @@ import time
 
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
+from mechrecall.typed import NotRun, read_results
 
+from . import results as R
 from .presets import ContextualRecallPreset, WorldConfigError
 
 
@@ -54,7 +56,7 @@ def part_construction(ctx: Context) -> PartResult:
         f"Prop. 1 PT {res['prop1_pt_rel']['exact']:.3f} / ICL {res['prop1_icl_rel']['exact']:.3f}; Prop. 2 "
         f"held-out ICL {res['prop2_icl_rel_heldout']['exact']:.3f}"
     )
-    return PartResult(res, figs)
+    return PartResult(read_results(R.ConstructionResults, res), figs)
 
 
 def _world_r(ctx: Context, positions: str) -> PartResult:
@@ -70,7 +72,7 @@ def _world_r(ctx: Context, positions: str) -> PartResult:
         f"{ctx.part}: PT_rel {pt['PT.exact']:.3f}; ICL held-out after PT {pt['ICL_heldout.exact']:.3f}, after FT "
         f"{ft['ICL_heldout.exact']:.3f} (seen {ft['ICL_seen.exact']:.3f}); {res['train_seconds']:.0f} s"
     )
-    return PartResult(res, F.world_r_figures(tr, res, positions))
+    return PartResult(read_results(R.WorldRResults, res), F.world_r_figures(tr, res, positions))
 
 
 def part_world_r(ctx: Context) -> PartResult:
@@ -103,7 +105,7 @@ def part_world_g(ctx: Context) -> PartResult:
         f"{res['after_ft_iclgrm_attributes']['ICL_heldout.exact']:.3f} (loss: attributes); "
         f"{res['train_seconds']:.0f} s"
     )
-    return PartResult(res, F.world_g_figures(tr, res))
+    return PartResult(read_results(R.WorldGResults, res), F.world_g_figures(tr, res))
 
 
 def part_pretrained(ctx: Context) -> PartResult:
@@ -114,11 +116,12 @@ def part_pretrained(ctx: Context) -> PartResult:
     p = _params(ctx)
     name = ctx.options.get("model") or "pythia-160m"
     res = run_pretrained(name, ctx.options.get("checkpoint"), p.pretrained_K, p.pretrained_max_t, ctx.seed, ctx.device)
-    if "not_run" in res:
-        ctx.say(f"pretrained: not run ({res['not_run']})")
+    if isinstance(res, NotRun):
+        ctx.say(f"pretrained: not run ({res.why})")
         return PartResult(res)
     ctx.say(
         f"pretrained ({name}): silhouette t=0 {res['silhouette'][0]:.3f} -> t={res['t'][-1]} "
         f"{res['silhouette'][-1]:.3f}; accuracy {res['accuracy'][0]:.2f} -> {res['accuracy'][-1]:.2f}"
     )
-    return PartResult(res, {"pretrained_task_vectors.png": F.pretrained_figure(res, name)})
+    figs = {"pretrained_task_vectors.png": F.pretrained_figure(res, name)}
+    return PartResult(read_results(R.PretrainedResults, res), figs)

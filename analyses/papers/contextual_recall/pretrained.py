@@ -19,6 +19,7 @@ from jaxtyping import Float, Int
 
 from mechrecall._tl import HookedTransformer
 from mechrecall.controls import untrained_controls
+from mechrecall.typed import NotRun
 
 from .data import RELATIONS, prompt_text
 
@@ -158,15 +159,15 @@ def steer_pair_of(
 
 def run_pretrained(
     name: str, checkpoint: int | None, K: int, max_t: int, seed: int, device: str | None
-) -> dict[str, Any]:
+) -> dict[str, Any] | NotRun:
     """The extension on checkpoint ``name``: :func:`task_geometry` and the two numbers its claims read, or
-    ``{"model": name, "not_run": why}`` where its weights cannot be loaded here."""
+    ``NotRun`` (``{"not_run": why, "model": name}``) where its weights cannot be loaded here."""
     import pretrained
     from pretrained.mini import measured_on
 
     model, why = pretrained.load_or_why(name, checkpoint=checkpoint, processing="raw", device=device or "cpu")
     if model is None:
-        return {"model": name, "not_run": why}
+        return NotRun.model_validate({"not_run": why, "model": name})
     model.eval()
     relations, pair = relations_of(name)
     geo = task_geometry(model, K=K, max_t=max_t, seed=seed, relations=relations, steer_pair=pair)

@@ -26,6 +26,7 @@ from mechrecall.batch import Batch
 from mechrecall.builder import build_from_spec, model_spec
 from mechrecall.controls import untrained_controls
 from mechrecall.trainer import TrainConfig, train
+from mechrecall.typed import NotApplicable
 
 from . import metrics as M
 from .data import (
@@ -296,9 +297,9 @@ CONSTRUCTION_BETA, CONSTRUCTION_DEMOS, CONSTRUCTION_FT = 20.0, 5, 32
 
 def run_construction(params: ContextualRecallPreset, seed: int, *, sensitivity: bool = True) -> dict[str, Any]:
     """§4's constructions (Prop. 1-4) in a HookedTransformer, scored on PT_rel / ICL_rel with their controls, and
-    Theorem 2's cascade in the preset's two worlds: in the theorem's setting (``cascade/holds``,
-    ``cascade/paper_scale``) and, unless ``sensitivity=False``, in the earlier sensitivity setting
-    (``cascade/sensitivity_*``, the ablation rows of the claims table)."""
+    Theorem 2's cascade in the preset's two worlds: in the theorem's setting (``cascade.holds``,
+    ``cascade.paper_scale``) and, unless ``sensitivity=False``, in the earlier sensitivity setting
+    (``cascade.sensitivity_*``, the ablation rows of the claims table)."""
     torch.manual_seed(seed)
     cfg = replace(CONSTRUCTION_WORLD, seed=seed)
     res: dict[str, Any] = {"world": asdict(cfg), "beta": CONSTRUCTION_BETA, "n_demos": CONSTRUCTION_DEMOS}
@@ -440,7 +441,7 @@ def _cascade(
     r["step2_heldout"], r["step1_heldout"] = r["acc_step2"][key], r["acc_step1"][key]
     r["step0_heldout"] = r["acc_step0"][key]
     fails = "U_L(U_L+N_ft)/M_ft < N_ft here: no collapse is predicted"
-    r["step2_collapse"] = {"not_applicable": fails} if r["condition_holds"] else r["step2_heldout"]
+    r["step2_collapse"] = NotApplicable(not_applicable=fails) if r["condition_holds"] else r["step2_heldout"]
     if r["condition_holds"] != expect_condition:
         r["world_note"] = f"Theorem 2's condition {'holds' if r['condition_holds'] else 'fails'} in {w.name}"
     return r

@@ -10,6 +10,7 @@ module              what it holds
 ``runs``            train and measure the noisy-ICL models: functions returning results dicts
 ``metrics``         p(ȳ), p(τ), loss under interventions, FF margin, attention on [q, ȳ] vs [q, τ], QK matching
 ``pretrained``      LASER on Pythia / GPT-2 checkpoints (§4): model access, one runner per part, the claims' numbers
+``results``         the typed results of every part (``MainResults``, ..., ``SweepResults``) its claims read; no torch
 ``claims``          the claims of both experiments, as data (``NOISY_ICL_CLAIMS``, ``LASER_PYTHIA_CLAIMS``); no torch
 ``figures``         the figures of both experiments
 ``parts``           the parts of both experiments (glue: context → runs / pretrained / theory → results, figures)
@@ -31,9 +32,22 @@ if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an 
         parts,
         presets,
         pretrained,
+        results,
         runs,
         theory,
     )
 
 __getattr__, __dir__ = lazy_imports(__name__)
-__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]
+__all__ = [
+    "claims",
+    "data",
+    "figures",
+    "metrics",
+    "models",
+    "parts",
+    "presets",
+    "pretrained",
+    "results",
+    "runs",
+    "theory",
+]

@@ -25,10 +25,12 @@ from __future__ import annotations
 from typing import Any
 
 from analyses.papers.distributional import figures, pretrained, runs
+from analyses.papers.distributional import results as R
 from analyses.papers.distributional.metrics import qk_trigger_matching
 from analyses.papers.distributional.runs import RunConfig
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
+from mechrecall.typed import NotApplicable, read_results
 
 # ----------------------------------------------------------------------------------- noisy_icl
 
@@ -68,7 +70,7 @@ def part_main(ctx: Context) -> PartResult:
     from analyses.attention_html import attention_pattern_html
 
     found["attention_layer2.html"] = attention_pattern_html(model, noisy.tokens[:1].cpu(), layer=1)
-    return PartResult(runs.measure_main(run, rc), found, footer=rc.footer())
+    return PartResult(read_results(R.MainResults, runs.measure_main(run, rc)), found, footer=rc.footer())
 
 
 def part_ff_variants(ctx: Context) -> PartResult:
@@ -86,7 +88,7 @@ def part_ff_variants(ctx: Context) -> PartResult:
             found[f"{fig.lower().replace(' ', '')}_{variant}.png"] = figures.fig_drops(
                 run["history"], f"{fig}: dropping F₁ or F₂ ({variant.replace('_', ' / ')})"
             )
-    return PartResult(results, found, footer=rc.footer())
+    return PartResult(read_results(R.FFVariantsResults, results), found, footer=rc.footer())
 
 
 def part_finetune(ctx: Context) -> PartResult:
@@ -101,7 +103,7 @@ def part_finetune(ctx: Context) -> PartResult:
             fine["model"], fine["noisy"], fine["data"], "Fig 4 (right)"
         ),
     }
-    return PartResult(results, found, footer=rc.footer())
+    return PartResult(read_results(R.FinetuneResults, results), found, footer=rc.footer())
 
 
 def part_multi_trigger(ctx: Context) -> PartResult:
@@ -113,7 +115,7 @@ def part_multi_trigger(ctx: Context) -> PartResult:
             qk, "Fig 9 (right): five triggers", "query token j", "previous token i"
         )
     }
-    return PartResult(results, found, footer=rc.footer())
+    return PartResult(read_results(R.MultiTriggerResults, results), found, footer=rc.footer())
 
 
 def part_ioi(ctx: Context) -> PartResult:
@@ -134,18 +136,18 @@ def part_ioi(ctx: Context) -> PartResult:
         for n_layers in sorted(set(every) | set(layers)):
             run_id = runs.ioi_run_id(optimizer, n_layers)
             if n_layers not in layers:
-                results[run_id] = {
-                    "not_applicable": f"preset {ctx.preset} does not train IOI with {optimizer} at L = {n_layers}"
-                }
+                results[run_id] = NotApplicable(
+                    not_applicable=f"preset {ctx.preset} does not train IOI with {optimizer} at L = {n_layers}"
+                )
                 continue
             results[run_id], history = runs.train_ioi(ctx.run_dir, rc, optimizer, n_layers, ctx.progress)
             if history is not None:
                 histories[n_layers] = history
         if histories:
             found[f"fig{19 if optimizer == 'sgd' else 20}_ioi_{optimizer}.png"] = figures.fig_ioi(histories, optimizer)
-    if any("counting" in v for v in results.values()):
+    if any(isinstance(v, dict) and "counting" in v for v in results.values()):
         found["ioi_counting_by_position.png"] = figures.fig_ioi_counting(results)
-    return PartResult(results, found, footer=rc.footer() + ", synthetic IOI")
+    return PartResult(read_results(R.IOIResults, results), found, footer=rc.footer() + ", synthetic IOI")
 
 
 def part_theory(ctx: Context) -> PartResult:
@@ -153,7 +155,7 @@ def part_theory(ctx: Context) -> PartResult:
     from analyses.papers.distributional import theory
 
     results, lam = theory.theory_results(quick=not ctx.params.theory_full)
-    return PartResult(results, {"fig18_lam.png": figures.fig18_lam(lam)})
+    return PartResult(read_results(R.TheoryResults, results), {"fig18_lam.png": figures.fig18_lam(lam)})
 
 
 # ----------------------------------------------------------------------------------- laser_pythia
@@ -171,12 +173,24 @@ def part_laser(ctx: Context) -> PartResult:
         results = pretrained.RUNNERS[ctx.part](ctx, models, opts)
     found = {**figures.laser_figures(ctx.part, results), **found}
     missing = ctx.cache.get("missing", {})
-    return PartResult(
+    typed = read_results(
+        LASER_RESULTS[ctx.part],
         {
             "models": models,
             "results": results,
             "missing": missing,
             "measures": pretrained.measures(ctx.part, models, results, missing, paper_models),
         },
-        found,
     )
+    return PartResult(typed, found)
+
+
+#: Each laser_pythia part's typed results (``results.py``).
+LASER_RESULTS: dict[str, type[R.LaserResults[Any]]] = {
+    "factual": R.FactualResults,
+    "factual20": R.Factual20Results,
+    "ioi": R.PythiaIOIResults,
+    "prepositions": R.PrepositionsResults,
+    "gpt2-ioi": R.GPT2IOIResults,
+    "sweep": R.SweepResults,
+}

@@ -11,9 +11,9 @@ results show the TransformerLens block (``layer - 1``) beside them.
 Per part (``run_<part>``): ``factual`` (Table 1, Fig 5 right), ``factual20`` (Table 5, Fig 16), ``ioi`` (Figs 5
 left, 15), ``prepositions`` (Fig 14, no LASER), ``gpt2-ioi`` (Fig 17), ``sweep`` (``analyses.lowrank.laser_sweep``
 over late layers x matrices x ρ on ``--prompts``). :func:`measures` turns a part's rows into the numbers its
-claims read, per model (``{"not_run": why}`` for a model whose weights are not here), and under ``control`` the
-same numbers on each claim's control (the prompt without its cue, the IOI prompts without the IO, the in-context
-answer instead of " the", the model without its rank reduction; ``README.md``).
+claims read, per model (:class:`~mechrecall.typed.NotRun` for a model whose weights are not here), and under
+``control`` the same numbers on each claim's control (the prompt without its cue, the IOI prompts without the IO,
+the in-context answer instead of " the", the model without its rank reduction; ``README.md``).
 
 ``--model`` takes TransformerLens names (``pythia-1b``) or local Hugging Face directories (read offline; a
 directory with ``step{N}/`` subfolders serves ``--checkpoints``). A model whose weights are not here (no local
@@ -53,12 +53,14 @@ from analyses.papers.distributional.data.prompts import (
     single_token_names,
 )
 from analyses.papers.distributional.presets import PAPER_LASER
+from analyses.papers.distributional.results import TWO_CHECKPOINTS
 from hooks import low_rank, rank_for
 from hooks.weights import get_matrix
 from mechrecall._tl import HookedTransformer, last_logits, residual_before
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context
 from mechrecall.progress import progress_bar
+from mechrecall.typed import NotApplicable, NotRun
 from pretrained.mini import measured_on, read_facts
 from pretrained.mini.world import FIRST_NAMES
 from pretrained.prompts import Prompt, answer_token, load_prompt_file
@@ -818,11 +820,11 @@ def _prepositions_measures(rows: Mapping[str, Row]) -> dict[str, Any]:
     checkpoint where the in-context answer (the IO name on IOI prompts) does (the last step + 1 when none does)."""
     by_step = sorted((int(k), v) for k, v in rows.items() if k != "final")
     if len(by_step) < 2:
-        return {"first_step_the_top5": {"not_run": "needs --checkpoints with at least two training steps"}}
+        return {"first_step_the_top5": NotRun(not_run=TWO_CHECKPOINTS), "control": NotRun(not_run=TWO_CHECKPOINTS)}
     first = first_step([(step, v["raw_prepositions"]["mean_rank_the"]) for step, v in by_step])
     io = first_step([(step, v["ioi_answer"]["mean_rank_io"]) for step, v in by_step])
     return {
-        "first_step_the_top5": first if first is not None else {"not_run": "no checkpoint with mean rank ≤ 5"},
+        "first_step_the_top5": first if first is not None else NotRun(not_run="no checkpoint with mean rank ≤ 5"),
         "control": {"first_step_the_top5": io if io is not None else by_step[-1][0] + 1},
     }
 
@@ -835,12 +837,13 @@ def measures(
     paper_models: Sequence[str],
 ) -> dict[str, Any]:
     """``{model slug: the numbers its claims read}`` for every model run and every paper model of the part
-    (``{"not_run": why}``: no weights here, or not among ``--model``)."""
+    (:class:`~mechrecall.typed.NotRun`: no weights here; :class:`~mechrecall.typed.NotApplicable`: not among
+    ``--model``)."""
     out: dict[str, Any] = {}
     for name in models:
         rows = results.get(name)
         if not rows:
-            out[slug(name)] = {"not_run": f"no weights for {name}: {missing.get(name, 'not run')}"}
+            out[slug(name)] = NotRun(not_run=f"no weights for {name}: {missing.get(name, 'not run')}")
         elif part == "prepositions":
             out[slug(name)] = _prepositions_measures(rows)
         else:
@@ -849,7 +852,7 @@ def measures(
     for name in paper_models:
         if mini is not None and MINI_STANDS_IN.get(part) == name and slug(name) not in out:  # its rows say so
             out[slug(name)] = {**out[slug(mini)], "measured_on": f"{measured_on(mini)}, in place of {name}"}
-        out.setdefault(slug(name), {"not_applicable": f"not among --model ({', '.join(models)})"})
+        out.setdefault(slug(name), NotApplicable(not_applicable=f"not among --model ({', '.join(models)})"))
     return out
 
 

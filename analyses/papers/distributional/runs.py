@@ -46,6 +46,7 @@ from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict
 from mechrecall.batch import Batch
 from mechrecall.controls import untrained_controls
 from mechrecall.trainer import TrainConfig, train
+from mechrecall.typed import NotRun
 
 Sampler = Callable[..., Batch]
 History = Mapping[str, list[dict[str, Any]]]
@@ -459,8 +460,9 @@ def io_s_margin_kept(measures: Mapping[str, float], control: Mapping[str, float]
 
 def train_ioi(
     runs: Callable[[str], Path], rc: RunConfig, optimizer: str, n_layers: int, progress: bool
-) -> tuple[dict[str, Any], History | None]:
-    """One synthetic-IOI run (App. J); a diverging one (Adam at L = 5 "fails to converge") is ``not run``. Its
+) -> tuple[dict[str, Any] | NotRun, History | None]:
+    """One synthetic-IOI run (App. J); a diverging one (Adam at L = 5 "fails to converge") is ``not run``
+    (:class:`~mechrecall.typed.NotRun`, with the error under ``diverged``). Its
     claims' controls (``ioi_controls``) under ``control``; under ``counting``, "IO preferred over S" by where IO
     sits among the trigger's successors, beside the no-counting baselines on the same test set
     (``metrics.ioi_counting``), whose best is the counting claim's control."""
@@ -474,7 +476,7 @@ def train_ioi(
             progress=progress,
         )
     except FloatingPointError as exc:
-        return {"diverged": str(exc), "not_run": f"training diverged: {exc}"}, None
+        return NotRun.model_validate({"not_run": f"training diverged: {exc}", "diverged": str(exc)}), None
     last = final(run["history"])
     counting = ioi_counting(run["model"], run["clean"])  # ours and the no-counting baselines, on the same test set
     measures = {**ioi_measures(last, optimizer, n_layers), "counting_margin": counting["margin"]}

@@ -1,6 +1,6 @@
 """The parts of ``python -m analyses.ic_recall`` (Huang, Nichani, Lee & Ge, "Fine-Tuning Dynamics of In-Context
 Factual Recall in Transformers"): each ``part_*(ctx) -> PartResult``, glue over :mod:`.runs` and :mod:`.figures`
-(the claims table, :mod:`.claims`, reads the results).
+(its results validated as the part's typed model, :mod:`.results`, which the claims table, :mod:`.claims`, reads).
 
 * ``exact``: the construction equals the closed-form logits (eq. (16), App. D), the memory recalls 100%
   (Lemma 3.1), all answers tie at EoS (Lemma B.1), the confusing-relation gap (§4.1), the exact Bayes ceiling,
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from analyses.papers.ic_recall import results as R
 from analyses.papers.ic_recall.presets import (
     PATTERN_OPTIONS,
     ICRecallPreset,
@@ -30,13 +31,24 @@ from analyses.papers.ic_recall.presets import (
 )
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult, PartTask
+from mechrecall.io import to_jsonable
+from mechrecall.typed import NotRun, Results, read_results
 
 if TYPE_CHECKING:
     from analyses.papers.ic_recall.runs import Sweep
 
 
+M = TypeVar("M", bound=Results)
+
+
 def _params(ctx: Context[ICRecallPreset]) -> ICRecallPreset:
     return ctx.params
+
+
+def _typed(model: type[M], results: Any) -> M | NotRun:
+    """A part's results as ``results.json`` stores them (:func:`mechrecall.io.to_jsonable`: string keys, lists,
+    NaN as null), validated as ``model``: its claims read the same typed results in the run as read back."""
+    return read_results(model, to_jsonable(results))
 
 
 def _custom(ctx: Context) -> bool:
@@ -109,7 +121,7 @@ def part_exact(ctx: Context) -> PartResult:
         f"memory recall {results['memory_recall']:.3f}; ceiling n=8, m=64: "
         f"{results['tasks'][1]['bayes_ceiling_exact']:.4f}"
     )
-    return PartResult(results)
+    return PartResult(_typed(R.ExactResults, results))
 
 
 def part_pattern(ctx: Context) -> PartResult:
@@ -129,7 +141,8 @@ def part_pattern(ctx: Context) -> PartResult:
             for n, s in summaries.items()
         )
     )
-    return PartResult(results, {"fig2_pairwise_attention.png": attention_heatmaps(results["panels"], title)})
+    figures = {"fig2_pairwise_attention.png": attention_heatmaps(results["panels"], title)}
+    return PartResult(_typed(R.PatternResults, results), figures)
 
 
 def part_sample_complexity(ctx: Context) -> PartResult:
@@ -155,7 +168,7 @@ def part_sample_complexity(ctx: Context) -> PartResult:
     ctx.say(
         f"affine N=8 accuracy by n: {at8}; N* = {results['affine_N_star']}; full-mode N* = {results['full_N_star']}"
     )
-    return PartResult(results, figures)
+    return PartResult(_typed(R.SampleComplexityResults, results), figures)
 
 
 def part_algorithm1(ctx: Context) -> PartResult:
@@ -167,7 +180,7 @@ def part_algorithm1(ctx: Context) -> PartResult:
     results = algorithm1_run(p.algorithm1, trial_seeds(p.algorithm1_seeds, ctx.seed), _sweep(ctx), ALGORITHM1_SIZES)
     keys = ("stage1_equal_pairs", "stage1_order", "stage1_second_step", "first_step", "second_step")
     ctx.say("Algorithm 1: " + "; ".join(f"n{c.n}_{k} = {results[f'n{c.n}'][k]}" for c in p.algorithm1 for k in keys))
-    return PartResult(results)
+    return PartResult(_typed(R.Algorithm1Results, results))
 
 
 def _fig4_config(p: ICRecallPreset) -> PretrainedMLP:
@@ -186,17 +199,19 @@ def part_pretrained_mlp(ctx: Context) -> PartResult:
     cfg = _fig4_config(_params(ctx))
     r = pretrained_mlp_run(cfg, trial_seeds(cfg.seeds, ctx.seed), ctx.run_dir("pretrained_mlp"), ctx.progress)
     panels = [fig4_panel(r["settings"], r["runs"][0])]
-    if "runs" in r["right"]:
+    if isinstance(r["right"], dict):  # else: NotApplicable (a preset without the right panel)
         panels.append(fig4_panel(r["right"]["settings"], r["right"]["runs"][0]))
     title = "Fig 4 (Huang et al.): pretrained MLP, full attention fine-tuning (left: 2-ICL, right: 3-ICL)"
-    cancelled = r["cancelled"].get("first_step_vs_ceiling")
+    cancelled = r["cancelled"]["first_step_vs_ceiling"] if isinstance(r["cancelled"], dict) else None
+    right = r["right"]["first_step_vs_ceiling"] if isinstance(r["right"], dict) else "not run"
     ctx.say(
         f"pretrained MLP: recall {r['pretrain_recall']:.3f}; acc1 {r['acc_relation_exact']:.3f} "
         f"(ceiling {r['bayes_ceiling']:.3f}); within {r['within_pair']:.3f}, across {r['across_pairs']:.3f}; "
         f"s×s cross terms {r['subject_subject_cross_terms']:.3f}; acc1/ceiling {r['first_step_vs_ceiling']:.3f}, "
-        f"cancelled {cancelled}; right: {r['right'].get('first_step_vs_ceiling', 'not run')}"
+        f"cancelled {cancelled}; right: {right}"
     )
-    return PartResult(r, {"fig4_pretrained_mlp_attention.png": attention_heatmaps(panels, title)})
+    figures = {"fig4_pretrained_mlp_attention.png": attention_heatmaps(panels, title)}
+    return PartResult(_typed(R.PretrainedMLPResults, r), figures)
 
 
 def part_pretrained(ctx: Context) -> PartResult:
@@ -206,11 +221,12 @@ def part_pretrained(ctx: Context) -> PartResult:
 
     name = ctx.options.get("model") or "pythia-160m"
     results = score_heads(name, _params(ctx).prompts, ctx.seed)
-    if "not_run" in results:
-        ctx.say(f"pretrained: not run ({results['not_run']})")
+    if isinstance(results, NotRun):
+        ctx.say(f"pretrained: not run ({results.why})")
         return PartResult(results)
     from analyses.papers.ic_recall.figures import head_scores_heatmap
 
     best = results["best_head"]
     ctx.say(f"pretrained {name}: best head L{best['layer']}H{best['head']} score {best['score']:.3f}")
-    return PartResult(results, {"pretrained_head_pair_scores.png": head_scores_heatmap(results["table"], name)})
+    figures = {"pretrained_head_pair_scores.png": head_scores_heatmap(results["table"], name)}
+    return PartResult(_typed(R.PretrainedResults, results), figures)

@@ -14,20 +14,22 @@ from __future__ import annotations
 from typing import Any
 
 from analyses.papers.ic_recall.data import fact_prompts
+from mechrecall.typed import NotRun
 
 
-def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any]:
+def score_heads(name: str, n_prompts: int, seed: int) -> dict[str, Any] | NotRun:
     """The pairwise score of every head of ``name`` on ``n_prompts`` fact prompts: the ranking, the whole table,
     the best head, and the same scores on the untrained model (``control``: the series' step-0 checkpoint for a
-    ``pretrained.mini`` series, else a randomly initialised model of its config); ``{"model": name, "not_run":
-    why}`` when its weights cannot be loaded here. A mini series is prompted with its own facts (``facts.json``)."""
+    ``pretrained.mini`` series, else a randomly initialised model of its config); ``NotRun(not_run=why,
+    model=name)`` (JSON ``{"not_run": why, "model": name}``) when its weights cannot be loaded here. A mini series
+    is prompted with its own facts (``facts.json``)."""
     import pretrained
     from analyses.pair_attention import head_pair_scores
     from pretrained.mini import measured_on, series_root
 
     model, why = pretrained.load_or_why(name, processing="raw")
     if model is None:
-        return {"model": name, "not_run": why}
+        return NotRun.model_validate({"not_run": why, "model": name})
     model.eval()
     root = series_root(name)
     facts = {} if root is None else {"path": root / "facts.json"}

@@ -54,12 +54,13 @@ from analyses.papers.ic_recall.presets import Cell, Fig3, PretrainedMLP, SampleC
 from analyses.papers.ic_recall.theory import min_samples, n3_pairwise_optimum, polylog_fit
 from mechrecall._tl import HookedTransformer, load_tl_state_dict, tl_state_dict, weight
 from mechrecall.batch import Batch
-from mechrecall.claims import NOT_APPLICABLE_KEY, NOT_RUN_KEY, spread_of
+from mechrecall.claims import spread_of
 from mechrecall.executors import Executor, Failure, Task, run_tasks
 from mechrecall.executors.local import LocalExecutor
 from mechrecall.io import atomic_write_json
 from mechrecall.seeds import derive_seed
 from mechrecall.trainer import TrainConfig, train
+from mechrecall.typed import NotApplicable, NotRun
 
 OPTIMIZERS = ("adam", "pgd")
 #: the random streams of one seed: the fine-tuning samples D, the test set, Algorithm 1's perturbation ξ
@@ -395,16 +396,6 @@ class Sweep:
         )
 
 
-def not_run(why: str) -> dict[str, str]:
-    """A results entry for a measurement this run could not make (its claims say ``not run`` with ``why``)."""
-    return {NOT_RUN_KEY: why}
-
-
-def not_applicable(why: str) -> dict[str, str]:
-    """A results entry for a configuration this preset does not have (its claims are left out of the run)."""
-    return {NOT_APPLICABLE_KEY: why}
-
-
 def spread(values: Iterable[float]) -> list[float]:
     """``[min, max]`` of a claim's number over the trials it summarises (a results entry its claim shows)."""
     return list(spread_of(list(values)))
@@ -582,7 +573,7 @@ def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep)
     results: dict[str, Any] = {"cells": rows, "sweep": info, "seeds": list(seeds), "configs": {}, "panels": []}
     for name in ("A", "B", "C"):
         if name not in configs:
-            results["configs"][name] = not_applicable(ABSENT_CONFIG[name])
+            results["configs"][name] = NotApplicable(not_applicable=ABSENT_CONFIG[name])
             continue
         cfg = configs[name]
         rs = _rows_of(rows, [replace(cfg, seed=s) for s in seeds])
@@ -597,7 +588,8 @@ def pattern_run(configs: Mapping[str, Cell], seeds: Sequence[int], sweep: Sweep)
         # the TL-vs-fast-path comparison's control: the TL model's memory perturbed (.metrics.perturb_memory)
         control["tl_logit_diff"] = readout["max_logit_diff_perturbed_vs_fast"]
         results["configs"][name]["control"] = control
-    results["a_star"] = results["configs"]["A"].get("a_star")
+    a = results["configs"]["A"]
+    results["a_star"] = a["a_star"] if isinstance(a, dict) else None
     return results
 
 
@@ -668,12 +660,12 @@ def _affine_measures(cfg: SampleComplexity, ra: list[dict], r3: list[dict]) -> d
         "affine_N_star": n_star,
         "affine_N8_accuracy": min(at8.values())  # type: ignore[type-var]
         if 8 in cfg.N
-        else not_applicable(f"N = 8 is not among this preset's sample sizes {list(cfg.N)}"),
+        else NotApplicable(not_applicable=f"N = 8 is not among this preset's sample sizes {list(cfg.N)}"),
         "affine_N8_accuracy_spread": spread(d[8] for d in curve.values()) if 8 in cfg.N else None,
         "affine_triplet_growth": nm[-1] / nm[0],
         "affine_Nstar_ratio": n_star[max(n_star)] / n_star[min(n_star)]  # type: ignore[operator]
         if reached
-        else not_run(f"accuracy 0.99 not reached for some n: N* = {n_star}"),
+        else NotRun(not_run=f"accuracy 0.99 not reached for some n: N* = {n_star}"),
         "second_step_all_cells": min(r["acc_answer_teacher_forced"] for r in ra + r3),
         "second_step_all_cells_spread": spread(r["acc_answer_teacher_forced"] for r in ra + r3),
     }
@@ -714,10 +706,12 @@ def _full_measures(cfg: SampleComplexity, rf: list[dict]) -> dict[str, Any]:
         "full_fit": fit,
         "full_mode_Nstar_growth": fit["slope_loglog_n"]
         if fit is not None
-        else not_run(f"N* reached for fewer than 2 values of n: {f_star}"),
+        else NotRun(not_run=f"N* reached for fewer than 2 values of n: {f_star}"),
         "full_top_N": top,
         "full_second_step_at_top": at_top,
-        "full_mode_second_step": min(at_top.values()) if rf else not_applicable("no full-mode cells in this preset"),
+        "full_mode_second_step": min(at_top.values())
+        if rf
+        else NotApplicable(not_applicable="no full-mode cells in this preset"),
         "full_mode_second_step_spread": spread(at_top.values()) if rf else None,
     }
 
@@ -756,8 +750,8 @@ def sample_complexity_run(cfg: SampleComplexity, seed: int, sweep: Sweep) -> tup
     if cfg.fig3 is not None and split["fig3"]:
         results.update(_fig3_measures(cfg.fig3, split["fig3"], seed))
     else:
-        results["fig3_N8_at_ceiling"] = not_applicable(
-            "the Fig 3 sweep of random relations runs at --preset paper only"
+        results["fig3_N8_at_ceiling"] = NotApplicable(
+            not_applicable="the Fig 3 sweep of random relations runs at --preset paper only"
         )
     return results, split
 
@@ -837,7 +831,7 @@ def algorithm1_run(bases: Sequence[Cell], seeds: Sequence[int], sweep: Sweep, si
         results[f"n{n}"] = (
             _algorithm1_measures(base, [r for r in rows if r["n"] == n], [r for r in init if r["n"] == n])
             if base is not None
-            else not_applicable(f"Algorithm 1 with n = {n} runs at --preset paper only")
+            else NotApplicable(not_applicable=f"Algorithm 1 with n = {n} runs at --preset paper only")
         )
     return results
 
@@ -986,16 +980,17 @@ def _panel_summary(cfg: PretrainedMLP, seeds: Sequence[int], runs: Sequence[dict
         "subject_subject_cross_terms": statistics.mean(r["cross_terms"]["subject_subject"] for r in runs),
         "cancelled": _cancelled_summary(runs)
         if cfg.cancel_cross_terms
-        else not_applicable("this panel runs no cross-term cancellation"),
+        else NotApplicable(not_applicable="this panel runs no cross-term cancellation"),
     }
 
 
 def pretrained_mlp_run(cfg: PretrainedMLP, seeds: Sequence[int], out: Path, progress: bool = False) -> dict:
     """Fig 4 over ``seeds``: the left panel's numbers at the top level, the right panel's (3-ICL) under ``right``
-    (``{"not_applicable": why}`` where the preset has none); each finished seed is kept (a rerun resumes)."""
+    (:class:`~mechrecall.typed.NotApplicable` where the preset has none); each finished seed is kept (a rerun
+    resumes)."""
     results = _panel_summary(cfg, seeds, _panel_runs(cfg, seeds, out, "", progress))
     if cfg.right is None:
-        results["right"] = not_applicable("this preset runs Fig 4's left panel only")
+        results["right"] = NotApplicable(not_applicable="this preset runs Fig 4's left panel only")
     else:
         right = cfg.right
         results["right"] = _panel_summary(right, seeds, _panel_runs(right, seeds, out, "right_", progress))

@@ -14,6 +14,8 @@ runs          training (``train_disentangled``, ``train_standard``) and one ``ru
 metrics       emergence times (Definitions 1-3), the 19 pseudo-parameters and Theorem 1's orbit check, the exact
               checks, the circuits' scores and Fig 2's contrasts
 pretrained    the Pythia extension: head-role scores across checkpoints and when the top heads emerge
+results       one typed results model per part (``DemoResults``, ..., ``PythiaResults``): what the claims read (no
+              torch)
 claims        ``CLAIMS``: the declarative claims table (no torch)
 figures       Figs 2-17, the demo's and the Pythia figures
 parts         the experiment's parts (glue: context -> runs -> ``PartResult``) and the option checks
@@ -36,9 +38,22 @@ if TYPE_CHECKING:  # each module is imported on first use (``paper.parts``): an 
         parts,
         presets,
         pretrained,
+        results,
         runs,
         theory,
     )
 
 __getattr__, __dir__ = lazy_imports(__name__)
-__all__ = ["claims", "data", "figures", "metrics", "models", "parts", "presets", "pretrained", "runs", "theory"]
+__all__ = [
+    "claims",
+    "data",
+    "figures",
+    "metrics",
+    "models",
+    "parts",
+    "presets",
+    "pretrained",
+    "results",
+    "runs",
+    "theory",
+]

@@ -11,16 +11,21 @@
 - ``sgd_scaling``: full training (not the ODE) at 3 values of N, several seeds: t_ICL vs N.
 - ``pythia``: beyond the paper, head-role scores across Pythia checkpoints (``pretrained``).
 
+Each part hands back its typed results (``results``: one model per part, validated from the runs' dictionaries);
+its figures are drawn from those dictionaries.
+
 The options are checked before any work by :func:`check` (the ranges by the protocol, from the entry module).
 """
 
 from __future__ import annotations
 
 from analyses.papers.induction_heads import figures, runs
+from analyses.papers.induction_heads import results as R
 from analyses.papers.induction_heads.metrics import INDUCTION_PARAMS, check_names, check_thresholds
 from analyses.papers.induction_heads.presets import PRESETS, InductionPreset
 from mechrecall.errors import UsageError
 from mechrecall.experiment import Context, PartResult
+from mechrecall.typed import NotRun, read_results
 
 NAMES = INDUCTION_PARAMS  # alpha3, beta2, gamma3
 
@@ -125,7 +130,7 @@ def part_demo(ctx: Context) -> PartResult:
         f"{final['attention.L0_previous_token']:.2f}, L1 induction attention {final['attention.L1_induction']:.2f}"
     )
     footer = f"{c.steps} steps, d_model {c.d_model}, vocabulary {c.d_vocab}"
-    return PartResult(trained.results, figures.demo_figures(trained), footer=footer)
+    return PartResult(read_results(R.DemoResults, trained.results), figures.demo_figures(trained), footer=footer)
 
 
 def part_exact(ctx: Context) -> PartResult:
@@ -135,7 +140,7 @@ def part_exact(ctx: Context) -> PartResult:
         f"closed form {r['max_closed_form_gap']:.1e}, TL vs reference {r['max_tl_gap']:.1e}, "
         f"orbit residual {r['max_orbit_residual']:.1e}"
     )
-    return PartResult(r)
+    return PartResult(read_results(R.ExactResults, r))
 
 
 def part_ode(ctx: Context) -> PartResult:
@@ -145,7 +150,7 @@ def part_ode(ctx: Context) -> PartResult:
     fit_ns = list(ns[-3:]) if "ode_ns" in ctx.overrides else [n for n in p.ode_fit_ns if n in ns]
     r = runs.run_ode(ns, fit_ns, thresholds_of(ctx))
     ctx.say(f"t_ICL exponent {r['exponent_t_icl']:.3f} on N={fit_ns}; order γ<β<α: {r['order_gamma_beta_alpha']}")
-    return PartResult(r, figures.ode_figures(r))
+    return PartResult(read_results(R.OdeResults, r), figures.ode_figures(r))
 
 
 def part_disentangled(ctx: Context) -> PartResult:
@@ -160,14 +165,14 @@ def part_disentangled(ctx: Context) -> PartResult:
         f"loss {s['first_loss']:.3f} -> {s['final_loss']:.3f}; top 3 {s['top3']}; "
         f"only-run loss {s['final_loss_only']:.3f}"
     )
-    return PartResult(trained.results, figures.disentangled_figures(plan, trained))
+    return PartResult(read_results(R.DisentangledResults, trained.results), figures.disentangled_figures(plan, trained))
 
 
 def part_weights(ctx: Context) -> PartResult:
     """Figs 6–14: the weights after a few numbers of SGD steps (D = 16, lr 1, B = 512, App. C)."""
     p = params(ctx)
     trained = runs.run_weights(p, ctx.seed, ctx.run_dir, device=ctx.device, progress=ctx.progress)
-    return PartResult(trained.results, figures.weights_figures(p, trained))
+    return PartResult(read_results(R.WeightsResults, trained.results), figures.weights_figures(p, trained))
 
 
 def part_standard(ctx: Context) -> PartResult:
@@ -188,7 +193,7 @@ def part_standard(ctx: Context) -> PartResult:
         f"test NLL {final['test_loss']:.3f}, query->label attention {final['L1_query_to_label']:.2f}, "
         f"prev-token L0 {roles['L0_previous_token']:.2f}, induction L1 {roles['L1_induction']:.2f}"
     )
-    return PartResult(trained.results, figures.standard_figures(trained))
+    return PartResult(read_results(R.StandardResults, trained.results), figures.standard_figures(trained))
 
 
 def part_sgd_scaling(ctx: Context) -> PartResult:
@@ -201,7 +206,7 @@ def part_sgd_scaling(ctx: Context) -> PartResult:
         f"full-training exponents {[f'{k:.2f}' for k in r['exponents']['full']]}, App. F protocol "
         f"{[f'{k:.2f}' for k in r['exponents']['appendixF_span']]}, ODE {r['ode_exponent_same_ns']:.2f}"
     )
-    return PartResult(r, {"fig5_full_training.png": figures.sgd_scaling_figure(r)})
+    return PartResult(read_results(R.SgdScalingResults, r), {"fig5_full_training.png": figures.sgd_scaling_figure(r)})
 
 
 def part_pythia(ctx: Context) -> PartResult:
@@ -211,10 +216,10 @@ def part_pythia(ctx: Context) -> PartResult:
     model = ctx.options.get("model") or DEFAULT_MODEL
     threshold = pythia_threshold_of(ctx)
     r = run_pythia(model, checkpoints_of(ctx), threshold, seed=ctx.seed, device=ctx.device, progress=ctx.progress)
-    if "not_run" in r:
-        ctx.say(f"pythia: not run ({r['not_run']})")
+    if isinstance(r, NotRun):
+        ctx.say(f"pythia: not run ({r.why})")
         return PartResult(r)
     ind, prev = r["top_induction"], r["top_previous_token"]
     t_ind, t_prev = r["emergence_step"][ind], r["emergence_step"][prev]
     ctx.say(f"{ind} emerges at step {t_ind}, {prev} at step {t_prev} (threshold {threshold})")
-    return PartResult(r, {"pythia_head_roles_vs_step.png": figures.pythia_figure(r)})
+    return PartResult(read_results(R.PythiaResults, r), {"pythia_head_roles_vs_step.png": figures.pythia_figure(r)})

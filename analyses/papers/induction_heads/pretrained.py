@@ -6,8 +6,8 @@ folder with ``step{N}/`` subfolders), ``analyses.heads.head_roles`` scores every
 previous-token and induction roles (attention on repeated random tokens); the top heads of the last
 checkpoint are then followed back through training, and the *same* estimator as for the toy runs
 (``metrics.emergence_times``: first step at which a score reaches ``--pythia-threshold``) says when
-they formed. Without weights here (no hub, no local mirror) the results say ``not_run`` with the reason (the claims then
-read ``not run``).
+they formed. Without weights here (no hub, no local mirror) the results are a ``NotRun`` marker with the reason (the
+claims then read ``not run``).
 
 The weight-based analyses (Fig 2's [E, P, OV·E, OV·P] matrices) do not apply to Pythia: it has rotary
 positions (no ``W_pos``), LayerNorm and MLPs, so only the activation-based scores are used here.
@@ -22,6 +22,7 @@ import pretrained
 from analyses.heads import head_roles
 from analyses.papers.induction_heads.metrics import emergence_times
 from mechrecall._tl import HookedTransformer
+from mechrecall.typed import NotRun
 
 DEFAULT_MODEL = "EleutherAI/pythia-70m"
 #: Log-spaced Pythia steps (all exist on the hub as revisions ``step{N}``).
@@ -77,16 +78,17 @@ def run_pythia(
     seed: int = 0,
     device: str | None = None,
     progress: bool = False,
-) -> dict[str, Any]:
+) -> dict[str, Any] | NotRun:
     """The part's results: scores per checkpoint, the top heads of the last one followed back through training,
-    their emergence steps; ``{"not_run": "no weights: ..."}`` where the checkpoints cannot be loaded."""
+    their emergence steps; :class:`~mechrecall.typed.NotRun` (``{"not_run": "no weights: ...", "model": ...,
+    "threshold": ...}``) where the checkpoints cannot be loaded."""
     from pretrained.mini import measured_on
 
     head = {"model": model_name, "measured_on": measured_on(model_name), "checkpoints": steps, "threshold": threshold}
     try:
         grids, weight_based = checkpoint_scores(model_name, steps, seed=seed, device=device, progress=progress)
     except pretrained.PretrainedNotAvailableError as exc:
-        return {**head, "not_run": pretrained.no_weights(exc)}
+        return NotRun.model_validate({**head, "not_run": pretrained.no_weights(exc)})
     last = grids[steps[-1]]
     tops = {}
     for role in ROLES:

@@ -70,6 +70,7 @@ from mechrecall.checkpoint import load_model
 from mechrecall.controls import untrained_controls
 from mechrecall.sequences import induction_batch
 from mechrecall.trainer import TrainConfig, TrainResult, latest_checkpoint, train
+from mechrecall.typed import NotRun
 
 
 @dataclass(frozen=True)
@@ -732,7 +733,7 @@ def sgd_scaling_summary(
     span = [r for r in rows if r["variant"] == "appendixF_span"]
     full_rows = [r for r in rows if r["variant"] == "full"]
     full_k = exps["full"]
-    not_reached = {"not_run": "t_ICL was not reached within 4x the ODE's time for some N"}
+    not_reached = NotRun(not_run="t_ICL was not reached within 4x the ODE's time for some N")
     return {
         "dim": p.sgd_dim,
         "batch_size": p.sgd_batch_size,
