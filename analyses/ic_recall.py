@@ -49,6 +49,7 @@ EXPERIMENT = Experiment(
             minutes={"smoke": 3.7},
             results=lambda: paper.results.SampleComplexityResults,
             tasks=lambda ctx: paper.parts.cell_tasks(ctx),
+            trials=True,  # its own trial seeds (5 at smoke) × 36 cells: run once in a multi-seed report
         ),
         Part(
             "algorithm1",

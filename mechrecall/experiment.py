@@ -73,7 +73,9 @@ class Part:
     (``quick``, ``smoke``, ``paper``) whose plan runs it. ``minutes``: its rough cost on one core per preset (the
     report starts the longest jobs first). ``tasks``: the independent units of its work (a sweep's cells) as
     :class:`PartTask` s, which the report runs as jobs of its executor before the part (that then finds them done);
-    a part runs them itself when run alone. ``results``: the part's typed results model
+    a part runs them itself when run alone. ``trials``: the part spreads its numbers over trial seeds of its own
+    (which ``--seed`` shifts, so each is still seeded): a multi-seed run runs it once, at its first seed, and its
+    claims show those trials (a sweep of cells × trial seeds, too costly to repeat per seed). ``results``: the part's typed results model
     (:class:`mechrecall.typed.Results`; an entry module passes ``lambda: paper.results.WorldG`` so nothing is
     imported before the part runs): what the part hands back is validated as it, stored with its schema, and
     validated again when ``results.json`` is read back (:meth:`Experiment.load`)."""
@@ -87,6 +89,7 @@ class Part:
     reports: tuple[str, ...] = ("smoke", "paper")
     minutes: Mapping[str, float] = field(default_factory=dict)
     tasks: Callable[[Context[Any]], Sequence[PartTask]] | None = None
+    trials: bool = False
 
     def cost(self, preset: str) -> float:
         """Rough minutes on one core at ``preset`` (1 where undeclared)."""
@@ -398,9 +401,14 @@ class Experiment:
 
     def seed_runs(self, seeds: Sequence[int], parts: Sequence[str]) -> list[tuple[int, tuple[str, ...]]]:
         """``(seed, parts)`` for each run of a multi-seed job: every seed runs the seeded ``parts``; the parts that
-        do not depend on the seed run once, at seed 0 (added first when 0 is not among ``seeds``)."""
+        do not depend on the seed run once, at seed 0 (added first when 0 is not among ``seeds``); a part that
+        spreads its numbers over its own trial seeds (``Part.trials``) runs once, at the first of ``seeds``."""
         exact = {p.name for p in self.parts if not p.seeded}
-        runs = [(s, tuple(p for p in parts if p not in exact or s == 0)) for s in seeds]
+        trials = {p.name for p in self.parts if p.trials}
+        runs = [
+            (s, tuple(p for p in parts if (p not in exact or s == 0) and (p not in trials or s == seeds[0])))
+            for s in seeds
+        ]
         once = tuple(p for p in parts if p in exact)
         if once and 0 not in seeds:
             runs.insert(0, (0, once))

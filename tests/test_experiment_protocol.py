@@ -589,6 +589,27 @@ def test_several_seeds_run_each_to_its_folder_and_the_exact_part_once(tmp_path):
     assert CALLS == []
 
 
+def test_a_part_with_its_own_trial_seeds_runs_once_at_the_first_seed():
+    sweep = Experiment(
+        name="trials",
+        paper="p",
+        summary="s",
+        parts=(
+            Part("trained", _part("trained", 1.0), "seeded"),
+            Part("exact", _part("exact", 3.0), "exact", seeded=False),
+            Part("sweep", _part("sweep", 1.0), "cells x its own trial seeds", trials=True),
+        ),
+        preset_table=PRESETS,
+    )
+    assert sweep.seed_runs((2, 3, 4), ["trained", "exact", "sweep"]) == [
+        (0, ("exact",)),
+        (2, ("trained", "sweep")),
+        (3, ("trained",)),
+        (4, ("trained",)),
+    ]
+    assert sweep.seed_runs((3,), ["sweep"]) == [(3, ("sweep",))]
+
+
 def test_a_failing_seed_is_recorded_and_the_others_go_on(tmp_path):
     run = SEEDED.run_seeds(tmp_path, (0, 1), preset="smoke", parts=["trained"], options={"fail": "trained"})
     assert run["failed"] and run["claims"] == []
