@@ -574,7 +574,8 @@ _FIG4_CONTROLS = {
     "pair_score": _BEFORE,
     "within_pair": "the same score on the crossed pairs (s_i with a_{i+1}, cyclically) of the fine-tuned model: "
     "equal weights within the true pairs only",
-    "across_pairs": _BEFORE,
+    "across_pairs": "the same score on the crossed pairs (s_i with a_{i+1}, cyclically) of the fine-tuned model: "
+    "different across the true pairs only (two pairs weighted w₁, w₂ give crossed pairs of w₁ + w₂ each)",
     "eos_in_second_step": _BEFORE,
     "first_step_vs_ceiling": "the fine-tuned attention with the untrained MLP (the pretrained memory removed)",
 }

@@ -317,8 +317,9 @@ def crossed_roles(k: int) -> Int[torch.Tensor, " pos"]:
 
 def pretrained_mlp_pattern(model: torch.nn.Module, task: ICRecallTask, test: ICRecallData) -> dict[str, Any]:
     """Fig 4's readings on the first 2048 test prompts: mean attention from EoS (v) and from r* (q), the
-    pair scores (means; ``score`` the generic pairwise score), the within-pair score of the crossed pairs
-    (:func:`crossed_roles`; ``within_crossed``) and the share of prompts whose pattern is pairwise."""
+    pair scores (means; ``score`` the generic pairwise score), the within- and across-pair scores of the crossed
+    pairs (:func:`crossed_roles`; ``within_crossed``, ``across_crossed``: the claims' controls) and the share of
+    prompts whose pattern is pairwise."""
     k = task.k
     pat = attention_patterns(model, test.subset(slice(0, 2048)).tokens)[0, :, 0]
     v = pat[:, task.relation_pos, : 2 * k + 2].double()
@@ -329,6 +330,7 @@ def pretrained_mlp_pattern(model: torch.nn.Module, task: ICRecallTask, test: ICR
         "q_mean": pat[:, task.answer_pos, : 2 * k + 3].double().mean(0).tolist(),
         "within": float(stats.within.mean()),
         "within_crossed": float(crossed.within.mean()),
+        "across_crossed": float(crossed.across.mean()),
         "across": float(stats.across.mean()),
         "rest": float(stats.rest.mean()),
         "score": float(stats.score.mean()),

@@ -294,6 +294,8 @@ class Fig4Panel(Fig4Measures):
 class PretrainedMLPResults(Fig4Panel, Results):
     """pretrained_mlp (Fig 4, §5): the left panel (2-ICL) at the top level, the right panel (3-ICL) under ``right``."""
 
+    schema_version = 2  # 2: control.across_pairs is the crossed pairs' score (1: the model as fine-tuning starts)
+
     right: Maybe[Fig4Panel]
 
 

@@ -918,13 +918,14 @@ def _eos_extra(q: Sequence[float]) -> float:
 
 def _pretrained_mlp_controls(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """The claims' controls (means over seeds): recall of the untrained model (step 0 of pretraining); the pattern
-    as fine-tuning starts (pretrained W^KQ and MLP, step 0 of fine-tuning); the within-pair score of the crossed
-    pairs after fine-tuning; the fine-tuned attention with the untrained MLP (the memory removed)."""
+    as fine-tuning starts (pretrained W^KQ and MLP, step 0 of fine-tuning); the within- and across-pair scores of
+    the crossed pairs after fine-tuning (a pattern of the true pairs is equal within them and different across
+    them, and neither on the crossed ones); the fine-tuned attention with the untrained MLP (the memory removed)."""
     controls, mean = [r["control"] for r in runs], statistics.mean
     return {
         "pretrain_recall": mean(c["untrained_recall"] for c in controls),
         "within_pair": mean(r["within_crossed"] for r in runs),
-        "across_pairs": mean(c["before_finetuning"]["across"] for c in controls),
+        "across_pairs": mean(r["across_crossed"] for r in runs),
         "pair_score": mean(c["before_finetuning"]["score"] for c in controls),
         "eos_in_second_step": mean(_eos_extra(c["before_finetuning"]["q_mean"]) for c in controls),
         "first_step_vs_ceiling": mean(c["untrained_memory"]["acc_relation_exact"] for c in controls)
