@@ -705,8 +705,10 @@ def test_a_stored_micro_run_reads_back_typed_and_a_bad_field_is_named(tmp_path):
     assert isinstance(mlp.cancelled, R.CancelledCrossTerms) and isinstance(mlp.right.cancelled, NotApplicable)
     assert (mlp.settings.k, mlp.right.settings.k, mlp.right.settings.m) == (2, 3, 8)
     stored = run["parts"]["pretrained_mlp"]
-    assert stored["results_schema"] == "PretrainedMLPResults/1"
+    assert stored["results_schema"] == "PretrainedMLPResults/2"  # 2: the across-pair control is the crossed pairs'
     rows = {r["id"]: r for r in stored["claims"]}
+    crossed = [r["across_crossed"] for r in stored["results"]["runs"]]
+    assert rows["ic_recall.pretrained_mlp.across_pairs"]["control"] == pytest.approx(sum(crossed) / len(crossed))
     assert rows["ic_recall.pretrained_mlp.right_within_pair"]["ours"] == mlp.right.within_pair
     assert rows["ic_recall.pretrained_mlp.cancelled_cross_terms"]["control"] == mlp.cancelled.uncancelled
     assert isinstance(typed["pretrained"], NotRun) and typed["pretrained"].to_json()["model"] == "pythia-14m"
@@ -719,6 +721,12 @@ def test_a_stored_micro_run_reads_back_typed_and_a_bad_field_is_named(tmp_path):
     with pytest.raises(ResultsError, match=r"^PretrainedMLPResults: control\.within_pair: Field required") as err:
         entry.EXPERIMENT.load(tmp_path)
     assert "\n" not in str(err.value)
+    control["within_pair"] = control.pop("within_pairs")
+    right = payload["parts"]["pretrained_mlp"]["results"]["right"]["control"]
+    right["across_pair"] = right.pop("across_pairs")  # misspelt inside a panel that may be a marker (Maybe[...])
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ResultsError, match=r"^PretrainedMLPResults: right\.control\.across_pairs: Field required"):
+        entry.EXPERIMENT.load(tmp_path)
     payload["parts"]["pretrained_mlp"]["results_schema"] = "PretrainedMLPResults/0"  # another schema version
     path.write_text(json.dumps(payload))
     with pytest.raises(ResultsError, match="schema 'PretrainedMLPResults/0'"):
