@@ -75,10 +75,11 @@ class Part:
     :class:`PartTask` s, which the report runs as jobs of its executor before the part (that then finds them done);
     a part runs them itself when run alone. ``trials``: the part spreads its numbers over trial seeds of its own
     (which ``--seed`` shifts, so each is still seeded): a multi-seed run runs it once, at its first seed, and its
-    claims show those trials (a sweep of cells × trial seeds, too costly to repeat per seed). ``results``: the part's typed results model
-    (:class:`mechrecall.typed.Results`; an entry module passes ``lambda: paper.results.WorldG`` so nothing is
-    imported before the part runs): what the part hands back is validated as it, stored with its schema, and
-    validated again when ``results.json`` is read back (:meth:`Experiment.load`)."""
+    claims show those trials (a sweep of cells × trial seeds, too costly to repeat per seed). ``results``: the
+    part's typed results model (:class:`mechrecall.typed.Results`; an entry module passes
+    ``lambda: paper.results.WorldG`` so nothing is imported before the part runs): what the part hands back is
+    validated as it, stored with its schema, and validated again when ``results.json`` is read back
+    (:meth:`Experiment.load`)."""
 
     name: str
     run: Callable[[Context[Any]], PartResult]
