@@ -709,18 +709,19 @@ def test_mypy_fails_on_a_misspelt_part_reference(tmp_path):
         "from analyses.papers import ic_recall as paper\nfrom mechrecall.experiment import Part\n\n"
         'PART = Part("exact", lambda ctx: paper.parts.part_exact(ctx), "h")\n'
     )
-    (tmp_path / "good_entry.py").write_text(good)
-    (tmp_path / "bad_entry.py").write_text(good.replace("part_exact(", "part_exactt("))
+    errors, out = _mypy_errors(tmp_path, "entry", good, good.replace("part_exact(", "part_exactt("))
+    assert len(errors) == 1 and "bad_entry.py:4" in errors[0] and '"part_exactt"' in errors[0], out
+
+
+def _mypy_errors(tmp_path: Path, name: str, good: str, bad: str) -> tuple[list[str], str]:
+    """mypy's error lines over ``good_<name>.py`` and ``bad_<name>.py`` (the repository's config and cache), and its
+    whole output."""
+    paths = [tmp_path / f"good_{name}.py", tmp_path / f"bad_{name}.py"]
+    for path, source in zip(paths, (good, bad), strict=True):
+        path.write_text(source)
     mypy = [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "--cache-dir", ".mypy_cache"]
-    done = subprocess.run(
-        [*mypy, str(tmp_path / "good_entry.py"), str(tmp_path / "bad_entry.py")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and "bad_entry.py:4" in errors[0] and '"part_exactt"' in errors[0], done.stdout
+    done = subprocess.run([*mypy, *map(str, paths)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return [line for line in done.stdout.splitlines() if ": error:" in line], done.stdout
 
 
 TYPED_TABLE = """
@@ -749,15 +750,6 @@ def test_mypy_fails_on_a_misspelt_result_field(tmp_path):
     (a slash-path string failed only when the part ran), while a read through a field that may hold a marker
     (``Maybe[...]``) type-checks."""
     pytest.importorskip("mypy")
-    (tmp_path / "good_claims.py").write_text(TYPED_TABLE)
-    (tmp_path / "bad_claims.py").write_text(TYPED_TABLE.replace("r.final.accuracy", "r.final.acuracy"))
-    mypy = [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "--cache-dir", ".mypy_cache"]
-    done = subprocess.run(
-        [*mypy, str(tmp_path / "good_claims.py"), str(tmp_path / "bad_claims.py")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and "bad_claims.py:16" in errors[0] and '"acuracy"' in errors[0], done.stdout
+    bad = TYPED_TABLE.replace("r.final.accuracy", "r.final.acuracy")
+    errors, out = _mypy_errors(tmp_path, "claims", TYPED_TABLE, bad)
+    assert len(errors) == 1 and "bad_claims.py:16" in errors[0] and '"acuracy"' in errors[0], out
