@@ -2,10 +2,10 @@
 
 One intervention is ``(layer, matrix, rho)``: matrix ``(layer, matrix)`` (see ``hooks.weights`` for the
 names and their HF/LASER equivalents) replaced by its best rank-``floor(rho * min(m, n))``
-approximation, from an exact SVD; ``rho = 0`` zeroes it. ``laser_sweep`` evaluates a user metric over
-layers x matrices x rhos, computing **one SVD per matrix** and restoring the weights bit-exact after
-every evaluation (also when the metric raises). The single-intervention context manager is
-``hooks.low_rank``.
+approximation, from an SVD exact to float64 rounding (``hooks.weights.svd``); ``rho = 0`` zeroes it.
+``laser_sweep`` evaluates a user metric over layers x matrices x rhos, computing **one SVD per matrix** and
+restoring the weights bit-exact after every evaluation (also when the metric raises). The single-intervention
+context manager is ``hooks.low_rank``.
 """
 
 from __future__ import annotations

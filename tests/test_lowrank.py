@@ -46,6 +46,61 @@ def test_truncate_equals_an_independent_svd(without_shape_checks):
         truncate(torch.zeros(2, 3, 4), 0.5)
 
 
+def _with_spectrum(S: np.ndarray, m: int, n: int, seed: int) -> torch.Tensor:
+    """``U diag(S) Vᵀ`` with Haar-random orthonormal ``U [m, r]``, ``V [n, r]`` (``r = len(S)``)."""
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((m, len(S))))
+    V, _ = np.linalg.qr(rng.standard_normal((n, len(S))))
+    return torch.from_numpy((U * S) @ V.T)
+
+
+def _gram_cases() -> dict[str, tuple[torch.Tensor, list[int]]]:
+    """Matrices and the ranks ``k`` at which a truncation of each is unique (a gap at ``k``)."""
+    g = torch.Generator().manual_seed(0)
+    decades = np.logspace(0, -6, 80)  # a spectrum over six decades
+    decades[40] = decades[41]  # a repeated singular value (the truncation is not unique at k = 41 only)
+    deficient = np.concatenate([np.linspace(3.0, 1.0, 10), np.zeros(54)])  # rank 10 of 64
+    return {
+        "gaussian wide": (torch.randn(96, 400, generator=g, dtype=torch.float64), [0, 1, 5, 48, 95, 96]),
+        "gaussian tall": (torch.randn(400, 96, generator=g, dtype=torch.float64), [1, 20, 96]),
+        "six decades": (_with_spectrum(decades, 80, 300, seed=1), [1, 10, 40, 42, 70, 80]),
+        "rank 10 of 64": (_with_spectrum(deficient, 64, 200, seed=2), [3, 10, 30, 64]),
+    }
+
+
+@pytest.mark.parametrize("case", list(_gram_cases()))
+def test_gram_svd_equals_lapacks_where_a_truncation_reads_it(case):
+    W, ranks = _gram_cases()[case]
+    U, S, Vh = weights_module.gram_svd(W)
+    S_np = np.linalg.svd(W.numpy(), compute_uv=False)
+    scale = float(S_np[0])
+    np.testing.assert_allclose(S.numpy(), S_np, rtol=0, atol=1e-12 * scale)
+    assert torch.all(S[:-1] >= S[1:])
+    torch.testing.assert_close(U.mT @ U, torch.eye(U.shape[1], dtype=U.dtype), rtol=0, atol=1e-10)
+    kept = scale * 1e-3 < S  # Vh's rows are orthonormal to eps · σ₁² / (σ_i σ_j) (gram_svd's docstring)
+    torch.testing.assert_close(Vh[kept] @ Vh[kept].mT, torch.eye(int(kept.sum()), dtype=W.dtype), rtol=0, atol=1e-9)
+    factors = weights_module.SVD(U, S, Vh)
+    for k in ranks:
+        torch.testing.assert_close(
+            weights_module.from_svd(factors, k, W), _np_truncate(W, k), rtol=0, atol=1e-10 * scale
+        )
+
+
+def test_svd_takes_the_gram_route_for_a_models_matrices_in_float64(monkeypatch):
+    routed = []
+    real = weights_module.gram_svd
+    monkeypatch.setattr(weights_module, "gram_svd", lambda W: routed.append(tuple(W.shape)) or real(W))
+    g = torch.Generator().manual_seed(0)
+    big, small = torch.randn(512, 700, generator=g), torch.randn(96, 700, generator=g)
+    weights_module.svd(big)
+    weights_module.svd(small)
+    weights_module.svd(big, torch.float32)  # squaring the condition number in float32: LAPACK
+    weights_module.svd(small, method="gram")
+    assert routed == [(512, 700), (96, 700)]
+    with pytest.raises(ValueError, match="method='eig'; expected 'auto', 'lapack' or 'gram'"):
+        weights_module.svd(small, method="eig")
+
+
 def _attn_matrix_by_concatenation(model, layer, kind):
     """The 2-D attention matrix built head by head with torch.cat (independent of einops)."""
     attn = model.blocks[layer].attn
