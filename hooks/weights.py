@@ -73,7 +73,8 @@ def svd(W: Float[torch.Tensor, "m n"], dtype: torch.dtype = torch.float64, *, me
     """Thin SVD of ``W`` computed in ``dtype`` (float64 by default), singular values in descending order.
 
     ``method="lapack"``: ``torch.linalg.svd``. ``method="gram"``: :func:`gram_svd`, about four times faster on a
-    Pythia-1B ``W_in`` (2048 x 8192; ``benchmarks/bench_analyses.py``) and equal to LAPACK's to float64 rounding where a truncation reads it.
+    Pythia-1B ``W_in`` (2048 x 8192; ``benchmarks/bench_analyses.py``) and equal to LAPACK's to float64 rounding
+    where a truncation reads it.
     ``"auto"``: ``"gram"`` in float64 when ``min(m, n) >= GRAM_MIN``, else ``"lapack"`` (the Gram matrix squares
     the condition number, which float32 cannot afford).
     """
