@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import einops
 import torch
@@ -69,7 +69,12 @@ def rank_for(rho: float, shape: tuple[int, ...]) -> int:
 GRAM_MIN = 512
 
 
-def svd(W: Float[torch.Tensor, "m n"], dtype: torch.dtype = torch.float64, *, method: str = "auto") -> SVD:
+def svd(
+    W: Float[torch.Tensor, "m n"],
+    dtype: torch.dtype = torch.float64,
+    *,
+    method: Literal["auto", "lapack", "gram"] = "auto",
+) -> SVD:
     """Thin SVD of ``W`` computed in ``dtype`` (float64 by default), singular values in descending order.
 
     ``method="lapack"``: ``torch.linalg.svd``. ``method="gram"``: :func:`gram_svd`, about four times faster on a
