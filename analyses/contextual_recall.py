@@ -67,6 +67,7 @@ EXPERIMENT = Experiment(
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.1},
             results=lambda: paper.results.PretrainedResults,
+            pretrained=True,
         ),
     ),
     options=(

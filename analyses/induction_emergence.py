@@ -86,6 +86,7 @@ EXPERIMENT = Experiment(
             "beyond the paper: head-role scores across Pythia checkpoints and "
             "when induction heads form (--model, --checkpoints)",
             results=lambda: paper.results.PythiaResults,
+            pretrained=True,
             reports=("quick", "smoke", "paper"),
             minutes={"smoke": 0.1},  # seconds without --model; on a mini series about a minute
         ),

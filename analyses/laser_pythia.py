@@ -20,6 +20,7 @@ PAPER = (
 EXPERIMENT = Experiment(
     name="laser_pythia",
     paper=PAPER,
+    threads=None,  # a real model's forwards and SVDs: every core by default
     summary="Truncating one late MLP matrix of a pretrained model to a tiny rank (LASER) removes the generic ' the' "
     "that feed-forward layers predict from distributional statistics and lets the in-context answer win "
     "(§4.1, App. C, I). Every truncation edits raw (unprocessed) weights and is undone bit-exact.",
@@ -31,6 +32,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.FactualResults,
             seeded=False,
             reports=("quick", "smoke", "paper"),
+            pretrained=True,
             minutes={"paper": 0.1},
         ),
         Part(
@@ -40,6 +42,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.Factual20Results,
             seeded=False,
             reports=("paper",),
+            pretrained=True,
         ),
         Part(
             "ioi",
@@ -47,6 +50,7 @@ EXPERIMENT = Experiment(
             "100 IOI prompts on Pythia-410M and 1B (Figs 5 left, 15)",
             results=lambda: paper.results.PythiaIOIResults,
             reports=("paper",),
+            pretrained=True,
         ),
         Part(
             "prepositions",
@@ -55,6 +59,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.PrepositionsResults,
             seeded=False,
             reports=("paper",),
+            pretrained=True,
         ),
         Part(
             "gpt2-ioi",
@@ -63,6 +68,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.GPT2IOIResults,
             seeded=False,
             reports=("paper",),
+            pretrained=True,
         ),
         Part(
             "sweep",
@@ -71,6 +77,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.SweepResults,
             seeded=False,
             reports=(),
+            pretrained=True,
         ),
     ),
     package=paper.__name__,

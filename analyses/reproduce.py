@@ -48,6 +48,16 @@ def parser() -> argparse.ArgumentParser:
         "quick and paper, 0-4 for smoke)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress display")
+    window = p.add_argument_group(
+        "a GPU window",
+        "with --budget: run the paper preset's longest parts that fit the budget, --lanes at once on --device, "
+        "chosen by the paper-scale ledger (docs/paper-scale.md); stop the rest at the deadline (resumable), and "
+        "write OUT/kept/ (finished results, to commit) and OUT/window/ (everything, to bring back)",
+    )
+    window.add_argument("--device", default="cpu", help="where every job runs: cpu, cuda, cuda:1 (default cpu)")
+    window.add_argument("--budget", default=None, metavar="TIME", help="the window's length: 12m, 600s, 1.5h")
+    window.add_argument("--lanes", type=int, default=3, help="jobs at once on the one device (default 3)")
+    window.add_argument("--threads", type=int, default=1, help="torch CPU threads per job (default 1)")
     add_executor_options(p)
     p.add_argument(
         "--readme-table", action="store_true", help="print the markdown claims table of OUT/report/ and exit"
@@ -193,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if min(seeds) < 0:
         print(f"{parser().prog}: error: --seed {args.seed}; expected an integer >= 0", file=sys.stderr)
         return 2
+    if args.budget is not None:
+        return gpu_window(args, seeds)
     try:
         report = reproduce(
             args.out,
@@ -223,6 +235,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     if failed:
         print(f"failed: {', '.join(failed)} (see their sections and {args.out}/report/logs/)", file=sys.stderr)
     return 1 if failed else 0
+
+
+def gpu_window(args: argparse.Namespace, seeds: Sequence[int]) -> int:
+    """``--budget``: one window's jobs, chosen by the ledger (:mod:`analyses.report.window`)."""
+    from pathlib import Path
+
+    from analyses.report import ledger, measured, window
+    from mechrecall.errors import UsageError
+
+    prog = parser().prog
+    try:
+        budget = window.parse_budget(args.budget)
+        if args.preset != "paper":
+            raise UsageError(f"--budget with --preset {args.preset}; expected --preset paper")
+        if len(seeds) != 1:
+            raise UsageError(f"--budget with seeds {list(seeds)}; expected one seed per window")
+        if args.lanes < 1 or args.threads < 1:
+            raise UsageError(f"--lanes {args.lanes} / --threads {args.threads}; expected >= 1")
+        from mechrecall.experiment import check_device
+
+        check_device(args.device)
+    except UsageError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    gpu = args.device != "cpu"
+    done = {p for r in measured.kept_runs() if r["preset"] == "paper" and (r["device"] != "cpu") == gpu
+            and seeds[0] in r["seeds"] for p in r["parts"]}
+    refs = [r for r in ledger.paper_parts() if r.kind == "train" and r.id not in done]
+    if args.only:
+        refs = [r for r in refs if r.id in args.only or r.experiment in args.only]
+    estimates = window.estimates_for(args.device, refs, ledger.load_probes())
+    picks = window.choose(estimates, budget, args.lanes)
+    for p in picks:
+        ends = "finishes" if p.finishes else "runs to the deadline (resumable)"
+        print(f"lane {p.lane}: {p.part} (est. {ledger.duration(p.seconds)}; {ends})")
+    outcome = window.run_window(args.out, picks, budget, args.device, seeds[0], args.threads)
+    for part, o in outcome.items():
+        print(f"{part}: {o['status']} after {ledger.duration(o['seconds'])}")
+    out = Path(args.out)
+    if any(o["status"] == "done" for o in outcome.values()):
+        print(f"kept {measured.keep(out / 'window', device=args.device, runs=out / 'kept')}")
+    print(f"bring back {out / 'kept'} (commit under analyses/measured/runs/) and {out / 'window'} (resumes)")
+    return 0 if all(o["status"] != "failed" for o in outcome.values()) else 1
 
 
 if __name__ == "__main__":

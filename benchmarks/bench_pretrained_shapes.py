@@ -69,9 +69,9 @@ def vocabulary() -> list[str]:
     return list(dict.fromkeys([*laser(), *facts(), *world()]))
 
 
-def command(part: str, shape: str, model: Path, out: Path) -> list[str]:
-    """The child's command line for one part on one checkpoint folder."""
-    args = [*PARTS[part], "--model", str(model), "--out", str(out), "--no-progress"]
+def command(part: str, shape: str, model: Path, out: Path, threads: int) -> list[str]:
+    """The child's command line for one part on one checkpoint folder, its torch on ``threads`` threads."""
+    args = [*PARTS[part], "--model", str(model), "--out", str(out), "--no-progress", "--threads", str(threads)]
     if part == "induction_pythia":  # a mirror of one step
         args[args.index("--model") + 1] = str(model.parent / f"{shape}-mirror")
     laser = PARTS[part][0] == "analyses.laser_pythia"
@@ -162,7 +162,7 @@ def rehearse(shapes: list[str], parts: list[str] | None, root: Path, threads: in
         size_gb = sum(f.stat().st_size for f in folder.glob("*.safetensors")) / 1e9
         for part in parts or PLAN[shape]:
             with tempfile.TemporaryDirectory() as out:
-                r = run_child(command(part, shape, folder, Path(out)), threads)
+                r = run_child(command(part, shape, folder, Path(out), threads), threads)
             r.update(shape=shape, part=part, params_m=n_params(shape) / 1e6, disk_gb=size_gb, write_s=write_s)
             r["load_avg"] = os.getloadavg()[0]
             rows.append(r)

@@ -75,7 +75,9 @@ class Part:
     :class:`PartTask` s, which the report runs as jobs of its executor before the part (that then finds them done);
     a part runs them itself when run alone. ``trials``: the part spreads its numbers over trial seeds of its own
     (which ``--seed`` shifts, so each is still seeded): a multi-seed run runs it once, at its first seed, and its
-    claims show those trials (a sweep of cells × trial seeds, too costly to repeat per seed). ``results``: the
+    claims show those trials (a sweep of cells × trial seeds, too costly to repeat per seed). ``pretrained``: it
+    reads a pretrained model (``--model``) rather than training a toy (the paper-scale ledger times it apart).
+    ``results``: the
     part's typed results model (:class:`mechrecall.typed.Results`; an entry module passes
     ``lambda: paper.results.WorldG`` so nothing is imported before the part runs): what the part hands back is
     validated as it, stored with its schema, and validated again when ``results.json`` is read back
@@ -91,6 +93,7 @@ class Part:
     minutes: Mapping[str, float] = field(default_factory=dict)
     tasks: Callable[[Context[Any]], Sequence[PartTask]] | None = None
     trials: bool = False
+    pretrained: bool = False  # it reads a pretrained model's weights (--model), not a toy it trains
 
     def cost(self, preset: str) -> float:
         """Rough minutes on one core at ``preset`` (1 where undeclared)."""
@@ -263,6 +266,7 @@ class Experiment:
     check: Callable[[Context[Any]], None] | None = None  # raises UsageError before any work
     default_out: str = "runs"
     epilog: str = ""
+    threads: int | None = 1  # --threads' default; None: every core (a real model's forwards, not a toy's steps)
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.parts]
@@ -326,8 +330,9 @@ class Experiment:
         parser.add_argument(
             "--threads",
             type=_positive_int,
-            default=1,
-            help="torch CPU threads (default %(default)s: fastest for small models)",
+            default=self.threads or os.cpu_count() or 1,
+            help="torch CPU threads (default %(default)s: "
+            + ("fastest for small models)" if self.threads else "this machine's cores, for a real model's forwards)"),
         )
         parser.add_argument("--no-progress", action="store_true", help="no progress display")
         parser.add_argument("--fresh", action="store_true", help=f"delete OUT/{self.name} first instead of resuming it")

@@ -48,6 +48,7 @@ from mechrecall.checkpoint import (
     save_checkpoint,
 )
 from mechrecall.errors import CheckpointError
+from mechrecall import probe as probing
 from mechrecall.io import atomic_write_json
 from mechrecall.progress import progress_bar
 from mechrecall.seeds import derive_seed
@@ -392,22 +393,41 @@ def train(
         return step in (0, cfg.steps) or step in cfg.eval_steps or bool(cfg.eval_every and step % cfg.eval_every == 0)
 
     # Validate the data against the loss before any update (also the shape checks of select_positions).
+    first_shape: tuple[int, ...] = ()
     if start < cfg.steps:
         with torch.no_grad():
-            compute_loss(batch_at(start))
+            first = batch_at(start)
+            first_shape = tuple(first.tokens.shape)
+            compute_loss(first)
 
+    probe = probing.active()  # MECHRECALL_PROBE: time a few steps only (mechrecall.probe)
+    began = probing.clock(device)
     if start == 0:
         run_evals(0)
+    eval_seconds = probing.clock(device) - began
+    stop = cfg.steps
+    if probe is not None:
+        key = probe.shape_key(model, first_shape, cfg.to_dict())
+        stop = probe.stop_at(start, cfg.steps, key)
     model.train()
     bar = progress_bar(total=cfg.steps, initial=start, enabled=cfg.progress, desc="train")
-    for step in range(start, cfg.steps):
+    for step in range(start, stop):
+        tick = probing.clock(device) if probe is not None else 0.0
         lr = optimizer.param_groups[0]["lr"]
         batch = batch_at(step)
         optimizer.zero_grad(set_to_none=True)
-        loss = compute_loss(batch)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"training loss is {loss.item()} at step {step}; lower the learning rate")
-        loss.backward()
+
+        def forward_backward() -> torch.Tensor:
+            loss = compute_loss(batch)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"training loss is {loss.item()} at step {step}; lower the learning rate")
+            loss.backward()
+            return loss
+
+        if probe is not None and step == start:
+            loss, probe.flops = probing.count_flops(forward_backward)
+        else:
+            loss = forward_backward()
         params = [p for g in optimizer.param_groups for p in g["params"]]
         if cfg.grad_clip is not None:
             grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
@@ -424,11 +444,22 @@ def train(
         bar.update(1)
         bar.set_postfix(loss=f"{history['train'][-1]['loss']:.4f}")
         done = step + 1
+        if probe is not None:
+            probe.step(probing.clock(device) - tick)
+            continue
         if should_eval(done):
             run_evals(done)
         if out is not None and cfg.checkpoint_every and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
             _write_checkpoint(out, model, optimizer, done, cfg, history)
     bar.close()
+    if probe is not None:
+        if out is not None and cfg.checkpoint_every:  # a part may read the run's last checkpoint
+            _write_checkpoint(out, model, optimizer, stop, cfg, history)
+        n_evals = len({s for s in range(start, cfg.steps + 1) if should_eval(s)}) if evals else 0
+        extra = {"spent": probing.clock(device) - began, "params": sum(p.numel() for p in model.parameters()),
+                 "batch": list(first_shape), "device": str(device), "threads": torch.get_num_threads()}
+        probe.write(out.name if out is not None else "train", key, cfg.steps, n_evals, eval_seconds, extra)
+        return TrainResult(model=model, history=history, step=stop, resumed_from=resumed_from)
     if cfg.steps == start and start > 0:
         run_evals(start)
     return TrainResult(model=model, history=history, step=cfg.steps, resumed_from=resumed_from)

@@ -48,6 +48,7 @@ class Job:
     seed: int = 0
     folder: str = ""
     cpus: int = 1  # torch threads (and the executor's CPU request)
+    device: str | None = None  # the experiment's --device (None: its default, the CPU)
 
     def __post_init__(self) -> None:
         self.module = self.module or f"analyses.{self.name}"
@@ -174,6 +175,7 @@ def run_job(job: Job, out: str, threads: int = 1) -> dict[str, Any]:
                         parts=[part],
                         seed=job.seed,
                         options=job.options,
+                        device=job.device,
                         threads=threads,
                     )
                     record["parts"][part] = "done"

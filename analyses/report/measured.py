@@ -1,0 +1,244 @@
+"""Results kept in the repository: finished paper-scale runs, their provenance, and the ledger that shows them.
+
+A kept run is ``analyses/measured/runs/<preset>-<device>-<date>/``: ``provenance.json`` (commit, preset, seeds,
+device, machine, date, each part's wall time) and each experiment's ``results.json`` as the run wrote it
+(``seed<k>/<experiment>/results.json``; small, no weights, no figures). The report renders them beside a fresh
+run (:func:`kept_rows`: every claim of the parts that ran, merged over seeds and judged again from its rule), and
+the ledger (:func:`ledger_md`) lists every part of the paper plan with its cost and what has run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from analyses.report import ledger
+from mechrecall import probe
+from mechrecall.claims import judge_row, label, over_seeds
+from mechrecall.io import atomic_write_json
+
+RUNS = ledger.MEASURED / "runs"
+
+
+def _results(out: Path) -> list[tuple[str, Path]]:
+    """``(folder, path)`` of every ``results.json`` of a report's ``OUT`` (``seed3`` or ``""``)."""
+    found = []
+    for path in sorted(out.glob("*/results.json")) + sorted(out.glob("seed*/*/results.json")):
+        folder = path.parent.parent.relative_to(out).as_posix()
+        found.append(("" if folder == "." else folder, path))
+    return found
+
+
+def keep(out: str | Path, device: str = "cpu", runs: Path = RUNS, name: str | None = None) -> Path:
+    """Copy the ``results.json`` of every experiment in the report folder ``out`` into ``runs/<name>/`` with a
+    ``provenance.json``; ``name`` defaults to ``<preset>-<device>-<date>``. Parts that did not finish are left out
+    (a rerun of the same command resumes them)."""
+    out = Path(out)
+    found = _results(out)
+    if not found:
+        raise FileNotFoundError(f"{out}: no <experiment>/results.json or seed<k>/<experiment>/results.json there")
+    payloads = [(folder, json.loads(path.read_text(encoding="utf-8"))) for folder, path in found]
+    presets = {p["config"]["preset"] for _, p in payloads}
+    if len(presets) != 1:
+        raise ValueError(f"{out}: results of presets {sorted(presets)}; expected one preset per kept run")
+    preset = presets.pop()
+    date = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    target = runs / (name or f"{preset}-{device}-{date}")
+    parts: dict[str, dict[str, Any]] = {}
+    for folder, payload in payloads:
+        done = {k: v for k, v in payload["parts"].items() if v.get("status") == "done"}
+        if not done:
+            continue
+        kept = {**payload, "parts": {k: {**v, "figures": []} for k, v in done.items()}, "figures": []}
+        dest = target / folder / payload["experiment"] / "results.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(dest, kept)
+        for part, info in done.items():
+            entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": []})
+            entry["seeds"].append(payload["config"]["seed"])
+            entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
+    provenance = {"preset": preset, "device": device, "machine": ledger.machine(), "source": str(out),
+                  "seeds": sorted({s for p in parts.values() for s in p["seeds"]}), "parts": parts}
+    atomic_write_json(target / "provenance.json", provenance)
+    return target
+
+
+def kept_runs(runs: Path = RUNS) -> list[dict[str, Any]]:
+    """Every kept run: its provenance, its name and folder."""
+    out = []
+    for path in sorted(runs.glob("*/provenance.json")):
+        out.append({**json.loads(path.read_text(encoding="utf-8")), "name": path.parent.name, "folder": path.parent})
+    return out
+
+
+def kept_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The claim rows of a kept run's parts that finished, over its seeds, each verdict judged again."""
+    folder = Path(run["folder"])
+    ran = set(run["parts"])
+    by_experiment: dict[str, dict[int, list[Mapping[str, Any]]]] = {}
+    for path in sorted(folder.glob("**/results.json")):
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        name, seed = payload["experiment"], payload["config"]["seed"]
+        claims = [c for c in payload.get("claims", []) if f"{name}:{c['id'].split('.')[1]}" in ran]
+        by_experiment.setdefault(name, {})[seed] = claims
+    rows = []
+    for name, by_seed in by_experiment.items():
+        for row in over_seeds(by_seed):
+            rows.append({**row, "verdict": judge_row(row), "experiment": name, "kept": run["name"],
+                         "device": run["device"]})
+    return rows
+
+
+def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[label(row)] = counts.get(label(row), 0) + 1
+    return "; ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "—"
+
+
+def _sizes(experiment: str, here: str) -> str:
+    diffs = ledger.size_differences(experiment, here)
+    if not diffs:
+        return "the paper's" if here == "paper" else "—"
+    text = ", ".join(f"{k} {_v(p)} ({_v(o)})" for k, p, o in diffs[:5])
+    return text + (f", +{len(diffs) - 5} more" if len(diffs) > 5 else "")
+
+
+def _v(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(map(str, value[:4])) + (",…" if len(value) > 4 else "") + "]"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _smoke_preset(experiment: str) -> str:
+    from analyses.report.plan import step
+
+    return step("smoke", experiment).preset
+
+
+def ledger_rows() -> list[dict[str, Any]]:
+    """One row per part of the paper plan: its probe here and on any GPU, the kept runs at the paper preset."""
+    probes = ledger.load_probes()
+    runs = [r for r in kept_runs() if r["preset"] == "paper"]
+    rows = []
+    for ref in ledger.paper_parts():
+        probed = {dev: next((p for p in pr.get("parts", []) if p["part"] == ref.id), None) for dev, pr in probes.items()}
+        kept = [r for r in runs if ref.id in r["parts"]]
+        claims = [c for r in kept for c in kept_rows(r) if c["id"].split(".")[1] == ref.part]
+        rows.append({"ref": ref, "probes": probed, "kept": kept, "claims": claims,
+                     "here": "paper" if kept else _smoke_preset(ref.experiment)})
+    return rows
+
+
+def _cost_cells(row: Mapping[str, Any], peak: float) -> list[str]:
+    cpu = row["probes"].get("cpu")
+    if row["ref"].kind == "pretrained":
+        return ["—", "—", "—", "—", "see *At Pythia's sizes* (README)"]
+    if not cpu:
+        return ["—", "—", "—", "—", "not probed"]
+    main = ledger.main_run(cpu["runs"])
+    if main is None:
+        return ["— (no training)", "—", "—", "—", ledger._hours(cpu)]
+    steps = sum(r["steps"] for r in cpu["runs"])
+    frac = main["flops_per_step"] / main["seconds_per_step"] / peak if main["seconds_per_step"] else 0.0
+    return [f"{main['flops_per_step']:.3g}", f"{steps:,} ({len(cpu['runs'])} runs)", f"{main['seconds_per_step']:.3g}",
+            f"{frac:.2f}", ledger._hours(cpu)]
+
+
+def _gpu_cell(row: Mapping[str, Any]) -> str:
+    gpu_kept = [r for r in row["kept"] if r["device"] != "cpu"]
+    if gpu_kept:
+        seconds = max(sum(r["parts"][row["ref"].id]["seconds"]) / len(r["parts"][row["ref"].id]["seconds"])
+                      for r in gpu_kept)
+        return f"{ledger.duration(seconds)} (measured, {gpu_kept[0]['device']})"
+    cpu = row["probes"].get("cpu")
+    if row["ref"].kind != "train" or not cpu or "estimate_s" not in cpu:
+        return "—"
+    rest = cpu["estimate_s"] - probe.estimate_seconds(cpu["runs"])
+    return f"{ledger.duration(ledger.gpu_estimate(cpu['runs'], max(rest, 0.0) / 10))} (est.)"
+
+
+def _status(row: Mapping[str, Any]) -> str:
+    if row["kept"]:
+        seeds = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id]["seeds"]})
+        devices = ", ".join(sorted({r["device"] for r in row["kept"]}))
+        return f"run ({devices}; seeds {', '.join(map(str, seeds))})"
+    cpu = row["probes"].get("cpu")
+    if cpu and ledger.fits_here(cpu):
+        return "not yet (fits here)"
+    return "not yet"
+
+
+COLUMNS = ("part", "paper's sizes (largest run here)", "FLOPs / step", "steps", "s / step (1 core)",
+           "fraction of peak", "paper preset, 1 core (est.)", "paper preset, GPU", "status", "verdicts at the "
+           "paper's size")
+
+
+def ledger_md() -> str:
+    """The ledger as Markdown (``docs/paper-scale.md``)."""
+    rows = ledger_rows()
+    probes = ledger.load_probes()
+    cpu = probes.get("cpu", {})
+    peak = float(cpu.get("matmul_flops_one_core") or 1.0)
+    lines = ["# The papers' own scale: a ledger", "",
+             "Generated by `python -m analyses.paper_scale --ledger docs/paper-scale.md`; do not edit.", "",
+             coverage_line(rows), ""]
+    if cpu:
+        m = cpu["machine"]
+        lines += [f"Probed on {m['cpu']} ({m['cores']} cores, torch {m['torch']}, commit {m['commit']}, "
+                  f"{m['date'][:10]}): one thread per part, float32; one core's float32 matmul rate "
+                  f"{peak / 1e9:.1f} GFLOP/s (the *fraction of peak* divides a step's FLOPs per second by it).", ""]
+    lines += [
+        "How to read it: *paper's sizes* lists each preset field where the paper differs from the largest preset "
+        "run here (in brackets). *FLOPs / step*, *s / step* and *fraction of peak* are of the part's costliest "
+        "training run (forward and backward, counted by torch's FLOP counter; a few timed steps of the paper "
+        "preset, `mechrecall.probe`); *steps* sums every training run of the part. The 1-core estimate is the "
+        "probed wall time of the whole part (data, evaluations, SVDs at full size) less the probe's own steps, plus "
+        f"every run's steps × s/step and evaluations × s/evaluation. A GPU estimate (est.) assumes "
+        f"{ledger.GPU_FLOPS / 1e12:.0f} TFLOP/s sustained and at least {ledger.GPU_STEP_FLOOR_S * 1e3:.0f} ms per "
+        "step (kernel launches), and the rest of the part 10× faster than one core; *measured* is a kept GPU run. "
+        f"*Fits here*: within {ledger.FITS_HERE_S / 3600:.0f} h on one core. Parts on pretrained models are timed "
+        "by `benchmarks/bench_pretrained_shapes.py` (the README's *At Pythia's sizes*).", "",
+        "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        ref = row["ref"]
+        cells = [f"`{ref.id}`", _sizes(ref.experiment, row["here"]), *_cost_cells(row, peak), _gpu_cell(row),
+                 _status(row), _verdicts([c for c in row["claims"] if c.get("class", "paper") == "paper"])]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    runs = kept_runs()
+    if runs:
+        lines += ["", "## Kept runs", ""]
+        for r in runs:
+            m = r["machine"]
+            lines.append(f"- `{r['name']}`: preset {r['preset']}, {r['device']} ({m['cpu']}), commit {m['commit']}, "
+                         f"{m['date'][:10]}, seeds {', '.join(map(str, r['seeds']))}; parts "
+                         + ", ".join(f"`{p}` ({ledger.duration(max(v['seconds']))} per seed)"
+                                     for p, v in r["parts"].items()))
+    return "\n".join(lines) + "\n"
+
+
+def coverage_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One line: how much of the paper plan has run at the paper's sizes."""
+    train = [r for r in rows if r["ref"].kind == "train"]
+    run = [r for r in train if r["kept"]]
+    fits = [r for r in train if r["probes"].get("cpu") and ledger.fits_here(r["probes"]["cpu"])]
+    judged = [c for r in rows for c in r["claims"] if c.get("class", "paper") == "paper"]
+    return (f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes "
+            f"({len(judged)} paper claims judged there); {len(fits)} fit 2 h on one core of this machine; "
+            f"the {len(rows) - len(train)} parts on pretrained models run on real checkpoints (`--model`).")
+
+
+def write_ledger(path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(ledger_md(), encoding="utf-8")
+    return path
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy a kept run (a GPU window's ``OUT/kept``) into ``analyses/measured/runs/``."""
+    shutil.copytree(src, dst, dirs_exist_ok=True)

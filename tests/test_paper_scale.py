@@ -1,0 +1,147 @@
+"""The paper-scale ledger: the step probe's counts against closed forms, the window's choice of jobs, the kept
+results' provenance and the ledger generated from them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from analyses.report import ledger, measured, window
+from mechrecall import probe
+from mechrecall.batch import Batch
+from mechrecall.errors import UsageError
+from mechrecall.trainer import TrainConfig, train
+
+B, I, O = 8, 16, 24
+
+
+class Linear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.W = torch.nn.Parameter(torch.randn(I, O) / I**0.5)
+
+
+def _loss(model: Linear, batch: Batch) -> torch.Tensor:
+    return ((batch.tokens[:, 0] @ model.W) ** 2).mean()
+
+
+def _batch(step: int, gen: torch.Generator) -> Batch:
+    return Batch(tokens=torch.randn(B, 1, I, generator=gen), targets=torch.zeros(B, dtype=torch.long))
+
+
+def test_probe_times_a_few_steps_counts_flops_by_closed_form_and_measures_a_shape_once(tmp_path, monkeypatch):
+    file = tmp_path / "probe.jsonl"
+    monkeypatch.setenv(probe.ENV_FILE, str(file))
+    monkeypatch.setenv(probe.ENV_STEPS, "2")
+    cfg = TrainConfig(steps=500, optimizer="sgd", lr=0.1, eval_every=100, progress=False)
+    evals = {"w": lambda m: float(m.W.sum())}
+    result = train(Linear(), _batch, cfg, loss_fn=_loss, evals=evals, out_dir=tmp_path / "a")
+    assert result.step == probe.WARMUP + 2 and len(result.history["train"]) == probe.WARMUP + 2
+    (line,) = probe.records(file)
+    # forward x @ W: 2·B·I·O; backward, the weight's gradient only (x needs none): 2·B·I·O
+    assert line["flops_per_step"] == 4 * B * I * O
+    assert line["steps"] == 500 and line["probed"] == 2 and line["evals"] == 6  # steps 0, 100, ..., 500
+    assert line["seconds_per_step"] > 0 and line["params"] == I * O and line["batch"] == [B, 1, I]
+    expected = 500 * line["seconds_per_step"] + 6 * line["eval_seconds"]
+    assert probe.estimate_seconds([line]) == pytest.approx(expected)
+
+    again = train(Linear(), _batch, TrainConfig(**{**cfg.to_dict(), "seed": 7}), loss_fn=_loss, evals=evals)
+    assert again.step == 0 and again.history["train"] == []  # the same shape: measured once
+    second = probe.records(file)[1]
+    assert second["same_as"] == 0 and second["seconds_per_step"] == line["seconds_per_step"]
+
+    wider = TrainConfig(**{**cfg.to_dict(), "lr": 0.2})  # another config: a shape of its own
+    assert train(Linear(), _batch, wider, loss_fn=_loss).step == probe.WARMUP + 2
+
+
+def test_without_the_probe_training_runs_every_step(tmp_path, monkeypatch):
+    monkeypatch.delenv(probe.ENV_FILE, raising=False)
+    cfg = TrainConfig(steps=7, optimizer="sgd", lr=0.1, progress=False)
+    assert train(Linear(), _batch, cfg, loss_fn=_loss).step == 7
+    assert not (tmp_path / "probe.jsonl").exists()
+
+
+def test_budgets_parse_and_bad_ones_are_one_line():
+    assert window.parse_budget("12m") == 720 and window.parse_budget("90s") == 90
+    assert window.parse_budget("1.5h") == 5400 and window.parse_budget("600") == 600
+    for bad in ("", "12 minutes", "-3m", "0"):
+        with pytest.raises(UsageError, match="--budget"):
+            window.parse_budget(bad)
+
+
+def test_the_window_packs_the_longest_jobs_that_fit_and_lets_one_per_lane_run_on():
+    est = {"a": 500.0, "b": 400.0, "c": 300.0, "d": 200.0, "e": 5000.0, "f": 50.0}
+    picks = window.choose(est, budget=600.0, lanes=2)
+    fits = {p.part: p.lane for p in picks if p.finishes}
+    # longest first into the emptier lane: a → 0, b → 1, c does not fit either, d → 1 (600), f → 0 (550)
+    assert fits == {"a": 0, "b": 1, "d": 1, "f": 0}
+    for lane in (0, 1):
+        assert sum(p.seconds for p in picks if p.finishes and p.lane == lane) <= 600
+    (partial,) = [p for p in picks if not p.finishes]
+    assert (partial.part, partial.lane) == ("e", 0)  # the longest left over, in the lane with time left
+    assert window.choose({}, 600.0, 3) == []
+    with pytest.raises(UsageError, match="--lanes 0"):
+        window.choose(est, 600.0, 0)
+
+
+def _fake_run(root, experiment="induction_emergence", part="exact", seeds=(0, 1)):
+    """A report folder as a run leaves it: per seed, the experiment's results.json, one part done, one failed."""
+    for seed in seeds:
+        claims = [
+            {"id": f"{experiment}.{part}.x", "claim": "x", "paper": 1.0, "ours": 1.0 + seed * 1e-3, "control": 0.0,
+             "rule": "≥ 0.5", "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None}, "verdict": "reproduced",
+             "comparable": True, "class": "paper", "scale": {}, "at_scale": "paper"},
+            {"id": f"{experiment}.other.y", "claim": "y", "paper": 1.0, "ours": 0.0, "control": 0.0,
+             "rule": "≥ 0.5", "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None}, "verdict": "not reproduced"},
+        ]
+        payload = {"experiment": experiment, "config": {"preset": "paper", "seed": seed}, "claims": claims,
+                   "parts": {part: {"status": "done", "seconds": 12.0, "figures": ["f.png"]},
+                             "other": {"status": "failed", "seconds": 3.0}}, "figures": ["f.png"]}
+        path = root / f"seed{seed}" / experiment / "results.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(payload))
+
+
+def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path):
+    _fake_run(tmp_path / "out")
+    kept = measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs", name="paper-cpu-x")
+    prov = json.loads((kept / "provenance.json").read_text())
+    assert prov["preset"] == "paper" and prov["seeds"] == [0, 1] and prov["device"] == "cpu"
+    assert prov["parts"] == {"induction_emergence:exact": {"seeds": [0, 1], "seconds": [12.0, 12.0]}}
+    assert {"commit", "date", "cpu", "torch"} <= set(prov["machine"])
+    stored = json.loads((kept / "seed1" / "induction_emergence" / "results.json").read_text())
+    assert list(stored["parts"]) == ["exact"] and stored["figures"] == []
+    (run,) = measured.kept_runs(tmp_path / "runs")
+    rows = measured.kept_rows(run)
+    assert [r["id"] for r in rows] == ["induction_emergence.exact.x"]  # the failed part's claim is not shown
+    assert rows[0]["verdict"] == "reproduced" and rows[0]["per_seed"] and rows[0]["kept"] == "paper-cpu-x"
+    with pytest.raises(FileNotFoundError, match="no <experiment>/results.json"):
+        measured.keep(tmp_path / "empty", runs=tmp_path / "runs")
+
+
+def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monkeypatch):
+    probes, runs = tmp_path / "probe", tmp_path / "runs"
+    probes.mkdir()
+    line = {"run": "main", "steps": 2000, "evals": 11, "probed": 3, "seconds_per_step": 2.0,
+            "flops_per_step": 4e9, "eval_seconds": 1.0, "spent": 9.0}
+    part = {"part": "noisy_icl:main", "kind": "train", "wall_s": 60.0, "exit": 0, "runs": [line],
+            "estimate_s": 60.0 - 9.0 + 2000 * 2.0 + 11 * 1.0}
+    m = ledger.machine()
+    (probes / "cpu.json").write_text(json.dumps({"machine": m, "matmul_flops_one_core": 4e9, "parts": [part]}))
+    monkeypatch.setattr(ledger, "PROBES", probes)
+    monkeypatch.setattr(measured, "RUNS", runs)
+    _fake_run(tmp_path / "out")
+    measured.keep(tmp_path / "out", device="cpu", runs=runs, name="paper-cpu-x")
+    text = measured.ledger_md()
+    refs = ledger.paper_parts()
+    for ref in refs:
+        assert f"`{ref.id}`" in text
+    row = next(r for r in text.splitlines() if r.startswith("| `noisy_icl:main`"))
+    assert "d_model 256 (192)" in row and "| 4e+09 |" in row and "2,000 (1 runs)" in row
+    assert "| 0.50 |" in row  # 4e9 FLOPs in 2 s over one core's 4e9 FLOP/s
+    assert "1.1 h" in row and "not yet (fits here)" in row
+    exact = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:exact`"))
+    assert "run (cpu; seeds 0, 1)" in exact and "1 reproduced at the paper's scale" in exact
+    assert "1 of the" in text and "`paper-cpu-x`" in text
