@@ -3,7 +3,7 @@
 
     python -m analyses.paper_scale --probe                    # time every part's paper preset here (~30 min)
     python -m analyses.paper_scale --keep runs/paper --device cpu   # commit a finished run's results
-    python -m analyses.paper_scale --ledger docs/paper-scale.md     # render the ledger
+    python -m analyses.paper_scale --ledger docs/paper-scale.md --update-readme README.md   # render the ledger
 
 The logic lives in ``analyses/report/ledger.py`` (probe, estimates, the ledger) and
 ``analyses/report/measured.py`` (kept results); a GPU window is ``python -m analyses.reproduce --preset paper
@@ -29,6 +29,8 @@ def parser() -> argparse.ArgumentParser:
     do.add_argument("--keep", metavar="OUT", help="copy the results of the report in OUT (its results.json files, "
                     "no weights) into analyses/measured/ with their provenance")
     do.add_argument("--ledger", metavar="FILE", help="write the ledger (docs/paper-scale.md) and exit")
+    p.add_argument("--update-readme", metavar="FILE", default=None, help="--ledger: also rewrite FILE's "
+                   "<!-- paper-scale:start/end --> block (the coverage line and a link to the ledger)")
     p.add_argument("--device", default="cpu", help="the device the probe or the kept run used (default cpu)")
     p.add_argument("--only", nargs="+", metavar="EXP[:PART]", default=None, help="--probe: only these parts")
     p.add_argument("--timeout", type=float, default=600.0, help="--probe: seconds per part (default 600)")
@@ -47,6 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.ledger:
         print(f"wrote {measured.write_ledger(args.ledger)}")
+        if args.update_readme:
+            try:
+                print(f"updated {measured.update_readme(args.update_readme, args.ledger)}")
+            except (OSError, ValueError) as exc:
+                print(f"{prog}: error: {args.update_readme}: {exc}", file=sys.stderr)
+                return 2
         return 0
     if args.keep:
         try:

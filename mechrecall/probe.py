@@ -11,7 +11,8 @@ A later run of the same shape (the same parameter shapes, batch shape and traini
 trained at all: its line says ``"same_as"`` the first one's index and copies its rates. The part goes on with
 its barely trained model, so everything else it does (data, evaluations, SVDs) runs at full size and is timed
 by the caller as wall time; the run's estimated cost is ``steps x seconds_per_step + evals x eval_seconds``.
-Nothing a probed part writes is a result: run it into a scratch folder.
+Nothing a probed part writes is a result: run it into a scratch folder. ``MECHRECALL_PROBE_FIRST=1`` ends the
+process after the first run's line (:class:`ProbeDone`): a benchmark of the training step alone.
 """
 
 from __future__ import annotations
@@ -28,8 +29,13 @@ from typing import Any
 
 import torch
 
-ENV_FILE, ENV_STEPS = "MECHRECALL_PROBE", "MECHRECALL_PROBE_STEPS"
+ENV_FILE, ENV_STEPS, ENV_FIRST = "MECHRECALL_PROBE", "MECHRECALL_PROBE_STEPS", "MECHRECALL_PROBE_FIRST"
 WARMUP = 1
+
+
+class ProbeDone(BaseException):
+    """Raised after the first probed run when ``MECHRECALL_PROBE_FIRST=1`` (a benchmark of one training step
+    needs nothing after it); a ``BaseException``, so no part's ``except Exception`` records it as its failure."""
 
 
 @dataclass
@@ -38,6 +44,7 @@ class Probe:
 
     path: Path
     steps: int = 3
+    first_only: bool = False
     timings: list[float] = field(default_factory=list)
     flops: int = 0
 
@@ -79,6 +86,8 @@ class Probe:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")
+        if self.first_only:
+            raise ProbeDone(run)
 
 
 def active() -> Probe | None:
@@ -86,7 +95,8 @@ def active() -> Probe | None:
     path = os.environ.get(ENV_FILE)
     if not path:
         return None
-    return Probe(Path(path), steps=max(1, int(os.environ.get(ENV_STEPS, "3"))))
+    steps = max(1, int(os.environ.get(ENV_STEPS, "3")))
+    return Probe(Path(path), steps=steps, first_only=os.environ.get(ENV_FIRST) == "1")
 
 
 def records(path: str | os.PathLike) -> list[dict[str, Any]]:

@@ -71,10 +71,15 @@ def files_read() -> list[Path]:
 
 
 def is_package_data(path: Path, table: dict[str, list[str]]) -> bool:
-    """Whether ``path`` (relative to the checkout) matches a pattern of its package's package-data entry."""
-    package = ".".join(path.parent.parts)
-    patterns = table.get(package, []) + table.get("*", []) + table.get("", [])
-    return any(fnmatch.fnmatch(path.name, pattern) for pattern in patterns)
+    """Whether ``path`` (relative to the checkout) matches a package-data pattern of its package or of a package
+    above it (``analyses = ["measured/**/*.json"]``: a pattern relative to that package's folder)."""
+    parts = path.parts
+    for i in range(1, len(parts)):
+        package, rest = ".".join(parts[:i]), "/".join(parts[i:])
+        patterns = table.get(package, []) + (table.get("*", []) + table.get("", []) if i == len(parts) - 1 else [])
+        if any(fnmatch.fnmatch(rest, pattern) for pattern in patterns):
+            return True
+    return False
 
 
 def test_the_finder_sees_the_files_the_code_opens():

@@ -141,7 +141,64 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     row = next(r for r in text.splitlines() if r.startswith("| `noisy_icl:main`"))
     assert "d_model 256 (192)" in row and "| 4e+09 |" in row and "2,000 (1 runs)" in row
     assert "| 0.50 |" in row  # 4e9 FLOPs in 2 s over one core's 4e9 FLOP/s
-    assert "1.1 h" in row and "not yet (fits here)" in row
+    assert "67.7 min" in row and "13 s (est.)" in row and "not yet (fits here)" in row
     exact = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:exact`"))
     assert "run (cpu; seeds 0, 1)" in exact and "1 reproduced at the paper's scale" in exact
     assert "1 of the" in text and "`paper-cpu-x`" in text
+
+
+def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headline(tmp_path, monkeypatch):
+    from analyses.report import collect, render
+
+    runs = tmp_path / "runs"
+    _fake_run(tmp_path / "out")
+    measured.keep(tmp_path / "out", device="cuda", runs=runs, name="paper-cuda-x")
+    monkeypatch.setattr(measured, "RUNS", runs)
+    rows = collect.kept_rows(["induction_emergence"])
+    assert [r["id"] for r in rows] == ["induction_emergence.exact.x"] and rows[0]["device"] == "cuda"
+    assert collect.kept_rows(["noisy_icl"]) == []
+    section = {"experiment": "induction_emergence", "paper": "P", "preset": "smoke", "seed": 0, "status": "done",
+               "error": "", "parts": {}, "figures": [], "results_json": "", "seconds": 1.0}
+    report = {"preset": "smoke", "created": "now", "claims": [], "experiments": [section], "kept": rows,
+              "sweeps": [], "rule_problems": []}
+    md = render.markdown(report)
+    assert render.KEPT_TITLE in md and "paper-cuda-x" in md
+    assert "Kept runs at the paper's sizes (committed, not re-run): paper claims at the paper's scale: 1 reproduced" in md
+    page = render.html_page(report, tmp_path)
+    assert 'class="kept"' in page and "paper-cuda-x" in page
+    assert render.kept_line({**report, "kept": []}) == ""
+
+
+@pytest.mark.slow
+def test_a_window_on_cpu_runs_the_chosen_jobs_stops_the_rest_at_the_deadline_and_keeps_the_results(
+    tmp_path, monkeypatch, capsys
+):
+    """``reproduce --preset paper --device cpu --budget``: the ledger's estimates choose the jobs (a fake probe:
+    one exact part that finishes, one long part that runs to the deadline), the finished part's results are kept
+    with their provenance, the long one is stopped and left to resume."""
+    from analyses import reproduce
+
+    probes = tmp_path / "probe"
+    probes.mkdir()
+    parts = [{"part": "induction_emergence:exact", "kind": "train", "wall_s": 10.0, "exit": 0, "runs": [],
+              "estimate_s": 10.0},
+             {"part": "noisy_icl:main", "kind": "train", "wall_s": 60.0, "exit": 0, "runs": [],
+              "estimate_s": 50000.0}]
+    (probes / "cpu.json").write_text(json.dumps({"machine": ledger.machine(), "parts": parts}))
+    monkeypatch.setattr(ledger, "PROBES", probes)
+    monkeypatch.setattr(measured, "RUNS", tmp_path / "committed")
+    out = tmp_path / "w"
+    argv = ["--preset", "paper", "--device", "cpu", "--budget", "45s", "--lanes", "2", "--out", str(out),
+            "--only", "induction_emergence:exact", "noisy_icl:main"]
+    code = reproduce.main(argv)
+    text = capsys.readouterr().out
+    assert code == 0, text
+    assert "induction_emergence:exact (est. 10 s; finishes)" in text
+    assert "noisy_icl:main (est. 13.9 h; runs to the deadline (resumable))" in text
+    assert "induction_emergence:exact: done" in text and "noisy_icl:main: stopped" in text
+    (kept,) = (out / "kept").iterdir()
+    prov = json.loads((kept / "provenance.json").read_text())
+    assert list(prov["parts"]) == ["induction_emergence:exact"] and prov["device"] == "cpu"
+    assert (out / "window" / "noisy_icl").is_dir()  # the stopped part's folder, to bring back and resume
+    assert reproduce.main([*argv[:6], "--budget", "soon"]) == 2
+    assert "--budget 'soon'" in capsys.readouterr().err

@@ -33,6 +33,7 @@ def collect(
     report_preset: str = "",
     circuits: bool = True,
     folders: Mapping[str, Sequence[str]] | None = None,
+    kept: bool = True,
 ) -> dict[str, Any]:
     """The report's data: one section per experiment (paper, parts, figures, errors) and every claim row.
 
@@ -41,7 +42,8 @@ def collect(
     is recomputed with :func:`mechrecall.claims.judge_row` (a row whose written verdict disagrees keeps it as
     ``verdict_written``); ``rule_problems`` names every rule not computed from its policy line and the paper's
     number (:func:`mechrecall.policy.policy_problems`). ``records``: the runner's, by job key. ``circuits``: add a
-    circuit view of each trained toy model (``analyses.report.circuits``)."""
+    circuit view of each trained toy model (``analyses.report.circuits``). ``kept``: add the rows of the
+    paper-scale runs kept in the repository (:func:`kept_rows`)."""
     out = Path(out)
     sections, rows = [], []
     for name in names:
@@ -59,7 +61,18 @@ def collect(
         "by_class": summary_by_class(rows),
         "rule_problems": policy_problems(rows),
         "sweeps": collect_sweeps(out),
+        "kept": kept_rows(names) if kept else [],
     }
+
+
+def kept_rows(names: Sequence[str]) -> list[dict[str, Any]]:
+    """The claim rows of the paper-scale runs kept in the repository (``analyses/measured/runs/``, preset
+    ``paper``) for the experiments ``names``: shown beside a fresh run, never re-run
+    (:mod:`analyses.report.measured`)."""
+    from analyses.report.measured import kept_rows as rows_of, kept_runs
+
+    return [row for run in kept_runs() if run["preset"] == "paper" for row in rows_of(run)
+            if row["experiment"] in names]
 
 
 def _section(

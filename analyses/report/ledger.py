@@ -212,9 +212,10 @@ def duration(seconds: float) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
-def load_probes(folder: Path = PROBES) -> dict[str, dict[str, Any]]:
-    """Every stored probe, by its file's stem (``cpu``, ``h100``)."""
-    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))}
+def load_probes(folder: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Every stored probe (default :data:`PROBES`), by its file's stem (``cpu``, ``cuda``)."""
+    files = sorted((folder or PROBES).glob("*.json"))
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in files}
 
 
 def main_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:

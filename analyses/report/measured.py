@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import shutil
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ def _results(out: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def keep(out: str | Path, device: str = "cpu", runs: Path = RUNS, name: str | None = None) -> Path:
+def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: str | None = None) -> Path:
     """Copy the ``results.json`` of every experiment in the report folder ``out`` into ``runs/<name>/`` with a
     ``provenance.json``; ``name`` defaults to ``<preset>-<device>-<date>``. Parts that did not finish are left out
     (a rerun of the same command resumes them)."""
@@ -47,7 +47,7 @@ def keep(out: str | Path, device: str = "cpu", runs: Path = RUNS, name: str | No
         raise ValueError(f"{out}: results of presets {sorted(presets)}; expected one preset per kept run")
     preset = presets.pop()
     date = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
-    target = runs / (name or f"{preset}-{device}-{date}")
+    target = (runs or RUNS) / (name or f"{preset}-{device}-{date}")
     parts: dict[str, dict[str, Any]] = {}
     for folder, payload in payloads:
         done = {k: v for k, v in payload["parts"].items() if v.get("status") == "done"}
@@ -67,10 +67,10 @@ def keep(out: str | Path, device: str = "cpu", runs: Path = RUNS, name: str | No
     return target
 
 
-def kept_runs(runs: Path = RUNS) -> list[dict[str, Any]]:
-    """Every kept run: its provenance, its name and folder."""
+def kept_runs(runs: Path | None = None) -> list[dict[str, Any]]:
+    """Every kept run (default under :data:`RUNS`): its provenance, its name and folder."""
     out = []
-    for path in sorted(runs.glob("*/provenance.json")):
+    for path in sorted((runs or RUNS).glob("*/provenance.json")):
         out.append({**json.loads(path.read_text(encoding="utf-8")), "name": path.parent.name, "folder": path.parent})
     return out
 
@@ -239,6 +239,18 @@ def write_ledger(path: str | Path) -> Path:
     return path
 
 
-def copy_tree(src: Path, dst: Path) -> None:
-    """Copy a kept run (a GPU window's ``OUT/kept``) into ``analyses/measured/runs/``."""
-    shutil.copytree(src, dst, dirs_exist_ok=True)
+README_START, README_END = "<!-- paper-scale:start -->", "<!-- paper-scale:end -->"
+
+
+def update_readme(readme: str | Path, ledger_path: str | Path) -> Path:
+    """Rewrite the README's paper-scale block: the coverage line and a link to the ledger."""
+    from analyses.report.render import replace_block
+
+    readme = Path(readme)
+    link = Path(os.path.relpath(Path(ledger_path).resolve(), readme.resolve().parent)).as_posix()
+    block = (f"**At the papers' own sizes** ([{link}]({link}): every part, its cost here and on a GPU, what has "
+             f"run): {coverage_line(ledger_rows())[len('**Coverage:** '):]}")
+    readme.write_text(replace_block(readme.read_text(encoding="utf-8"), block, README_START, README_END),
+                      encoding="utf-8")
+    return readme
+

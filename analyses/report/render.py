@@ -29,6 +29,8 @@ from mechrecall.claims import (
 
 COLUMNS = ("claim", "paper", "ours", "control", "rule", "verdict", "scale", "preset", "seeds")
 CHECK_COLUMNS = ("claim", "ours", "control", "rule", "verdict", "seeds")  # a check has no paper number, no scale
+KEPT_COLUMNS = ("claim", "paper", "ours", "control", "rule", "verdict", "scale", "seeds", "kept", "device")
+KEPT_TITLE = "#### At the paper's scale: kept runs (committed results, not re-run here)"
 JUDGED = (REPRODUCED, PARTIAL, NOT_REPRODUCED)
 CLASS_WORDS = {"extension": "extensions", "ablation": "ablations", "check": "checks"}
 VERDICT_COLOURS = {
@@ -151,6 +153,17 @@ CHECKS_TITLE = (
 )
 
 
+def kept_line(report: Mapping[str, Any]) -> str:
+    """`` Kept runs at the paper's sizes (committed, not re-run): …`` — or nothing without kept rows."""
+    kept = report.get("kept") or []
+    return f" Kept runs at the paper's sizes (committed, not re-run): {headline(kept)}." if kept else ""
+
+
+def _kept(report: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
+    """Experiment ``name``'s rows from the kept paper-scale runs (``report["kept"]``)."""
+    return [r for r in report.get("kept", []) if r.get("experiment") == name]
+
+
 def _split_checks(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """``(claims, checks)``: the rows of the claims table, and the rows of class ``check`` shown apart."""
     return [r for r in rows if row_class(r) != "check"], [r for r in rows if row_class(r) == "check"]
@@ -161,7 +174,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     out = [
         f"# Reproduction report ({report['preset']} preset)",
         "",
-        f"Created {report['created']}. {_cap(headline(report['claims']))}. "
+        f"Created {report['created']}. {_cap(headline(report['claims']))}.{kept_line(report)} "
         "Every row comes from the experiments' `results.json`; verdicts are recomputed from each row's rule, its "
         "control (the same measurement on the untrained model, the model without the mechanism, or a perturbed "
         "input: a rule its control passes is `vacuous`) and the seeds' numbers.",
@@ -180,6 +193,8 @@ def markdown(report: Mapping[str, Any]) -> str:
             out += [claims_table_md(rows) if rows else "_No claims recorded._", ""]
             if checks:
                 out += [CHECKS_TITLE, "", claims_table_md(checks, columns=CHECK_COLUMNS), ""]
+            if kept := _kept(report, s["experiment"]):
+                out += [KEPT_TITLE, "", claims_table_md(kept, columns=KEPT_COLUMNS), ""]
             for fig in s["figures"]:
                 caption = _md_escape(f"{fig['file']} — {fig['caption']}")
                 if not fig["file"]:
@@ -285,7 +300,8 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>Reproduction report ({html.escape(report['preset'])})</title><style>{CSS}</style></head><body>",
         f"<h1>Reproduction report ({html.escape(report['preset'])} preset)</h1>",
-        f"<p>Created {html.escape(report['created'])}. {html.escape(_cap(headline(report['claims'])))}.</p>",
+        f"<p>Created {html.escape(report['created'])}. {html.escape(_cap(headline(report['claims'])))}."
+        f"{html.escape(kept_line(report))}</p>",
         _overview_html(report),
         *[f'<p class="failed">Rule not from the policy: {html.escape(p)}</p>' for p in report.get("rule_problems", [])],
     ]
@@ -303,6 +319,8 @@ def html_page(report: Mapping[str, Any], root: str | Path) -> str:
             parts.append(_claims_html(rows, name, COLUMNS, "claims") if rows else "<p><em>No claims recorded.</em></p>")
             if checks:
                 parts += [f"<h4>{html.escape(CHECKS_TITLE)}</h4>", _claims_html(checks, name, CHECK_COLUMNS, "checks")]
+            if kept := _kept(report, s["experiment"]):
+                parts += [f"<h4>{html.escape(KEPT_TITLE[5:])}</h4>", _claims_html(kept, name, KEPT_COLUMNS, "kept")]
             parts += [_figure_html(root, fig, bundle) for fig in s["figures"]]
             parts += [_sweep_html(root, sweep) for sweep in scale.of_experiment(report, s["experiment"])]
             parts.append("</div>")
