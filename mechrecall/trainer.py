@@ -28,6 +28,7 @@ import logging
 import math
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -411,6 +412,7 @@ def train(
         stop = probe.stop_at(start, cfg.steps, key)
     model.train()
     bar = progress_bar(total=cfg.steps, initial=start, enabled=cfg.progress, desc="train")
+    readback = _Readback(history, bar, every=1 if device.type == "cpu" else SYNC_EVERY)
     for step in range(start, stop):
         tick = probing.clock(device) if probe is not None else 0.0
         lr = optimizer.param_groups[0]["lr"]
@@ -419,8 +421,6 @@ def train(
 
         def forward_backward() -> torch.Tensor:
             loss = compute_loss(batch)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"training loss is {loss.item()} at step {step}; lower the learning rate")
             loss.backward()
             return loss
 
@@ -428,29 +428,20 @@ def train(
             loss, probe.flops = probing.count_flops(forward_backward)
         else:
             loss = forward_backward()
-        params = [p for g in optimizer.param_groups for p in g["params"]]
-        if cfg.grad_clip is not None:
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip))
-        else:
-            norms = [p.grad.norm() for p in params if p.grad is not None]
-            grad_norm = float(torch.linalg.vector_norm(torch.stack(norms))) if norms else 0.0
-        kept = {p: p.detach()[~m].clone() for p, m in entry_masks.items()}
-        optimizer.step()
-        with torch.no_grad():
-            for p, values in kept.items():
-                p[~entry_masks[p]] = values
-        scheduler.step()
-        history["train"].append({"step": step + 1, "loss": loss.item(), "grad_norm": grad_norm, "lr": lr})
-        bar.update(1)
-        bar.set_postfix(loss=f"{history['train'][-1]['loss']:.4f}")
+        grad_norm = _update(optimizer, scheduler, cfg, entry_masks)
+        readback.add(step, loss, grad_norm, lr)
         done = step + 1
         if probe is not None:
+            readback.flush()
             probe.step(probing.clock(device) - tick)
             continue
         if should_eval(done):
+            readback.flush()
             run_evals(done)
         if out is not None and cfg.checkpoint_every and (done % cfg.checkpoint_every == 0 or done == cfg.steps):
+            readback.flush()
             _write_checkpoint(out, model, optimizer, done, cfg, history)
+    readback.flush()
     bar.close()
     if probe is not None:
         if out is not None and cfg.checkpoint_every:  # a part may read the run's last checkpoint
@@ -463,6 +454,62 @@ def train(
     if cfg.steps == start and start > 0:
         run_evals(start)
     return TrainResult(model=model, history=history, step=cfg.steps, resumed_from=resumed_from)
+
+
+#: On a GPU, each step's loss and gradient norm are read back to the host together every this many steps (or
+#: every second), not one wait per step; on the CPU there is nothing to wait for and each step is read at once.
+SYNC_EVERY = 25
+
+
+class _Readback:
+    """The training history's per-step rows, read from the device in groups (:data:`SYNC_EVERY`): the same
+    numbers as one ``.item()`` per step without stalling the device's queue each step. A non-finite loss raises
+    ``FloatingPointError`` naming its step when its group is read, before any evaluation or checkpoint."""
+
+    def __init__(self, history: dict[str, list[dict[str, Any]]], bar: Any, every: int, seconds: float = 1.0):
+        self.history, self.bar, self.every, self.seconds = history, bar, every, seconds
+        self.rows: list[tuple[int, torch.Tensor, torch.Tensor, float]] = []
+        self.last = time.monotonic()
+
+    def add(self, step: int, loss: torch.Tensor, grad_norm: torch.Tensor, lr: float) -> None:
+        self.rows.append((step, loss.detach(), grad_norm.detach(), lr))
+        if len(self.rows) >= self.every or time.monotonic() - self.last > self.seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        values = torch.stack([torch.stack([l.float(), g.float().to(l.device)]) for _, l, g, _ in self.rows]).tolist()
+        rows, self.rows, self.last = self.rows, [], time.monotonic()
+        for (step, _, _, lr), (loss, norm) in zip(rows, values):
+            if not math.isfinite(loss):
+                raise FloatingPointError(f"training loss is {loss} at step {step}; lower the learning rate")
+            self.history["train"].append({"step": step + 1, "loss": loss, "grad_norm": norm, "lr": lr})
+        self.bar.update(len(rows))
+        self.bar.set_postfix(loss=f"{loss:.4f}")
+
+
+def _update(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    cfg: TrainConfig,
+    entry_masks: Mapping[torch.Tensor, torch.Tensor],
+) -> torch.Tensor:
+    """Clip (``cfg.grad_clip``), step the optimiser and the schedule, restore the frozen entries; the gradient's
+    norm before clipping (a tensor on the device: read back later, :class:`_Readback`)."""
+    params = [p for g in optimizer.param_groups for p in g["params"]]
+    if cfg.grad_clip is not None:
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+    else:
+        norms = [p.grad.norm() for p in params if p.grad is not None]
+        grad_norm = torch.linalg.vector_norm(torch.stack(norms)) if norms else torch.zeros(())
+    kept = {p: p.detach()[~m].clone() for p, m in entry_masks.items()}
+    optimizer.step()
+    with torch.no_grad():
+        for p, values in kept.items():
+            p[~entry_masks[p]] = values
+    scheduler.step()
+    return grad_norm
 
 
 def _write_checkpoint(

@@ -332,3 +332,35 @@ def test_schedule_warmup_and_cosine():
     assert [round(lr_factor(cfg, s), 6) for s in (0, 1, 2)] == [0.5, 1.0, 1.0]
     assert lr_factor(cfg, 10) == pytest.approx(0.0)
     assert lr_factor(cfg, 6) == pytest.approx(0.5)
+
+
+def test_readback_in_groups_gives_each_steps_numbers_and_names_the_diverged_step():
+    """A GPU reads the loss and gradient norm back every few steps (no per-step host sync): the rows are those
+    of one ``.item()`` per step, in order, and a non-finite loss raises naming its own step."""
+    from mechrecall.trainer import _Readback
+
+    class Bar:
+        n = 0
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix(self, **kw):
+            pass
+
+    history, bar = {"train": []}, Bar()
+    readback = _Readback(history, bar, every=4, seconds=float("inf"))
+    losses = torch.rand(10, dtype=torch.float32)
+    norms = torch.rand(10, dtype=torch.float32)
+    for i in range(10):
+        readback.add(i, losses[i], norms[i], 0.1 * i)
+    assert len(history["train"]) == 8 and bar.n == 8  # two groups of 4; 2 rows still on the device
+    readback.flush()
+    assert [r["step"] for r in history["train"]] == list(range(1, 11))
+    assert [r["loss"] for r in history["train"]] == [losses[i].item() for i in range(10)]
+    assert [r["grad_norm"] for r in history["train"]] == [norms[i].item() for i in range(10)]
+    with pytest.raises(FloatingPointError, match="training loss is nan at step 11; lower the learning rate"):
+        readback.add(10, torch.tensor(0.5), torch.tensor(1.0), 0.0)
+        readback.add(11, torch.tensor(float("nan")), torch.tensor(1.0), 0.0)
+        readback.flush()
+    assert history["train"][-1]["step"] == 11  # step 10 (index 10) was read before the diverged one
