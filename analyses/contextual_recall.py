@@ -33,6 +33,7 @@ EXPERIMENT = Experiment(
             "Prop. 1-4 weights in a HookedTransformer; Theorem 2's "
             "two-step cascade (exact population gradients where small)",
             reports=("quick", "smoke", "paper"),
+            sizes=("construction_samples", "cascade"),
             minutes={"smoke": 1.0, "micro": 0.6},  # measured 28-58 s (smoke), ~35 s (micro)
             results=lambda: paper.results.ConstructionResults,
         ),
@@ -41,6 +42,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_world_r(ctx),
             "Model B on World-R: PT_rel, finetune on ICL_rel, head roles, OV slices (Figs. 9-12, 19-21)",
             reports=("quick", "smoke", "paper"),
+            sizes=("r.", "pt_steps.r", "ft_steps.r", "n_demos.r", "n_finetune"),
             minutes={"smoke": 1.5},
             results=lambda: paper.results.WorldRResults,
         ),
@@ -49,6 +51,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_world_r_absolute(ctx),
             "Model B′ (absolute positions) (Figs. 22-26)",
             reports=("paper",),
+            sizes=("r.", "pt_steps.r", "ft_steps.r", "n_demos.r", "n_finetune"),
             results=lambda: paper.results.WorldRResults,
         ),
         Part(
@@ -56,6 +59,7 @@ EXPERIMENT = Experiment(
             lambda ctx: paper.parts.part_world_g(ctx),
             "Model A on World-G: PT, finetune on ICL and ICL+Grm, task vectors, steering (Figs. 2-4, 8, 15-18)",
             reports=("smoke", "paper"),
+            sizes=("g.", "pt_steps.g", "ft_steps.g", "n_demos.g", "n_finetune", "g_subjects", "g_grammar_len"),
             minutes={"smoke": 4.5},  # 3.8 before the second ICL+Grm finetuning (attribute targets): + 400 FT steps
             results=lambda: paper.results.WorldGResults,
         ),
@@ -65,6 +69,7 @@ EXPERIMENT = Experiment(
             "extension (not in the paper): task-vector geometry "
             "and steering on a Pythia / GPT-2 checkpoint with few-shot landmark/person prompts",
             reports=("quick", "smoke", "paper"),
+            sizes=("pretrained_",),
             minutes={"smoke": 0.1},
             results=lambda: paper.results.PretrainedResults,
             pretrained=True,

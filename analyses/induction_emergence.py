@@ -28,6 +28,7 @@ EXPERIMENT = Experiment(
             "train the 2-layer attention-only model on periodic random tokens; head roles, attention HTML",
             results=lambda: paper.results.DemoResults,
             reports=("quick", "smoke", "paper"),
+            sizes=("demo_steps",),
             minutes={"smoke": 0.3},
         ),
         Part(
@@ -37,6 +38,7 @@ EXPERIMENT = Experiment(
             "(forward, gradients), Theorem 1 orbit residual (float64)",
             results=lambda: paper.results.ExactResults,
             reports=("quick", "smoke", "paper"),
+            sizes=(),
             minutes={"smoke": 0.05},
         ),
         Part(
@@ -46,6 +48,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.OdeResults,
             seeded=False,
             reports=("quick", "smoke", "paper"),
+            sizes=("ode_",),
             minutes={"smoke": 0.05},
         ),
         Part(
@@ -54,6 +57,7 @@ EXPERIMENT = Experiment(
             "Figs 3, 4 (15, 16): SGD on the disentangled transformer, all weights vs only α₃, β₂, γ₃",
             results=lambda: paper.results.DisentangledResults,
             reports=("smoke", "paper"),
+            sizes=("disentangled.",),
             minutes={"smoke": 0.8},
         ),
         Part(
@@ -64,6 +68,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.WeightsResults,
             presets=("micro", "paper"),
             reports=("paper",),
+            sizes=("weights_", "weight_figures"),
         ),
         Part(
             "standard",
@@ -71,6 +76,7 @@ EXPERIMENT = Experiment(
             "Figs 2, 17: the §2 transformer on the token ICL task; head roles, interpretable QK/OV matrices",
             results=lambda: paper.results.StandardResults,
             reports=("quick", "smoke", "paper"),
+            sizes=("standard.", "standard_n_pairs"),
             minutes={"smoke": 0.7},
         ),
         Part(
@@ -79,6 +85,7 @@ EXPERIMENT = Experiment(
             "t_ICL vs N from full SGD training at 3 N, several seeds (smoke: <= 15 min on 2 cores)",
             results=lambda: paper.results.SgdScalingResults,
             reports=("paper",),
+            sizes=("sgd_",),
         ),
         Part(
             "pythia",
@@ -88,6 +95,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.PythiaResults,
             pretrained=True,
             reports=("quick", "smoke", "paper"),
+            sizes=(),
             minutes={"smoke": 0.1},  # seconds without --model; on a mini series about a minute
         ),
     ),

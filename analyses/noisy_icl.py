@@ -13,6 +13,9 @@ from analyses.papers import distributional as paper
 from mechrecall.experiment import Experiment, Option, Part
 from mechrecall.lazy import lazy_imports
 
+#: The preset fields that size the two-layer model of the main, ff_variants and multi_trigger parts (the ledger).
+MODEL_SIZES = ("d_model", "seq_len", "batch", "d_mlp", "steps", "n_test")
+
 PAPER = (
     "Distributional Associations vs In-Context Reasoning: A Study of Feed-Forward and Attention Layers "
     "(Chen, Bruna & Bietti)"
@@ -30,6 +33,7 @@ EXPERIMENT = Experiment(
             "two-layer MLP/MLP model: truncate / drop F₂, FF margin, attention (Figs 3, 4, 7, 8, 9, 10)",
             results=lambda: paper.results.MainResults,
             reports=("quick", "smoke", "paper"),
+            sizes=MODEL_SIZES,
             minutes={"laptop": 8},
         ),
         Part(
@@ -38,6 +42,7 @@ EXPERIMENT = Experiment(
             "MLP/linear, linear/MLP and no-FF models (Figs 11, 12, 13)",
             results=lambda: paper.results.FFVariantsResults,
             reports=("smoke", "paper"),
+            sizes=MODEL_SIZES,
             minutes={"laptop": 20},  # three models, each about main's size
         ),
         Part(
@@ -46,6 +51,7 @@ EXPERIMENT = Experiment(
             "clean pre-training, then noisy fine-tuning (Figs 4 right, 8 right)",
             results=lambda: paper.results.FinetuneResults,
             reports=("paper",),
+            sizes=(*MODEL_SIZES, "finetune_steps"),
         ),
         Part(
             "multi_trigger",
@@ -53,6 +59,7 @@ EXPERIMENT = Experiment(
             "five triggers (Fig 9 right)",
             results=lambda: paper.results.MultiTriggerResults,
             reports=("paper",),
+            sizes=MODEL_SIZES,
         ),
         Part(
             "ioi",
@@ -62,6 +69,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.IOIResults,
             presets=("micro", "laptop", "paper"),
             reports=("smoke", "paper"),
+            sizes=("ioi", "ioi_layers", "adam_layers"),
             minutes={"laptop": 6},
         ),
         Part(
@@ -71,6 +79,7 @@ EXPERIMENT = Experiment(
             results=lambda: paper.results.TheoryResults,
             seeded=False,
             reports=("quick", "smoke", "paper"),
+            sizes=("theory_full",),
             minutes={"laptop": 0.05, "smoke": 0.05},
         ),
     ),

@@ -77,7 +77,8 @@ class Part:
     (which ``--seed`` shifts, so each is still seeded): a multi-seed run runs it once, at its first seed, and its
     claims show those trials (a sweep of cells × trial seeds, too costly to repeat per seed). ``pretrained``: it
     reads a pretrained model (``--model``) rather than training a toy (the paper-scale ledger times it apart).
-    ``results``: the
+    ``sizes``: the preset fields that set its sizes (``("r.", "pt_steps.r")``: a field, or a prefix of dotted
+    nested fields; ``()``: none), which the ledger compares with the paper's. ``results``: the
     part's typed results model (:class:`mechrecall.typed.Results`; an entry module passes
     ``lambda: paper.results.WorldG`` so nothing is imported before the part runs): what the part hands back is
     validated as it, stored with its schema, and validated again when ``results.json`` is read back
@@ -94,6 +95,7 @@ class Part:
     tasks: Callable[[Context[Any]], Sequence[PartTask]] | None = None
     trials: bool = False
     pretrained: bool = False  # it reads a pretrained model's weights (--model), not a toy it trains
+    sizes: tuple[str, ...] | None = None  # the preset fields (dotted prefixes) that set its sizes; None: every field
 
     def cost(self, preset: str) -> float:
         """Rough minutes on one core at ``preset`` (1 where undeclared)."""

@@ -18,14 +18,32 @@ _PACKAGES = ("mechrecall", "torch", "transformer-lens", "transformers", "numpy",
 
 
 def versions() -> dict[str, str | None]:
-    """Versions of Python and the packages that determine the numbers."""
+    """Versions of Python and the packages that determine the numbers, and the source's git commit
+    (:func:`source_commit`)."""
     found: dict[str, str | None] = {"python": platform.python_version()}
     for name in _PACKAGES:
         try:
             found[name.replace("-", "_")] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name.replace("-", "_")] = None
+    found["commit"] = source_commit()
     return found
+
+
+def source_commit() -> str | None:
+    """``git describe --always --dirty`` of the checkout this package runs from (``None`` for an installed
+    wheel, or where git is missing): which code made a results file."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        done = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True,
+                              timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
 
 
 def save_figure(path: str | os.PathLike, figure: Any, *, dpi: int = 120) -> Path:

@@ -753,3 +753,17 @@ def test_mypy_fails_on_a_misspelt_result_field(tmp_path):
     bad = TYPED_TABLE.replace("r.final.accuracy", "r.final.acuracy")
     errors, out = _mypy_errors(tmp_path, "claims", TYPED_TABLE, bad)
     assert len(errors) == 1 and "bad_claims.py:16" in errors[0] and '"acuracy"' in errors[0], out
+
+
+def test_a_real_models_experiment_defaults_to_every_core_and_a_toys_to_one(monkeypatch):
+    """``--threads``: the toys' steps are fastest on one thread; a pretrained model's forwards and SVDs
+    (``laser_pythia``, ``Experiment(threads=None)``) take every core unless told otherwise."""
+    import os
+
+    from analyses.registry import experiment
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 7)
+    assert experiment("laser_pythia").parser().parse_args([]).threads == 7
+    assert experiment("laser_pythia").parser().parse_args(["--threads", "2"]).threads == 2
+    assert experiment("noisy_icl").parser().parse_args([]).threads == 1
+    assert "this machine's cores" in experiment("laser_pythia").parser().format_help()

@@ -45,6 +45,7 @@ class PartRef:
     part: str
     kind: str
     help: str
+    sizes: tuple[str, ...] | None = None
 
     @property
     def id(self) -> str:
@@ -61,14 +62,23 @@ def paper_parts() -> list[PartRef]:
         exp, s = experiment(name), step("paper", name)
         for part in exp.select_parts(s.parts, s.preset):
             p = next(q for q in exp.parts if q.name == part)
-            refs.append(PartRef(name, part, "pretrained" if p.pretrained else "train", p.help))
+            refs.append(PartRef(name, part, "pretrained" if p.pretrained else "train", p.help, p.sizes))
     return refs
 
 
 def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
-    """A preset as ``{"g.d_model": 256, ...}`` (nested dataclasses and dicts joined by dots)."""
+    """A preset as ``{"g.d_model": 256, "pattern.B.m": 64, ...}``: nested dataclasses, mappings, named tuples
+    ``(("A", cell), ...)`` and sequences of records joined by dots; numbers and sequences of numbers as leaves."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    elif isinstance(value, (tuple, list)) and value and all(
+        isinstance(v, (tuple, list)) and len(v) == 2 and isinstance(v[0], str) for v in value
+    ):
+        value = dict(value)
+    elif isinstance(value, (tuple, list)) and value and all(
+        isinstance(v, Mapping) or dataclasses.is_dataclass(v) for v in value
+    ):
+        value = {str(i): v for i, v in enumerate(value)}
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
@@ -77,20 +87,38 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: value}
 
 
-def size_differences(experiment: str, here: str) -> list[tuple[str, Any, Any]]:
-    """``(field, paper's value, value at preset `here`)`` for every numeric preset field where the two differ."""
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (tuple, list)):
+        return bool(value) and all(_numeric(v) for v in value)
+    return isinstance(value, (int, float))
+
+
+#: Numeric preset fields that are bookkeeping, not a size the ledger compares.
+NOT_SIZES = {"seed", "log_every", "eval_every", "fig_nos", "checkpoint_every", "pt_eval_every", "ft_eval_every"}
+
+
+def _selected(field: str, sizes: Sequence[str] | None) -> bool:
+    """Whether a flattened preset field is one of a part's ``sizes`` (a field, or a prefix ending in . or _)."""
+    if sizes is None:
+        return True
+    return any(field == p or field.startswith(p if p.endswith((".", "_")) else p + ".") for p in sizes)
+
+
+def size_differences(experiment: str, here: str, sizes: Sequence[str] | None = None) -> list[tuple[str, Any, Any]]:
+    """``(field, paper's value, value at preset `here`)`` for every numeric preset field of ``sizes`` (a part's
+    :attr:`~mechrecall.experiment.Part.sizes`; ``None``: all) where the two presets differ."""
     from analyses.registry import experiment as lookup
 
     table = lookup(experiment).preset_table()
     if "paper" not in table or here not in table or here == "paper":
         return []
     paper, ours = _flat(table["paper"]), _flat(table[here])
-    numeric = (int, float, tuple, list)
     return [
-        (k, paper[k], ours.get(k))
-        for k in paper
-        if k != "comparable" and isinstance(paper[k], numeric) and not isinstance(paper[k], bool)
-        and paper[k] != ours.get(k)
+        (k, v, ours.get(k))
+        for k, v in paper.items()
+        if _selected(k, sizes) and _numeric(v) and v != ours.get(k) and k.rsplit(".", 1)[-1] not in NOT_SIZES
     ]
 
 
@@ -223,9 +251,12 @@ def main_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     return max(runs, key=lambda r: r["steps"] * r["seconds_per_step"], default=None)
 
 
-def gpu_estimate(runs: Sequence[Mapping[str, Any]], rest_s: float) -> float:
-    """The training runs at :data:`GPU_FLOPS` (each step at least :data:`GPU_STEP_FLOOR_S`), plus ``rest_s``."""
-    return rest_s + sum(r["steps"] * max(r["flops_per_step"] / GPU_FLOPS, GPU_STEP_FLOOR_S) for r in runs)
+def gpu_estimate(runs: Sequence[Mapping[str, Any]], rest_s: float, cpu_flops: float) -> float:
+    """The training runs at :data:`GPU_FLOPS` (each step at least :data:`GPU_STEP_FLOOR_S`), their evaluations
+    at the CPU's seconds x ``cpu_flops`` / :data:`GPU_FLOPS` (arithmetic-bound there), plus ``rest_s``."""
+    steps = sum(r["steps"] * max(r["flops_per_step"] / GPU_FLOPS, GPU_STEP_FLOOR_S) for r in runs)
+    evals = sum(r["evals"] * r["eval_seconds"] for r in runs) * cpu_flops / GPU_FLOPS
+    return rest_s + steps + evals
 
 
 def fits_here(row: Mapping[str, Any]) -> bool:

@@ -35,7 +35,8 @@ def _results(out: Path) -> list[tuple[str, Path]]:
 
 def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: str | None = None) -> Path:
     """Copy the ``results.json`` of every experiment in the report folder ``out`` into ``runs/<name>/`` with a
-    ``provenance.json``; ``name`` defaults to ``<preset>-<device>-<date>``. Parts that did not finish are left out
+    ``provenance.json`` (the machine keeping it; the commit is the one the results were made by, their
+    ``versions.commit``); ``name`` defaults to ``<preset>-<device>-<date>``. Parts that did not finish are left out
     (a rerun of the same command resumes them)."""
     out = Path(out)
     found = _results(out)
@@ -61,8 +62,10 @@ def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: s
             entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": []})
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
-    provenance = {"preset": preset, "device": device, "machine": ledger.machine(), "source": str(out),
-                  "seeds": sorted({s for p in parts.values() for s in p["seeds"]}), "parts": parts}
+    commits = sorted({str(p.get("versions", {}).get("commit")) for _, p in payloads})
+    provenance = {"preset": preset, "device": device, "machine": {**ledger.machine(), "commit": ", ".join(commits)},
+                  "source": str(out), "seeds": sorted({s for p in parts.values() for s in p["seeds"]}),
+                  "parts": parts}
     atomic_write_json(target / "provenance.json", provenance)
     return target
 
@@ -100,15 +103,17 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
     return "; ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "—"
 
 
-def _sizes(experiment: str, here: str) -> str:
-    diffs = ledger.size_differences(experiment, here)
+def _sizes(ref: ledger.PartRef, here: str) -> str:
+    diffs = ledger.size_differences(ref.experiment, here, ref.sizes)
     if not diffs:
-        return "the paper's" if here == "paper" else "—"
+        return "the paper's" if here == "paper" or ref.sizes == () else "the paper's (no size differs)"
     text = ", ".join(f"{k} {_v(p)} ({_v(o)})" for k, p, o in diffs[:5])
     return text + (f", +{len(diffs) - 5} more" if len(diffs) > 5 else "")
 
 
 def _v(value: Any) -> str:
+    if value is None:
+        return "—"
     if isinstance(value, (tuple, list)):
         return "[" + ",".join(map(str, value[:4])) + (",…" if len(value) > 4 else "") + "]"
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -144,12 +149,13 @@ def _cost_cells(row: Mapping[str, Any], peak: float) -> list[str]:
     if main is None:
         return ["— (no training)", "—", "—", "—", ledger._hours(cpu)]
     steps = sum(r["steps"] for r in cpu["runs"])
-    frac = main["flops_per_step"] / main["seconds_per_step"] / peak if main["seconds_per_step"] else 0.0
-    return [f"{main['flops_per_step']:.3g}", f"{steps:,} ({len(cpu['runs'])} runs)", f"{main['seconds_per_step']:.3g}",
-            f"{frac:.2f}", ledger._hours(cpu)]
+    flops, seconds = main["flops_per_step"], main["seconds_per_step"]
+    frac = f"{flops / seconds / peak:.2f}" if flops and seconds else "—"
+    return [f"{flops:.3g}" if flops else "— (not counted)", f"{steps:,} ({len(cpu['runs'])} runs)", f"{seconds:.3g}",
+            frac, ledger._hours(cpu)]
 
 
-def _gpu_cell(row: Mapping[str, Any]) -> str:
+def _gpu_cell(row: Mapping[str, Any], peak: float) -> str:
     gpu_kept = [r for r in row["kept"] if r["device"] != "cpu"]
     if gpu_kept:
         seconds = max(sum(r["parts"][row["ref"].id]["seconds"]) / len(r["parts"][row["ref"].id]["seconds"])
@@ -159,7 +165,7 @@ def _gpu_cell(row: Mapping[str, Any]) -> str:
     if row["ref"].kind != "train" or not cpu or "estimate_s" not in cpu:
         return "—"
     rest = cpu["estimate_s"] - probe.estimate_seconds(cpu["runs"])
-    return f"{ledger.duration(ledger.gpu_estimate(cpu['runs'], max(rest, 0.0) / 10))} (est.)"
+    return f"{ledger.duration(ledger.gpu_estimate(cpu['runs'], max(rest, 0.0) / 10, peak))} (est.)"
 
 
 def _status(row: Mapping[str, Any]) -> str:
@@ -206,7 +212,7 @@ def ledger_md() -> str:
         "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
         ref = row["ref"]
-        cells = [f"`{ref.id}`", _sizes(ref.experiment, row["here"]), *_cost_cells(row, peak), _gpu_cell(row),
+        cells = [f"`{ref.id}`", _sizes(ref, row["here"]), *_cost_cells(row, peak), _gpu_cell(row, peak),
                  _status(row), _verdicts([c for c in row["claims"] if c.get("class", "paper") == "paper"])]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     runs = kept_runs()

@@ -121,6 +121,7 @@ def plan_jobs(
 
     names = discover()
     off = offline(report_preset, model)
+    probed = paper_minutes() if report_preset == "paper" else {}
     chosen = only_parts(only or (), report_preset, names)
     if only:
         names = [n for n in names if n in chosen]
@@ -141,9 +142,18 @@ def plan_jobs(
             for part in parts or exp.select_parts(s.parts, s.preset):
                 if chosen.get(name) and part not in chosen[name]:
                     continue
-                cost = next(p.cost(s.preset) for p in exp.parts if p.name == part)
+                cost = probed.get(f"{name}:{part}") or next(p.cost(s.preset) for p in exp.parts if p.name == part)
                 jobs.append(Job(name, s.preset, (part,), options, seed=seed, folder=folder, minutes=cost, offline=off))
     return jobs
+
+
+def paper_minutes() -> dict[str, float]:
+    """Each part's estimated minutes at the paper preset on one core, from this machine's probe in the ledger
+    (``analyses/measured/probe/cpu.json``; a lower bound where the probe stopped): the longest start first."""
+    from analyses.report.ledger import load_probes
+
+    parts = load_probes().get("cpu", {}).get("parts", [])
+    return {p["part"]: (p.get("estimate_s") or p.get("estimate_at_least_s") or 60.0) / 60 for p in parts}
 
 
 def run_job(job: Job, out: str, threads: int = 1) -> dict[str, Any]:

@@ -83,7 +83,8 @@ def estimates_for(device: str, refs: Sequence[Any], probes: Mapping[str, Mapping
             out[ref.id] = float(own["estimate_s"])
         elif cpu and "estimate_s" in cpu and kind != "cpu":
             rest = max(cpu["estimate_s"] - probe.estimate_seconds(cpu["runs"]), 0.0)
-            out[ref.id] = ledger.gpu_estimate(cpu["runs"], rest / 10)
+            rate = float(probes["cpu"].get("matmul_flops_one_core") or 3e10)
+            out[ref.id] = ledger.gpu_estimate(cpu["runs"], rest / 10, rate)
     return out
 
 
