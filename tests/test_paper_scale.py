@@ -131,7 +131,10 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     m = ledger.machine()
     (probes / "cpu.json").write_text(json.dumps({"machine": m, "matmul_flops_one_core": 4e9, "parts": [part]}))
     monkeypatch.setattr(ledger, "PROBES", probes)
+    monkeypatch.setattr(ledger, "MEASURED", tmp_path)
     monkeypatch.setattr(measured, "RUNS", runs)
+    walls = {"device": "GPU-X", "date": "2026-01-01", "parts": {"noisy_icl:theory": {"wall_s": 9, "status": "done"}}}
+    (tmp_path / "gpu_walls.json").write_text(json.dumps({"windows": [walls]}))
     _fake_run(tmp_path / "out")
     measured.keep(tmp_path / "out", device="cpu", runs=runs, name="paper-cpu-x")
     text = measured.ledger_md()
@@ -142,6 +145,8 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     assert "d_model 256 (192)" in row and "| 4e+09 |" in row and "2,000 (1 runs)" in row
     assert "| 0.50 |" in row  # 4e9 FLOPs in 2 s over one core's 4e9 FLOP/s
     assert "67.7 min" in row and "13 s (est.)" in row and "not yet (fits here)" in row
+    theory = next(r for r in text.splitlines() if r.startswith("| `noisy_icl:theory`"))
+    assert "9 s (measured, GPU-X 2026-01-01, seed 0; not kept)" in theory and "not probed" in theory
     exact = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:exact`"))
     assert "run (cpu; seeds 0, 1)" in exact and "1 reproduced at the paper's scale" in exact
     assert "1 of the" in text and "`paper-cpu-x`" in text
@@ -202,3 +207,19 @@ def test_a_window_on_cpu_runs_the_chosen_jobs_stops_the_rest_at_the_deadline_and
     assert (out / "window" / "noisy_icl").is_dir()  # the stopped part's folder, to bring back and resume
     assert reproduce.main([*argv[:6], "--budget", "soon"]) == 2
     assert "--budget 'soon'" in capsys.readouterr().err
+
+
+def test_a_gpu_windows_estimates_prefer_a_measured_wall_then_the_cpu_probes_flops(tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger, "MEASURED", tmp_path)
+    walls = {"device": "H", "date": "d", "parts": {"a:x": {"wall_s": 100, "status": "done"},
+                                                   "b:y": {"wall_s": 400, "status": "stopped"}}}
+    (tmp_path / "gpu_walls.json").write_text(json.dumps({"windows": [walls]}))
+    run = {"steps": 1000, "seconds_per_step": 1.0, "flops_per_step": 1e12, "evals": 0, "eval_seconds": 0.0}
+    cpu = {"matmul_flops_one_core": 1e10, "parts": [
+        {"part": p, "estimate_s": 1000.0, "exit": 0, "runs": [run]} for p in ("a:x", "b:y", "c:z")]}
+    refs = [ledger.PartRef(*p.split(":"), "train", "") for p in ("a:x", "b:y", "c:z")]
+    est = window.estimates_for("cuda", refs, {"cpu": cpu})
+    assert est["a:x"] == 100.0  # measured in a window
+    assert est["c:z"] == pytest.approx(1000 * 1e12 / ledger.GPU_FLOPS)  # 20 s of steps; no rest
+    assert est["b:y"] == 400.0  # stopped at 400 s: at least that
+    assert window.estimates_for("cpu", refs, {"cpu": cpu}) == {"a:x": 1000.0, "b:y": 1000.0, "c:z": 1000.0}

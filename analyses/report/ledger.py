@@ -224,9 +224,13 @@ def probe_all(
 
 
 def _hours(row: Mapping[str, Any]) -> str:
-    if "estimate_s" in row:
-        return duration(row["estimate_s"])
-    return f"> {duration(row.get('estimate_at_least_s', row['wall_s']))}"
+    """A probed part's estimate: ``42 min``; ``> 3.7 d`` (stopped at the timeout); ``≥ 24 s (probe cut short:
+    …)`` where the part failed on its barely trained model, so what came after is not in it."""
+    if "estimate_s" not in row:
+        return f"> {duration(row.get('estimate_at_least_s', row['wall_s']))}"
+    if row.get("exit") not in (0, None):
+        return f"≥ {duration(row['estimate_s'])} (probe cut short: {row.get('error', '')[:80]})"
+    return duration(row["estimate_s"])
 
 
 def duration(seconds: float) -> str:
@@ -246,6 +250,17 @@ def load_probes(folder: Path | None = None) -> dict[str, dict[str, Any]]:
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in files}
 
 
+def gpu_walls(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """Each part's wall time in a GPU window whose results were not kept (``analyses/measured/gpu_walls.json``):
+    ``{part: {"wall_s", "status", "device", "date"}}``, the latest window's where several measured it."""
+    data = json.loads((path or MEASURED / "gpu_walls.json").read_text(encoding="utf-8"))
+    out: dict[str, dict[str, Any]] = {}
+    for window in data["windows"]:
+        for part, m in window["parts"].items():
+            out[part] = {**m, "device": window["device"], "date": window["date"]}
+    return out
+
+
 def main_run(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     """The run that costs the most (steps x seconds per step)."""
     return max(runs, key=lambda r: r["steps"] * r["seconds_per_step"], default=None)
@@ -260,5 +275,6 @@ def gpu_estimate(runs: Sequence[Mapping[str, Any]], rest_s: float, cpu_flops: fl
 
 
 def fits_here(row: Mapping[str, Any]) -> bool:
-    """Whether a probed part's paper preset is estimated within :data:`FITS_HERE_S` on one core."""
-    return "estimate_s" in row and row["estimate_s"] <= FITS_HERE_S
+    """Whether a probed part's paper preset is estimated within :data:`FITS_HERE_S` on one core (a probe that
+    was cut short gives no estimate to fit)."""
+    return "estimate_s" in row and row.get("exit") == 0 and row["estimate_s"] <= FITS_HERE_S

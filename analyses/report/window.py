@@ -75,8 +75,13 @@ def estimates_for(device: str, refs: Sequence[Any], probes: Mapping[str, Mapping
     from mechrecall import probe
 
     kind = "cpu" if device == "cpu" else device.split(":")[0]
+    walls = ledger.gpu_walls() if kind != "cpu" else {}
     out = {}
     for ref in refs:
+        wall = walls.get(ref.id)
+        if wall and wall["status"] == "done":  # measured in an earlier window (its results not kept)
+            out[ref.id] = float(wall["wall_s"])
+            continue
         own = next((p for p in probes.get(kind, {}).get("parts", []) if p["part"] == ref.id), None)
         cpu = next((p for p in probes.get("cpu", {}).get("parts", []) if p["part"] == ref.id), None)
         if own and "estimate_s" in own:
@@ -84,7 +89,7 @@ def estimates_for(device: str, refs: Sequence[Any], probes: Mapping[str, Mapping
         elif cpu and "estimate_s" in cpu and kind != "cpu":
             rest = max(cpu["estimate_s"] - probe.estimate_seconds(cpu["runs"]), 0.0)
             rate = float(probes["cpu"].get("matmul_flops_one_core") or 3e10)
-            out[ref.id] = ledger.gpu_estimate(cpu["runs"], rest / 10, rate)
+            out[ref.id] = max(ledger.gpu_estimate(cpu["runs"], rest / 10, rate), float((wall or {}).get("wall_s", 0)))
     return out
 
 
