@@ -24,13 +24,26 @@ def parser() -> argparse.ArgumentParser:
         "whether it has run.",
     )
     do = p.add_mutually_exclusive_group(required=True)
-    do.add_argument("--probe", action="store_true", help="time every training part's paper preset on this machine "
-                    "(a few steps per run) into analyses/measured/probe/DEVICE.json; a rerun keeps probed parts")
-    do.add_argument("--keep", metavar="OUT", help="copy the results of the report in OUT (its results.json files, "
-                    "no weights) into analyses/measured/ with their provenance")
+    do.add_argument(
+        "--probe",
+        action="store_true",
+        help="time every training part's paper preset on this machine "
+        "(a few steps per run) into analyses/measured/probe/DEVICE.json; a rerun keeps probed parts",
+    )
+    do.add_argument(
+        "--keep",
+        metavar="OUT",
+        help="copy the results of the report in OUT (its results.json files, "
+        "no weights) into analyses/measured/ with their provenance",
+    )
     do.add_argument("--ledger", metavar="FILE", help="write the ledger (docs/paper-scale.md) and exit")
-    p.add_argument("--update-readme", metavar="FILE", default=None, help="--ledger: also rewrite FILE's "
-                   "<!-- paper-scale:start/end --> block (the coverage line and a link to the ledger)")
+    p.add_argument(
+        "--update-readme",
+        metavar="FILE",
+        default=None,
+        help="--ledger: also rewrite FILE's "
+        "<!-- paper-scale:start/end --> block (the coverage line and a link to the ledger)",
+    )
     p.add_argument("--device", default="cpu", help="the device the probe or the kept run used (default cpu)")
     p.add_argument("--only", nargs="+", metavar="EXP[:PART]", default=None, help="--probe: only these parts")
     p.add_argument("--timeout", type=float, default=600.0, help="--probe: seconds per part (default 600)")
@@ -42,8 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     prog = parser().prog
     if args.workers < 1 or args.timeout <= 0:
-        print(f"{prog}: error: --workers {args.workers} / --timeout {args.timeout}; expected >= 1 / > 0",
-              file=sys.stderr)
+        print(
+            f"{prog}: error: --workers {args.workers} / --timeout {args.timeout}; expected >= 1 / > 0", file=sys.stderr
+        )
         return 2
     from analyses.report import ledger, measured
 
@@ -68,8 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = {r.id for r in refs} | {r.experiment for r in refs}
         bad = [o for o in args.only if o not in known]
         if bad:
-            print(f"{prog}: error: --only {bad[0]}; expected an experiment or EXP:PART of the paper plan",
-                  file=sys.stderr)
+            print(
+                f"{prog}: error: --only {bad[0]}; expected an experiment or EXP:PART of the paper plan", file=sys.stderr
+            )
             return 2
         refs = [r for r in refs if r.id in args.only or r.experiment in args.only]
     path = ledger.PROBES / f"{args.device}.json"

@@ -260,8 +260,12 @@ def gpu_window(args: argparse.Namespace, seeds: Sequence[int]) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     gpu = args.device != "cpu"
-    done = {p for r in measured.kept_runs() if r["preset"] == "paper" and (r["device"] != "cpu") == gpu
-            and seeds[0] in r["seeds"] for p in r["parts"]}
+    done = {
+        p
+        for r in measured.kept_runs()
+        if r["preset"] == "paper" and (r["device"] != "cpu") == gpu and seeds[0] in r["seeds"]
+        for p in r["parts"]
+    }
     refs = [r for r in ledger.paper_parts() if r.kind == "train" and r.id not in done]
     if args.only:
         refs = [r for r in refs if r.id in args.only or r.experiment in args.only]

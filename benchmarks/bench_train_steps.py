@@ -41,8 +41,14 @@ def measure(part: str, preset: str, scratch: Path) -> dict[str, Any]:
     experiment, _, name = part.partition(":")
     out = scratch / part.replace(":", ".")
     file = out / "probe.jsonl"
-    env = {**os.environ, probe.ENV_FILE: str(file), probe.ENV_FIRST: "1", "MPLBACKEND": "Agg",
-           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        probe.ENV_FILE: str(file),
+        probe.ENV_FIRST: "1",
+        "MPLBACKEND": "Agg",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(ROOT),
+    }
     cmd = _command(PartRef(experiment, name, "train", ""), out, preset, 1)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     lines = probe.records(file)
@@ -73,29 +79,43 @@ def run(quick: bool = True, preset: str = "smoke", only: list[str] | None = None
             own = preset if preset == "paper" else step(preset, experiment).preset
             m = measure(part, own, Path(scratch))
             if "error" in m or not m.get("flops_per_step"):
-                rows.append({"benchmark": "train_steps", "measure": f"{part} ({own}): no training step measured",
-                             "ratio": None, "target": "", "ok": None, "note": m.get("error", "no matmuls")})
+                rows.append(
+                    {
+                        "benchmark": "train_steps",
+                        "measure": f"{part} ({own}): no training step measured",
+                        "ratio": None,
+                        "target": "",
+                        "ok": None,
+                        "note": m.get("error", "no matmuls"),
+                    }
+                )
                 continue
             frac = m["flops_per_step"] / m["seconds_per_step"] / rate
             overhead = m["seconds_per_step"] - m["flops_per_step"] / rate
-            rows.append({
-                "benchmark": "train_steps",
-                "measure": f"{part} ({own}): a step's FLOP/s over one core's matmul rate",
-                "ratio": round(frac, 3),
-                "target": f">= {TARGET}",
-                "ok": frac >= TARGET,
-                "note": f"{m['flops_per_step']:.3g} FLOPs in {m['seconds_per_step'] * 1e3:.1f} ms; overhead "
-                f"{overhead * 1e3:.1f} ms ({overhead / m['seconds_per_step']:.0%}); batch {m['batch']}, "
-                f"{m['params']:,} params; matmul rate {rate / 1e9:.1f} GFLOP/s",
-            })
+            rows.append(
+                {
+                    "benchmark": "train_steps",
+                    "measure": f"{part} ({own}): a step's FLOP/s over one core's matmul rate",
+                    "ratio": round(frac, 3),
+                    "target": f">= {TARGET}",
+                    "ok": frac >= TARGET,
+                    "note": f"{m['flops_per_step']:.3g} FLOPs in {m['seconds_per_step'] * 1e3:.1f} ms; overhead "
+                    f"{overhead * 1e3:.1f} ms ({overhead / m['seconds_per_step']:.0%}); batch {m['batch']}, "
+                    f"{m['params']:,} params; matmul rate {rate / 1e9:.1f} GFLOP/s",
+                }
+            )
     return rows
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
-    p.add_argument("--preset", default="smoke", choices=("quick", "smoke", "paper"),
-                   help="the report preset whose per-experiment preset each part runs at (default smoke)")
+    p.add_argument(
+        "--preset",
+        default="smoke",
+        choices=("quick", "smoke", "paper"),
+        help="the report preset whose per-experiment preset each part runs at (default smoke)",
+    )
     p.add_argument("--only", nargs="+", default=None, metavar="EXP:PART")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args()

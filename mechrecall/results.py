@@ -39,8 +39,9 @@ def source_commit() -> str | None:
     if not (root / ".git").exists():
         return None
     try:
-        done = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True,
-                              timeout=10, check=True)
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import json
 import logging
 import math
@@ -39,6 +40,7 @@ import torch
 import torch.nn.functional as F
 from jaxtyping import Float, Int
 
+from mechrecall import probe as probing
 from mechrecall._tl import Model, named_weights, weight, weight_layout
 from mechrecall.batch import Batch
 from mechrecall.checkpoint import (
@@ -49,7 +51,6 @@ from mechrecall.checkpoint import (
     save_checkpoint,
 )
 from mechrecall.errors import CheckpointError
-from mechrecall import probe as probing
 from mechrecall.io import atomic_write_json
 from mechrecall.progress import progress_bar
 from mechrecall.seeds import derive_seed
@@ -365,6 +366,11 @@ def train(
             return loss_fn(model, batch)
         return next_token_loss(model, batch, cfg.loss_positions)
 
+    def forward_backward(batch: Batch) -> torch.Tensor:
+        loss = compute_loss(batch)
+        loss.backward()
+        return loss
+
     device = next(model.parameters()).device
 
     def batch_at(step: int) -> Batch:
@@ -418,16 +424,10 @@ def train(
         lr = optimizer.param_groups[0]["lr"]
         batch = batch_at(step)
         optimizer.zero_grad(set_to_none=True)
-
-        def forward_backward() -> torch.Tensor:
-            loss = compute_loss(batch)
-            loss.backward()
-            return loss
-
         if probe is not None and step == start:
-            loss, probe.flops = probing.count_flops(forward_backward)
+            loss, probe.flops = probing.count_flops(functools.partial(forward_backward, batch))
         else:
-            loss = forward_backward()
+            loss = forward_backward(batch)
         grad_norm = _update(optimizer, scheduler, cfg, entry_masks)
         readback.add(step, loss, grad_norm, lr)
         done = step + 1
@@ -447,8 +447,13 @@ def train(
         if out is not None and cfg.checkpoint_every:  # a part may read the run's last checkpoint
             _write_checkpoint(out, model, optimizer, stop, cfg, history)
         n_evals = len({s for s in range(start, cfg.steps + 1) if should_eval(s)}) if evals else 0
-        extra = {"spent": probing.clock(device) - began, "params": sum(p.numel() for p in model.parameters()),
-                 "batch": list(first_shape), "device": str(device), "threads": torch.get_num_threads()}
+        extra = {
+            "spent": probing.clock(device) - began,
+            "params": sum(p.numel() for p in model.parameters()),
+            "batch": list(first_shape),
+            "device": str(device),
+            "threads": torch.get_num_threads(),
+        }
         probe.write(out.name if out is not None else "train", key, cfg.steps, n_evals, eval_seconds, extra)
         return TrainResult(model=model, history=history, step=stop, resumed_from=resumed_from)
     if cfg.steps == start and start > 0:

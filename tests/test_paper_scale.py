@@ -90,15 +90,41 @@ def _fake_run(root, experiment="induction_emergence", part="exact", seeds=(0, 1)
     """A report folder as a run leaves it: per seed, the experiment's results.json, one part done, one failed."""
     for seed in seeds:
         claims = [
-            {"id": f"{experiment}.{part}.x", "claim": "x", "paper": 1.0, "ours": 1.0 + seed * 1e-3, "control": 0.0,
-             "rule": "≥ 0.5", "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None}, "verdict": "reproduced",
-             "comparable": True, "class": "paper", "scale": {}, "at_scale": "paper"},
-            {"id": f"{experiment}.other.y", "claim": "y", "paper": 1.0, "ours": 0.0, "control": 0.0,
-             "rule": "≥ 0.5", "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None}, "verdict": "not reproduced"},
+            {
+                "id": f"{experiment}.{part}.x",
+                "claim": "x",
+                "paper": 1.0,
+                "ours": 1.0 + seed * 1e-3,
+                "control": 0.0,
+                "rule": "≥ 0.5",
+                "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None},
+                "verdict": "reproduced",
+                "comparable": True,
+                "class": "paper",
+                "scale": {},
+                "at_scale": "paper",
+            },
+            {
+                "id": f"{experiment}.other.y",
+                "claim": "y",
+                "paper": 1.0,
+                "ours": 0.0,
+                "control": 0.0,
+                "rule": "≥ 0.5",
+                "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None},
+                "verdict": "not reproduced",
+            },
         ]
-        payload = {"experiment": experiment, "config": {"preset": "paper", "seed": seed}, "claims": claims,
-                   "parts": {part: {"status": "done", "seconds": 12.0, "figures": ["f.png"]},
-                             "other": {"status": "failed", "seconds": 3.0}}, "figures": ["f.png"]}
+        payload = {
+            "experiment": experiment,
+            "config": {"preset": "paper", "seed": seed},
+            "claims": claims,
+            "parts": {
+                part: {"status": "done", "seconds": 12.0, "figures": ["f.png"]},
+                "other": {"status": "failed", "seconds": 3.0},
+            },
+            "figures": ["f.png"],
+        }
         path = root / f"seed{seed}" / experiment / "results.json"
         path.parent.mkdir(parents=True)
         path.write_text(json.dumps(payload))
@@ -117,17 +143,31 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     rows = measured.kept_rows(run)
     assert [r["id"] for r in rows] == ["induction_emergence.exact.x"]  # the failed part's claim is not shown
     assert rows[0]["verdict"] == "reproduced" and rows[0]["per_seed"] and rows[0]["kept"] == "paper-cpu-x"
-    with pytest.raises(FileNotFoundError, match="no <experiment>/results.json"):
+    with pytest.raises(FileNotFoundError, match=r"no <experiment>/results\.json"):
         measured.keep(tmp_path / "empty", runs=tmp_path / "runs")
 
 
 def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monkeypatch):
     probes, runs = tmp_path / "probe", tmp_path / "runs"
     probes.mkdir()
-    line = {"run": "main", "steps": 2000, "evals": 11, "probed": 3, "seconds_per_step": 2.0,
-            "flops_per_step": 4e9, "eval_seconds": 1.0, "spent": 9.0}
-    part = {"part": "noisy_icl:main", "kind": "train", "wall_s": 60.0, "exit": 0, "runs": [line],
-            "estimate_s": 60.0 - 9.0 + 2000 * 2.0 + 11 * 1.0}
+    line = {
+        "run": "main",
+        "steps": 2000,
+        "evals": 11,
+        "probed": 3,
+        "seconds_per_step": 2.0,
+        "flops_per_step": 4e9,
+        "eval_seconds": 1.0,
+        "spent": 9.0,
+    }
+    part = {
+        "part": "noisy_icl:main",
+        "kind": "train",
+        "wall_s": 60.0,
+        "exit": 0,
+        "runs": [line],
+        "estimate_s": 60.0 - 9.0 + 2000 * 2.0 + 11 * 1.0,
+    }
     m = ledger.machine()
     (probes / "cpu.json").write_text(json.dumps({"machine": m, "matmul_flops_one_core": 4e9, "parts": [part]}))
     monkeypatch.setattr(ledger, "PROBES", probes)
@@ -162,13 +202,32 @@ def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headlin
     rows = collect.kept_rows(["induction_emergence"])
     assert [r["id"] for r in rows] == ["induction_emergence.exact.x"] and rows[0]["device"] == "cuda"
     assert collect.kept_rows(["noisy_icl"]) == []
-    section = {"experiment": "induction_emergence", "paper": "P", "preset": "smoke", "seed": 0, "status": "done",
-               "error": "", "parts": {}, "figures": [], "results_json": "", "seconds": 1.0}
-    report = {"preset": "smoke", "created": "now", "claims": [], "experiments": [section], "kept": rows,
-              "sweeps": [], "rule_problems": []}
+    section = {
+        "experiment": "induction_emergence",
+        "paper": "P",
+        "preset": "smoke",
+        "seed": 0,
+        "status": "done",
+        "error": "",
+        "parts": {},
+        "figures": [],
+        "results_json": "",
+        "seconds": 1.0,
+    }
+    report = {
+        "preset": "smoke",
+        "created": "now",
+        "claims": [],
+        "experiments": [section],
+        "kept": rows,
+        "sweeps": [],
+        "rule_problems": [],
+    }
     md = render.markdown(report)
     assert render.KEPT_TITLE in md and "paper-cuda-x" in md
-    assert "Kept runs at the paper's sizes (committed, not re-run): paper claims at the paper's scale: 1 reproduced" in md
+    assert (
+        "Kept runs at the paper's sizes (committed, not re-run): paper claims at the paper's scale: 1 reproduced" in md
+    )
     page = render.html_page(report, tmp_path)
     assert 'class="kept"' in page and "paper-cuda-x" in page
     assert render.kept_line({**report, "kept": []}) == ""
@@ -185,16 +244,36 @@ def test_a_window_on_cpu_runs_the_chosen_jobs_stops_the_rest_at_the_deadline_and
 
     probes = tmp_path / "probe"
     probes.mkdir()
-    parts = [{"part": "induction_emergence:exact", "kind": "train", "wall_s": 10.0, "exit": 0, "runs": [],
-              "estimate_s": 10.0},
-             {"part": "noisy_icl:main", "kind": "train", "wall_s": 60.0, "exit": 0, "runs": [],
-              "estimate_s": 50000.0}]
+    parts = [
+        {
+            "part": "induction_emergence:exact",
+            "kind": "train",
+            "wall_s": 10.0,
+            "exit": 0,
+            "runs": [],
+            "estimate_s": 10.0,
+        },
+        {"part": "noisy_icl:main", "kind": "train", "wall_s": 60.0, "exit": 0, "runs": [], "estimate_s": 50000.0},
+    ]
     (probes / "cpu.json").write_text(json.dumps({"machine": ledger.machine(), "parts": parts}))
     monkeypatch.setattr(ledger, "PROBES", probes)
     monkeypatch.setattr(measured, "RUNS", tmp_path / "committed")
     out = tmp_path / "w"
-    argv = ["--preset", "paper", "--device", "cpu", "--budget", "45s", "--lanes", "2", "--out", str(out),
-            "--only", "induction_emergence:exact", "noisy_icl:main"]
+    argv = [
+        "--preset",
+        "paper",
+        "--device",
+        "cpu",
+        "--budget",
+        "45s",
+        "--lanes",
+        "2",
+        "--out",
+        str(out),
+        "--only",
+        "induction_emergence:exact",
+        "noisy_icl:main",
+    ]
     code = reproduce.main(argv)
     text = capsys.readouterr().out
     assert code == 0, text
@@ -211,12 +290,17 @@ def test_a_window_on_cpu_runs_the_chosen_jobs_stops_the_rest_at_the_deadline_and
 
 def test_a_gpu_windows_estimates_prefer_a_measured_wall_then_the_cpu_probes_flops(tmp_path, monkeypatch):
     monkeypatch.setattr(ledger, "MEASURED", tmp_path)
-    walls = {"device": "H", "date": "d", "parts": {"a:x": {"wall_s": 100, "status": "done"},
-                                                   "b:y": {"wall_s": 400, "status": "stopped"}}}
+    walls = {
+        "device": "H",
+        "date": "d",
+        "parts": {"a:x": {"wall_s": 100, "status": "done"}, "b:y": {"wall_s": 400, "status": "stopped"}},
+    }
     (tmp_path / "gpu_walls.json").write_text(json.dumps({"windows": [walls]}))
     run = {"steps": 1000, "seconds_per_step": 1.0, "flops_per_step": 1e12, "evals": 0, "eval_seconds": 0.0}
-    cpu = {"matmul_flops_one_core": 1e10, "parts": [
-        {"part": p, "estimate_s": 1000.0, "exit": 0, "runs": [run]} for p in ("a:x", "b:y", "c:z")]}
+    cpu = {
+        "matmul_flops_one_core": 1e10,
+        "parts": [{"part": p, "estimate_s": 1000.0, "exit": 0, "runs": [run]} for p in ("a:x", "b:y", "c:z")],
+    }
     refs = [ledger.PartRef(*p.split(":"), "train", "") for p in ("a:x", "b:y", "c:z")]
     est = window.estimates_for("cuda", refs, {"cpu": cpu})
     assert est["a:x"] == 100.0  # measured in a window

@@ -69,10 +69,12 @@ def kept_rows(names: Sequence[str]) -> list[dict[str, Any]]:
     """The claim rows of the paper-scale runs kept in the repository (``analyses/measured/runs/``, preset
     ``paper``) for the experiments ``names``: shown beside a fresh run, never re-run
     (:mod:`analyses.report.measured`)."""
-    from analyses.report.measured import kept_rows as rows_of, kept_runs
+    from analyses.report.measured import kept_rows as rows_of
+    from analyses.report.measured import kept_runs
 
-    return [row for run in kept_runs() if run["preset"] == "paper" for row in rows_of(run)
-            if row["experiment"] in names]
+    return [
+        row for run in kept_runs() if run["preset"] == "paper" for row in rows_of(run) if row["experiment"] in names
+    ]
 
 
 def _section(

@@ -71,12 +71,16 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     ``(("A", cell), ...)`` and sequences of records joined by dots; numbers and sequences of numbers as leaves."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    elif isinstance(value, (tuple, list)) and value and all(
-        isinstance(v, (tuple, list)) and len(v) == 2 and isinstance(v[0], str) for v in value
+    elif (
+        isinstance(value, (tuple, list))
+        and value
+        and all(isinstance(v, (tuple, list)) and len(v) == 2 and isinstance(v[0], str) for v in value)
     ):
         value = dict(value)
-    elif isinstance(value, (tuple, list)) and value and all(
-        isinstance(v, Mapping) or dataclasses.is_dataclass(v) for v in value
+    elif (
+        isinstance(value, (tuple, list))
+        and value
+        and all(isinstance(v, Mapping) or dataclasses.is_dataclass(v) for v in value)
     ):
         value = {str(i): v for i, v in enumerate(value)}
     if isinstance(value, Mapping):
@@ -111,7 +115,7 @@ def size_differences(experiment: str, here: str, sizes: Sequence[str] | None = N
     :attr:`~mechrecall.experiment.Part.sizes`; ``None``: all) where the two presets differ."""
     from analyses.registry import experiment as lookup
 
-    table = lookup(experiment).preset_table()
+    table = lookup(experiment).preset_values()
     if "paper" not in table or here not in table or here == "paper":
         return []
     paper, ours = _flat(table["paper"]), _flat(table[here])
@@ -162,15 +166,22 @@ def probe_part(ref: PartRef, scratch: Path, preset: str = "paper", threads: int 
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     start = time.perf_counter()
     try:
-        proc = subprocess.run(_command(ref, out, preset, threads), env=env, capture_output=True, text=True,
-                              timeout=timeout)
+        proc = subprocess.run(
+            _command(ref, out, preset, threads), env=env, capture_output=True, text=True, timeout=timeout
+        )
         code, tail = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
     except subprocess.TimeoutExpired:
         code, tail = None, [f"probe stopped after {timeout:.0f} s"]
     wall = time.perf_counter() - start
     runs = [{k: v for k, v in r.items() if k != "key"} for r in probe.records(file)]
-    row: dict[str, Any] = {"part": ref.id, "kind": ref.kind, "preset": preset, "wall_s": round(wall, 2),
-                           "exit": code, "runs": runs}
+    row: dict[str, Any] = {
+        "part": ref.id,
+        "kind": ref.kind,
+        "preset": preset,
+        "wall_s": round(wall, 2),
+        "exit": code,
+        "runs": runs,
+    }
     if code != 0:
         row["error"] = tail[0][-300:]
     if code is not None:
@@ -184,25 +195,39 @@ def machine() -> dict[str, Any]:
     """Where a probe ran: the CPU, its cores, torch, the commit."""
     import torch
 
-    cpu = ""
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+        lines = Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines()
+        cpu = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
     except (OSError, StopIteration):
         cpu = platform.processor()
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "commit": _commit(),
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch": torch.__version__,
+        "commit": _commit(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
 
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parents[2], check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
 def probe_all(
-    path: Path, refs: Iterable[PartRef], preset: str = "paper", workers: int = 2, timeout: float = 900,
+    path: Path,
+    refs: Iterable[PartRef],
+    preset: str = "paper",
+    workers: int = 2,
+    timeout: float = 900,
     device: str = "cpu",
 ) -> dict[str, Any]:
     """Probe every training part of ``refs`` (``workers`` at a time, one thread each) and write the probe to
@@ -210,8 +235,13 @@ def probe_all(
     from mechrecall.io import atomic_write_json
 
     done = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    data = {**done, "machine": done.get("machine") or machine(), "device": device, "preset": preset,
-            "matmul_flops_one_core": done.get("matmul_flops_one_core") or matmul_rate(1)}
+    data = {
+        **done,
+        "machine": done.get("machine") or machine(),
+        "device": device,
+        "preset": preset,
+        "matmul_flops_one_core": done.get("matmul_flops_one_core") or matmul_rate(1),
+    }
     rows = {r["part"]: r for r in data.get("parts", [])}
     todo = [r for r in refs if r.kind == "train" and r.id not in rows]
     with tempfile.TemporaryDirectory(prefix="probe-") as scratch, ThreadPoolExecutor(workers) as pool:

@@ -63,9 +63,14 @@ def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: s
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
     commits = sorted({str(p.get("versions", {}).get("commit")) for _, p in payloads})
-    provenance = {"preset": preset, "device": device, "machine": {**ledger.machine(), "commit": ", ".join(commits)},
-                  "source": str(out), "seeds": sorted({s for p in parts.values() for s in p["seeds"]}),
-                  "parts": parts}
+    provenance = {
+        "preset": preset,
+        "device": device,
+        "machine": {**ledger.machine(), "commit": ", ".join(commits)},
+        "source": str(out),
+        "seeds": sorted({s for p in parts.values() for s in p["seeds"]}),
+        "parts": parts,
+    }
     atomic_write_json(target / "provenance.json", provenance)
     return target
 
@@ -91,8 +96,9 @@ def kept_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name, by_seed in by_experiment.items():
         for row in over_seeds(by_seed):
-            rows.append({**row, "verdict": judge_row(row), "experiment": name, "kept": run["name"],
-                         "device": run["device"]})
+            rows.append(
+                {**row, "verdict": judge_row(row), "experiment": name, "kept": run["name"], "device": run["device"]}
+            )
     return rows
 
 
@@ -131,11 +137,20 @@ def ledger_rows() -> list[dict[str, Any]]:
     runs = [r for r in kept_runs() if r["preset"] == "paper"]
     rows = []
     for ref in ledger.paper_parts():
-        probed = {dev: next((p for p in pr.get("parts", []) if p["part"] == ref.id), None) for dev, pr in probes.items()}
+        probed = {
+            dev: next((p for p in pr.get("parts", []) if p["part"] == ref.id), None) for dev, pr in probes.items()
+        }
         kept = [r for r in runs if ref.id in r["parts"]]
         claims = [c for r in kept for c in kept_rows(r) if c["id"].split(".")[1] == ref.part]
-        rows.append({"ref": ref, "probes": probed, "kept": kept, "claims": claims,
-                     "here": "paper" if kept else _smoke_preset(ref.experiment)})
+        rows.append(
+            {
+                "ref": ref,
+                "probes": probed,
+                "kept": kept,
+                "claims": claims,
+                "here": "paper" if kept else _smoke_preset(ref.experiment),
+            }
+        )
     return rows
 
 
@@ -151,20 +166,28 @@ def _cost_cells(row: Mapping[str, Any], peak: float) -> list[str]:
     steps = sum(r["steps"] for r in cpu["runs"])
     flops, seconds = main["flops_per_step"], main["seconds_per_step"]
     frac = f"{flops / seconds / peak:.2f}" if flops and seconds else "—"
-    return [f"{flops:.3g}" if flops else "— (not counted)", f"{steps:,} ({len(cpu['runs'])} runs)", f"{seconds:.3g}",
-            frac, ledger._hours(cpu)]
+    return [
+        f"{flops:.3g}" if flops else "— (not counted)",
+        f"{steps:,} ({len(cpu['runs'])} runs)",
+        f"{seconds:.3g}",
+        frac,
+        ledger._hours(cpu),
+    ]
 
 
 def _gpu_cell(row: Mapping[str, Any], peak: float) -> str:
     gpu_kept = [r for r in row["kept"] if r["device"] != "cpu"]
     if gpu_kept:
-        seconds = max(sum(r["parts"][row["ref"].id]["seconds"]) / len(r["parts"][row["ref"].id]["seconds"])
-                      for r in gpu_kept)
+        seconds = max(
+            sum(r["parts"][row["ref"].id]["seconds"]) / len(r["parts"][row["ref"].id]["seconds"]) for r in gpu_kept
+        )
         return f"{ledger.duration(seconds)} (measured, {gpu_kept[0]['device']})"
     walls = ledger.gpu_walls().get(row["ref"].id)
     if walls and walls["status"] in ("done", "stopped"):
         bound = "" if walls["status"] == "done" else "> "
-        return f"{bound}{ledger.duration(walls['wall_s'])} (measured, {walls['device']} {walls['date']}, seed 0; not kept)"
+        return (
+            f"{bound}{ledger.duration(walls['wall_s'])} (measured, {walls['device']} {walls['date']}, seed 0; not kept)"
+        )
     cpu = row["probes"].get("cpu")
     if row["ref"].kind != "train" or not cpu:
         return "—"
@@ -182,12 +205,25 @@ def _status(row: Mapping[str, Any]) -> str:
     cpu = row["probes"].get("cpu")
     if cpu and ledger.fits_here(cpu):
         return "not yet (fits here)"
-    return "not yet (a GPU)" if cpu and ("estimate_at_least_s" in cpu or cpu["estimate_s"] > ledger.FITS_HERE_S) else "not yet"
+    return (
+        "not yet (a GPU)"
+        if cpu and ("estimate_at_least_s" in cpu or cpu["estimate_s"] > ledger.FITS_HERE_S)
+        else "not yet"
+    )
 
 
-COLUMNS = ("part", "paper's sizes (largest run here)", "FLOPs / step", "steps", "s / step (1 core)",
-           "fraction of peak", "paper preset, 1 core (est.)", "paper preset, GPU", "status", "verdicts at the "
-           "paper's size")
+COLUMNS = (
+    "part",
+    "paper's sizes (largest run here)",
+    "FLOPs / step",
+    "steps",
+    "s / step (1 core)",
+    "fraction of peak",
+    "paper preset, 1 core (est.)",
+    "paper preset, GPU",
+    "status",
+    "verdicts at the paper's size",
+)
 
 
 def ledger_md() -> str:
@@ -196,15 +232,23 @@ def ledger_md() -> str:
     probes = ledger.load_probes()
     cpu = probes.get("cpu", {})
     peak = float(cpu.get("matmul_flops_one_core") or 1.0)
-    lines = ["# The papers' own scale: a ledger", "",
-             "Generated by `python -m analyses.paper_scale --ledger docs/paper-scale.md --update-readme README.md` "
-             "from the probe and the kept runs in `analyses/measured/`; do not edit.", "",
-             coverage_line(rows), ""]
+    lines = [
+        "# The papers' own scale: a ledger",
+        "",
+        "Generated by `python -m analyses.paper_scale --ledger docs/paper-scale.md --update-readme README.md` "
+        "from the probe and the kept runs in `analyses/measured/`; do not edit.",
+        "",
+        coverage_line(rows),
+        "",
+    ]
     if cpu:
         m = cpu["machine"]
-        lines += [f"Probed on {m['cpu']} ({m['cores']} cores, torch {m['torch']}, commit {m['commit']}, "
-                  f"{m['date'][:10]}): one thread per part, float32; one core's float32 matmul rate "
-                  f"{peak / 1e9:.1f} GFLOP/s (the *fraction of peak* divides a step's FLOPs per second by it).", ""]
+        lines += [
+            f"Probed on {m['cpu']} ({m['cores']} cores, torch {m['torch']}, commit {m['commit']}, "
+            f"{m['date'][:10]}): one thread per part, float32; one core's float32 matmul rate "
+            f"{peak / 1e9:.1f} GFLOP/s (the *fraction of peak* divides a step's FLOPs per second by it).",
+            "",
+        ]
     lines += [
         "How to read it: *paper's sizes* lists each preset field where the paper differs from the largest preset "
         "run here (in brackets). *FLOPs / step*, *s / step* and *fraction of peak* are of the part's costliest "
@@ -217,22 +261,32 @@ def ledger_md() -> str:
         "core; *measured* is a GPU window's wall time (a kept run, or `analyses/measured/gpu_walls.json` where the "
         "window's results were not brought back). "
         f"*Fits here*: within {ledger.FITS_HERE_S / 3600:.0f} h on one core. Parts on pretrained models are timed "
-        "by `benchmarks/bench_pretrained_shapes.py` (the README's *At Pythia's sizes*).", "",
-        "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        "by `benchmarks/bench_pretrained_shapes.py` (the README's *At Pythia's sizes*).",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
     for row in rows:
         ref = row["ref"]
-        cells = [f"`{ref.id}`", _sizes(ref, row["here"]), *_cost_cells(row, peak), _gpu_cell(row, peak),
-                 _status(row), _verdicts([c for c in row["claims"] if c.get("class", "paper") == "paper"])]
+        cells = [
+            f"`{ref.id}`",
+            _sizes(ref, row["here"]),
+            *_cost_cells(row, peak),
+            _gpu_cell(row, peak),
+            _status(row),
+            _verdicts([c for c in row["claims"] if c.get("class", "paper") == "paper"]),
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     runs = kept_runs()
     if runs:
         lines += ["", "## Kept runs", ""]
         for r in runs:
             m = r["machine"]
-            lines.append(f"- `{r['name']}`: preset {r['preset']}, {r['device']} ({m['cpu']}), commit {m['commit']}, "
-                         f"{m['date'][:10]}, seeds {', '.join(map(str, r['seeds']))}; parts "
-                         + ", ".join(f"`{p}` ({ledger.duration(max(v['seconds']))} per seed)"
-                                     for p, v in r["parts"].items()))
+            lines.append(
+                f"- `{r['name']}`: preset {r['preset']}, {r['device']} ({m['cpu']}), commit {m['commit']}, "
+                f"{m['date'][:10]}, seeds {', '.join(map(str, r['seeds']))}; parts "
+                + ", ".join(f"`{p}` ({ledger.duration(max(v['seconds']))} per seed)" for p, v in r["parts"].items())
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -242,9 +296,11 @@ def coverage_line(rows: Sequence[Mapping[str, Any]]) -> str:
     run = [r for r in train if r["kept"]]
     fits = [r for r in train if r["probes"].get("cpu") and ledger.fits_here(r["probes"]["cpu"])]
     judged = [c for r in rows for c in r["claims"] if c.get("class", "paper") == "paper"]
-    return (f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes "
-            f"({len(judged)} paper claims judged there); {len(fits)} fit 2 h on one core of this machine; "
-            f"the {len(rows) - len(train)} parts on pretrained models run on real checkpoints (`--model`).")
+    return (
+        f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes "
+        f"({len(judged)} paper claims judged there); {len(fits)} fit 2 h on one core of this machine; "
+        f"the {len(rows) - len(train)} parts on pretrained models run on real checkpoints (`--model`)."
+    )
 
 
 def write_ledger(path: str | Path) -> Path:
@@ -263,9 +319,11 @@ def update_readme(readme: str | Path, ledger_path: str | Path) -> Path:
 
     readme = Path(readme)
     link = Path(os.path.relpath(Path(ledger_path).resolve(), readme.resolve().parent)).as_posix()
-    block = (f"**At the papers' own sizes** ([{link}]({link}): every part, its cost here and on a GPU, what has "
-             f"run): {coverage_line(ledger_rows())[len('**Coverage:** '):]}")
-    readme.write_text(replace_block(readme.read_text(encoding="utf-8"), block, README_START, README_END),
-                      encoding="utf-8")
+    block = (
+        f"**At the papers' own sizes** ([{link}]({link}): every part, its cost here and on a GPU, what has "
+        f"run): {coverage_line(ledger_rows())[len('**Coverage:** ') :]}"
+    )
+    readme.write_text(
+        replace_block(readme.read_text(encoding="utf-8"), block, README_START, README_END), encoding="utf-8"
+    )
     return readme
-

@@ -95,12 +95,33 @@ def estimates_for(device: str, refs: Sequence[Any], probes: Mapping[str, Mapping
 
 def _command(part: str, out: Path, device: str, seed: int, threads: int) -> list[str]:
     experiment, _, name = part.partition(":")
-    return [sys.executable, "-m", f"analyses.{experiment}", "--preset", "paper", "--experiment", name,
-            "--out", str(out), "--device", device, "--seed", str(seed), "--threads", str(threads), "--no-progress"]
+    return [
+        sys.executable,
+        "-m",
+        f"analyses.{experiment}",
+        "--preset",
+        "paper",
+        "--experiment",
+        name,
+        "--out",
+        str(out),
+        "--device",
+        device,
+        "--seed",
+        str(seed),
+        "--threads",
+        str(threads),
+        "--no-progress",
+    ]
 
 
 def run_window(
-    out: str | Path, picks: Sequence[Pick], budget: float, device: str, seed: int = 0, threads: int = 1,
+    out: str | Path,
+    picks: Sequence[Pick],
+    budget: float,
+    device: str,
+    seed: int = 0,
+    threads: int = 1,
     poll: float = 1.0,
 ) -> dict[str, Any]:
     """Run each lane's picks one after another, the lanes at once, until ``budget`` seconds; stop what still runs
@@ -117,9 +138,11 @@ def run_window(
         for lane, queue in queues.items():
             if lane not in running and queue and time.monotonic() < deadline:
                 pick = queue.pop(0)
-                log = open(logs / f"{pick.part.replace(':', '.')}.log", "a", encoding="utf-8")
-                proc = subprocess.Popen(_command(pick.part, work, device, seed, threads), stdout=log,
-                                        stderr=subprocess.STDOUT, env=env)
+                # the log stays open while its job runs; closed when the job ends or is stopped (below)
+                log = open(logs / f"{pick.part.replace(':', '.')}.log", "a", encoding="utf-8")  # noqa: SIM115
+                proc = subprocess.Popen(
+                    _command(pick.part, work, device, seed, threads), stdout=log, stderr=subprocess.STDOUT, env=env
+                )
                 running[lane] = (pick, proc, time.monotonic(), log)
         for lane, (pick, proc, started, log) in list(running.items()):
             code = proc.poll()
