@@ -7,7 +7,8 @@ run (``MECHRECALL_PROBE_STEPS``, default 3, after one warm-up step), times them,
     {"run": "pt", "steps": 20000, "probed": 3, "seconds_per_step": 0.012, "flops_per_step": 3.1e9,
      "eval_seconds": 0.4, "evals": 41, "params": 1234567, "batch": [512, 64], "device": "cpu", "threads": 1}
 
-A later run of the same shape (the same parameter shapes, batch shape and training config but the seed) is not
+Where a round of evaluations is cheap (:data:`SERIES_EVAL_S`) it also runs after each probed step, so that a part
+reading a series of them finds one. A later run of the same shape (the same parameter shapes, batch shape and training config but the seed) is not
 trained at all: its line says ``"same_as"`` the first one's index and copies its rates. The part goes on with
 its barely trained model, so everything else it does (data, evaluations, SVDs) runs at full size and is timed
 by the caller as wall time; the run's estimated cost is ``steps x seconds_per_step + evals x eval_seconds``.
@@ -31,6 +32,9 @@ import torch
 
 ENV_FILE, ENV_STEPS, ENV_FIRST = "MECHRECALL_PROBE", "MECHRECALL_PROBE_STEPS", "MECHRECALL_PROBE_FIRST"
 WARMUP = 1
+#: Where one round of a run's evaluations takes less than this, the probe evaluates after each of its steps too
+#: (outside the timed steps): a part that reads a series of evaluations (an emergence time) then finds one.
+SERIES_EVAL_S = 5.0
 
 
 class ProbeDone(BaseException):

@@ -434,6 +434,8 @@ def train(
         if probe is not None:
             readback.flush()
             probe.step(probing.clock(device) - tick)
+            if evals and eval_seconds < probing.SERIES_EVAL_S:  # a part may read a series of evaluations
+                run_evals(done)
             continue
         if should_eval(done):
             readback.flush()

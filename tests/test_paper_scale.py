@@ -39,6 +39,7 @@ def test_probe_times_a_few_steps_counts_flops_by_closed_form_and_measures_a_shap
     evals = {"w": lambda m: float(m.W.sum())}
     result = train(Linear(), _batch, cfg, loss_fn=_loss, evals=evals, out_dir=tmp_path / "a")
     assert result.step == probe.WARMUP + 2 and len(result.history["train"]) == probe.WARMUP + 2
+    assert [r["step"] for r in result.history["eval"]] == [0, 1, 2, 3]  # cheap: a series, as a part may read
     (line,) = probe.records(file)
     # forward x @ W: 2·B·I·O; backward, the weight's gradient only (x needs none): 2·B·I·O
     assert line["flops_per_step"] == 4 * B * I * O
@@ -307,3 +308,23 @@ def test_a_gpu_windows_estimates_prefer_a_measured_wall_then_the_cpu_probes_flop
     assert est["c:z"] == pytest.approx(1000 * 1e12 / ledger.GPU_FLOPS)  # 20 s of steps; no rest
     assert est["b:y"] == 400.0  # stopped at 400 s: at least that
     assert window.estimates_for("cpu", refs, {"cpu": cpu}) == {"a:x": 1000.0, "b:y": 1000.0, "c:z": 1000.0}
+
+
+def test_the_paper_scale_command_says_what_is_wrong_in_one_line(tmp_path, capsys, monkeypatch):
+    from analyses import paper_scale
+
+    assert paper_scale.main(["--keep", str(tmp_path / "nothing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no <experiment>/results.json" in err
+    assert paper_scale.main(["--probe", "--only", "noisy_icl:nope"]) == 2
+    assert "--only noisy_icl:nope; expected an experiment or EXP:PART" in capsys.readouterr().err
+    assert paper_scale.main(["--probe", "--workers", "0"]) == 2
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n")  # no markers
+    assert paper_scale.main(["--ledger", str(tmp_path / "l.md"), "--update-readme", str(readme)]) == 2
+    assert "paper-scale:start" in capsys.readouterr().err
+    readme.write_text("# x\n<!-- paper-scale:start -->\nold\n<!-- paper-scale:end -->\n")
+    assert paper_scale.main(["--ledger", str(tmp_path / "docs" / "l.md"), "--update-readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "[docs/l.md](docs/l.md)" in text and "toy-model parts have run at the paper's sizes" in text
+    assert "| part |" in (tmp_path / "docs" / "l.md").read_text()
