@@ -8,8 +8,9 @@ run (``MECHRECALL_PROBE_STEPS``, default 3, after one warm-up step), times them,
      "eval_seconds": 0.4, "evals": 41, "params": 1234567, "batch": [512, 64], "device": "cpu", "threads": 1}
 
 Where a round of evaluations is cheap (:data:`SERIES_EVAL_S`) it also runs after each probed step, so that a part
-reading a series of them finds one. A later run of the same shape (the same parameter shapes, batch shape and training config but the seed) is not
-trained at all: its line says ``"same_as"`` the first one's index and copies its rates. The part goes on with
+reading a series of them finds one. A later run of the same shape (the same parameter shapes, batch shape and
+training config but the seed) is not trained at all: its line says ``"same_as"`` the first one's index and copies
+its rates. The part goes on with
 its barely trained model, so everything else it does (data, evaluations, SVDs) runs at full size and is timed
 by the caller as wall time; the run's estimated cost is ``steps x seconds_per_step + evals x eval_seconds``.
 Nothing a probed part writes is a result: run it into a scratch folder. ``MECHRECALL_PROBE_FIRST=1`` ends the
