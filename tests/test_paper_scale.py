@@ -144,6 +144,8 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     rows = measured.kept_rows(run)
     assert [r["id"] for r in rows] == ["induction_emergence.exact.x"]  # the failed part's claim is not shown
     assert rows[0]["verdict"] == "reproduced" and rows[0]["per_seed"] and rows[0]["kept"] == "paper-cpu-x"
+    again = measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs")
+    assert measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs").name == again.name + "-2"
     with pytest.raises(FileNotFoundError, match=r"no <experiment>/results\.json"):
         measured.keep(tmp_path / "empty", runs=tmp_path / "runs")
 
@@ -190,7 +192,11 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     assert "9 s (measured, GPU-X 2026-01-01, seed 0; not kept)" in theory and "not probed" in theory
     exact = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:exact`"))
     assert "run (cpu; seeds 0, 1)" in exact and "1 reproduced at the paper's scale" in exact
-    assert "1 of the" in text and "`paper-cpu-x`" in text
+    assert (
+        "1 of the" in text
+        and "(their paper claims: 1 reproduced at the paper's scale)" in text
+        and "`paper-cpu-x`" in text
+    )
 
 
 def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headline(tmp_path, monkeypatch):

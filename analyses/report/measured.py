@@ -36,8 +36,8 @@ def _results(out: Path) -> list[tuple[str, Path]]:
 def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: str | None = None) -> Path:
     """Copy the ``results.json`` of every experiment in the report folder ``out`` into ``runs/<name>/`` with a
     ``provenance.json`` (the machine keeping it; the commit is the one the results were made by, their
-    ``versions.commit``); ``name`` defaults to ``<preset>-<device>-<date>``. Parts that did not finish are left out
-    (a rerun of the same command resumes them)."""
+    ``versions.commit``); ``name`` defaults to ``<preset>-<device>-<date>`` (``-2``, ``-3`` … where that is
+    taken). Parts that did not finish are left out (a rerun of the same command resumes them)."""
     out = Path(out)
     found = _results(out)
     if not found:
@@ -49,6 +49,10 @@ def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: s
     preset = presets.pop()
     date = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     target = (runs or RUNS) / (name or f"{preset}-{device}-{date}")
+    if name is None:  # another run kept the same day: a folder of its own
+        stem, n = target.name, 2
+        while target.exists():
+            target, n = target.with_name(f"{stem}-{n}"), n + 1
     parts: dict[str, dict[str, Any]] = {}
     for folder, payload in payloads:
         done = {k: v for k, v in payload["parts"].items() if v.get("status") == "done"}
@@ -107,6 +111,16 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
     for row in rows:
         counts[label(row)] = counts.get(label(row), 0) + 1
     return "; ".join(f"{n} {v}" for v, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "—"
+
+
+def _claims_cell(claims: Sequence[Mapping[str, Any]]) -> str:
+    """The paper's claims' verdicts, then the extensions' and ablations' (checks aside)."""
+    cell = _verdicts([c for c in claims if c.get("class", "paper") == "paper"]) if claims else "—"
+    for kind in ("extension", "ablation"):
+        rows = [c for c in claims if c.get("class") == kind]
+        if rows:
+            cell += f"; {kind}s: {_verdicts(rows)}"
+    return cell
 
 
 def _sizes(ref: ledger.PartRef, here: str) -> str:
@@ -274,12 +288,18 @@ def ledger_md() -> str:
             *_cost_cells(row, peak),
             _gpu_cell(row, peak),
             _status(row),
-            _verdicts([c for c in row["claims"] if c.get("class", "paper") == "paper"]),
+            _claims_cell(row["claims"]),
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     runs = kept_runs()
     if runs:
-        lines += ["", "## Kept runs", ""]
+        lines += [
+            "",
+            "## Kept runs",
+            "",
+            "Seconds are each part's own (a sweep's cells ran before it as jobs of their own and are not in them).",
+            "",
+        ]
         for r in runs:
             m = r["machine"]
             lines.append(
@@ -297,8 +317,8 @@ def coverage_line(rows: Sequence[Mapping[str, Any]]) -> str:
     fits = [r for r in train if r["probes"].get("cpu") and ledger.fits_here(r["probes"]["cpu"])]
     judged = [c for r in rows for c in r["claims"] if c.get("class", "paper") == "paper"]
     return (
-        f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes "
-        f"({len(judged)} paper claims judged there); {len(fits)} fit 2 h on one core of this machine; "
+        f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes (their "
+        f"paper claims: {_verdicts(judged)}); {len(fits)} fit 2 h on one core of this machine; "
         f"the {len(rows) - len(train)} parts on pretrained models run on real checkpoints (`--model`)."
     )
 
