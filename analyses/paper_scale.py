@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
         "<!-- paper-scale:start/end --> block (the coverage line and a link to the ledger)",
     )
     p.add_argument("--device", default="cpu", help="the device the probe or the kept run used (default cpu)")
-    p.add_argument("--only", nargs="+", metavar="EXP[:PART]", default=None, help="--probe: only these parts")
+    p.add_argument("--only", nargs="+", metavar="EXP[:PART]", default=None, help="--probe, --keep: only these parts")
     p.add_argument("--timeout", type=float, default=600.0, help="--probe: seconds per part (default 600)")
     p.add_argument("--workers", type=int, default=2, help="--probe: parts probed at once (default 2)")
     return p
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.keep:
         try:
-            print(f"kept {measured.keep(args.keep, device=args.device)}")
+            print(f"kept {measured.keep(args.keep, device=args.device, only=args.only)}")
         except (FileNotFoundError, ValueError) as exc:
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2

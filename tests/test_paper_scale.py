@@ -144,6 +144,8 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     rows = measured.kept_rows(run)
     assert [r["id"] for r in rows] == ["induction_emergence.exact.x"]  # the failed part's claim is not shown
     assert rows[0]["verdict"] == "reproduced" and rows[0]["per_seed"] and rows[0]["kept"] == "paper-cpu-x"
+    with pytest.raises(FileNotFoundError, match="no finished part"):
+        measured.keep(tmp_path / "out", runs=tmp_path / "runs", only=["noisy_icl"])
     again = measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs")
     assert measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs").name == again.name + "-2"
     with pytest.raises(FileNotFoundError, match=r"no <experiment>/results\.json"):

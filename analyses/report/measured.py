@@ -33,11 +33,18 @@ def _results(out: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: str | None = None) -> Path:
+def keep(
+    out: str | Path,
+    device: str = "cpu",
+    runs: Path | None = None,
+    name: str | None = None,
+    only: Sequence[str] | None = None,
+) -> Path:
     """Copy the ``results.json`` of every experiment in the report folder ``out`` into ``runs/<name>/`` with a
     ``provenance.json`` (the machine keeping it; the commit is the one the results were made by, their
     ``versions.commit``); ``name`` defaults to ``<preset>-<device>-<date>`` (``-2``, ``-3`` … where that is
-    taken). Parts that did not finish are left out (a rerun of the same command resumes them)."""
+    taken). Parts that did not finish are left out (a rerun of the same command resumes them), and with ``only``
+    (``EXP`` or ``EXP:PART``) every part not named (one kept before, say)."""
     out = Path(out)
     found = _results(out)
     if not found:
@@ -55,7 +62,12 @@ def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: s
             target, n = target.with_name(f"{stem}-{n}"), n + 1
     parts: dict[str, dict[str, Any]] = {}
     for folder, payload in payloads:
-        done = {k: v for k, v in payload["parts"].items() if v.get("status") == "done"}
+        exp = payload["experiment"]
+        done = {
+            k: v
+            for k, v in payload["parts"].items()
+            if v.get("status") == "done" and (not only or exp in only or f"{exp}:{k}" in only)
+        }
         if not done:
             continue
         kept = {**payload, "parts": {k: {**v, "figures": []} for k, v in done.items()}, "figures": []}
@@ -67,6 +79,8 @@ def keep(out: str | Path, device: str = "cpu", runs: Path | None = None, name: s
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
     commits = sorted({str(p.get("versions", {}).get("commit")) for _, p in payloads})
+    if not parts:
+        raise FileNotFoundError(f"{out}: no finished part" + (f" among {', '.join(only)}" if only else ""))
     provenance = {
         "preset": preset,
         "device": device,
