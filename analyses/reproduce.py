@@ -259,18 +259,7 @@ def gpu_window(args: argparse.Namespace, seeds: Sequence[int]) -> int:
     except UsageError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    gpu = args.device != "cpu"
-    done = {
-        p
-        for r in measured.kept_runs()
-        if r["preset"] == "paper" and (r["device"] != "cpu") == gpu and seeds[0] in r["seeds"]
-        for p in r["parts"]
-    }
-    refs = [r for r in ledger.paper_parts() if r.kind == "train" and r.id not in done]
-    if args.only:
-        refs = [r for r in refs if r.id in args.only or r.experiment in args.only]
-    estimates = window.estimates_for(args.device, refs, ledger.load_probes())
-    picks = window.choose(estimates, budget, args.lanes)
+    picks = window.plan(args.device, budget, args.lanes, seeds[0], args.only)
     for p in picks:
         ends = "finishes" if p.finishes else "runs to the deadline (resumable)"
         print(f"lane {p.lane}: {p.part} (est. {ledger.duration(p.seconds)}; {ends})")

@@ -35,10 +35,9 @@ TARGET = 0.7
 
 def measure(part: str, preset: str, scratch: Path) -> dict[str, Any]:
     """One part's first training run under the probe, in a child process: its probe line."""
-    from analyses.report.ledger import PartRef, _command
+    from analyses.report.ledger import part_command
     from mechrecall import probe
 
-    experiment, _, name = part.partition(":")
     out = scratch / part.replace(":", ".")
     file = out / "probe.jsonl"
     env = {
@@ -49,7 +48,7 @@ def measure(part: str, preset: str, scratch: Path) -> dict[str, Any]:
         "HF_HUB_OFFLINE": "1",
         "PYTHONPATH": str(ROOT),
     }
-    cmd = _command(PartRef(experiment, name, "train", ""), out, preset, 1)
+    cmd = part_command(part, out, preset, 1, fresh=True)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     lines = probe.records(file)
     if not lines:

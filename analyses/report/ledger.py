@@ -145,12 +145,26 @@ def matmul_rate(threads: int = 1, n: int = 1024, repeats: int = 5) -> float:
     return 2 * n**3 / best
 
 
-def _command(ref: PartRef, out: Path, preset: str, threads: int) -> list[str]:
+def part_command(
+    part: str,
+    out: Path,
+    preset: str,
+    threads: int,
+    *,
+    device: str | None = None,
+    seed: int | None = None,
+    fresh: bool = False,
+) -> list[str]:
+    """The command line that runs one part (``EXP:PART``) as a user runs it, its sweep's cells in-process."""
     from analyses.registry import experiment
 
-    cmd = [sys.executable, "-m", f"analyses.{ref.experiment}", "--preset", preset, "--experiment", ref.part]
-    cmd += ["--out", str(out), "--threads", str(threads), "--no-progress", "--fresh"]
-    if any(o.dest == "workers" for o in experiment(ref.experiment).options):
+    name, _, part_name = part.partition(":")
+    cmd = [sys.executable, "-m", f"analyses.{name}", "--preset", preset, "--experiment", part_name]
+    cmd += ["--out", str(out), "--threads", str(threads), "--no-progress"]
+    cmd += ["--device", device] if device else []
+    cmd += ["--seed", str(seed)] if seed is not None else []
+    cmd += ["--fresh"] if fresh else []
+    if any(o.dest == "workers" for o in experiment(name).options):
         cmd += ["--workers", "1"]
     return cmd
 
@@ -167,7 +181,11 @@ def probe_part(ref: PartRef, scratch: Path, preset: str = "paper", threads: int 
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            _command(ref, out, preset, threads), env=env, capture_output=True, text=True, timeout=timeout
+            part_command(ref.id, out, preset, threads, fresh=True),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         code, tail = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-1:] or [""]
     except subprocess.TimeoutExpired:

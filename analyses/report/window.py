@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analyses.report import ledger
 from mechrecall.errors import UsageError
 
 
@@ -71,7 +71,6 @@ def choose(estimates: Mapping[str, float], budget: float, lanes: int) -> list[Pi
 def estimates_for(device: str, refs: Sequence[Any], probes: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
     """Each training part's estimated seconds on ``device``: its own probe there if one was made, else from the
     CPU probe (:func:`analyses.report.ledger.gpu_estimate` for a GPU, the CPU estimate for ``cpu``)."""
-    from analyses.report import ledger
     from mechrecall import probe
 
     kind = "cpu" if device == "cpu" else device.split(":")[0]
@@ -93,26 +92,22 @@ def estimates_for(device: str, refs: Sequence[Any], probes: Mapping[str, Mapping
     return out
 
 
-def _command(part: str, out: Path, device: str, seed: int, threads: int) -> list[str]:
-    experiment, _, name = part.partition(":")
-    return [
-        sys.executable,
-        "-m",
-        f"analyses.{experiment}",
-        "--preset",
-        "paper",
-        "--experiment",
-        name,
-        "--out",
-        str(out),
-        "--device",
-        device,
-        "--seed",
-        str(seed),
-        "--threads",
-        str(threads),
-        "--no-progress",
-    ]
+def plan(device: str, budget: float, lanes: int, seed: int, only: Sequence[str] | None = None) -> list[Pick]:
+    """The window's picks: the paper plan's training parts not yet kept at the paper preset from this kind of
+    device for ``seed`` (``only``: ``EXP`` or ``EXP:PART``), chosen by their estimates on ``device``."""
+    from analyses.report import measured
+
+    gpu = device != "cpu"
+    done = {
+        p
+        for r in measured.kept_runs()
+        if r["preset"] == "paper" and (r["device"] != "cpu") == gpu and seed in r["seeds"]
+        for p in r["parts"]
+    }
+    refs = [r for r in ledger.paper_parts() if r.kind == "train" and r.id not in done]
+    if only:
+        refs = [r for r in refs if r.id in only or r.experiment in only]
+    return choose(estimates_for(device, refs, ledger.load_probes()), budget, lanes)
 
 
 def run_window(
@@ -141,7 +136,10 @@ def run_window(
                 # the log stays open while its job runs; closed when the job ends or is stopped (below)
                 log = open(logs / f"{pick.part.replace(':', '.')}.log", "a", encoding="utf-8")  # noqa: SIM115
                 proc = subprocess.Popen(
-                    _command(pick.part, work, device, seed, threads), stdout=log, stderr=subprocess.STDOUT, env=env
+                    ledger.part_command(pick.part, work, "paper", threads, device=device, seed=seed),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=env,
                 )
                 running[lane] = (pick, proc, time.monotonic(), log)
         for lane, (pick, proc, started, log) in list(running.items()):
