@@ -1,11 +1,11 @@
 """mechrecall: how transformers combine knowledge in their weights with reasoning over the context.
 
 The core: toy-model builder (``build_toy_model`` + ``surgeries``), one batch type (``Batch``), one
-trainer (``train``), one checkpoint format (``save_checkpoint`` / ``load_model``), claims as data
-(``Claim`` + rules) and the experiment protocol (``Experiment``: shared CLI, presets, results written
-as each part finishes); weights by TransformerLens name on either TL major (``tl_parameter``, ``weight``,
-``tl_grad``, ``tl_state_dict``, ``load_tl_state_dict``; ``Model`` is the installed major's model class). The
-sibling packages are reachable from here too::
+trainer (``train``; ``train_seeds``: several seeds stacked in one process), one checkpoint format
+(``save_checkpoint`` / ``load_model``), claims as data (``Claim`` + rules) and the experiment protocol
+(``Experiment``: shared CLI, presets, results written as each part finishes); weights by TransformerLens name
+on either TL major (``tl_parameter``, ``weight``, ``tl_grad``, ``tl_state_dict``, ``load_tl_state_dict``;
+``Model`` is the installed major's model class). The sibling packages are reachable from here too::
 
     from mechrecall import analyses, hooks, pretrained
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # what mypy and editors see; at run time each name is importe
     from mechrecall.errors import UsageError
     from mechrecall.experiment import Context, Experiment, Option, Part, PartResult
     from mechrecall.results import save_figure, versions
+    from mechrecall.stacked import train_seeds
     from mechrecall.surgeries import (
         Freeze,
         LinearFeedForward,
@@ -131,6 +132,7 @@ __all__ = [
     "tl_parameters",
     "tl_state_dict",
     "train",
+    "train_seeds",
     "trainable_parameters",
     "versions",
     "weight",

@@ -362,6 +362,17 @@ def named_weights(model: Any) -> dict[str, torch.nn.Parameter]:
     return out
 
 
+def check_stackable(model: Any) -> None:
+    """Raise ``ValueError`` where ``torch.func.functional_call`` cannot swap in one seed's weights under ``vmap``:
+    4.x's bridge registers each layer's module under several paths, and swapping them back leaks the batched
+    weights. On 3.x there is nothing to check."""
+    if IS_BRIDGE:
+        raise ValueError(
+            f"stacked seeds need TransformerLens 3.x's HookedTransformer (this is {TL_VERSION}, whose bridge "
+            "aliases modules); train each seed with mechrecall.train"
+        )
+
+
 def swap_module(model: Any, path: str, module: torch.nn.Module) -> None:
     """Put ``module`` at ``path`` (``"blocks.0.mlp"``) and register its hook points, so ``run_with_cache`` sees
     ``blocks.0.mlp.hook_pre`` etc. as for TL's own module.

@@ -47,15 +47,24 @@ class Preset:
 def override(preset: P, changes: Mapping[str, Any]) -> tuple[P, dict[str, tuple[Any, Any]]]:
     """``preset`` with ``changes`` applied (``None`` values mean "the preset's"), and what differs.
 
+    A dotted field (``"standard.d_model"``) changes a field of a nested preset dataclass.
     Returns ``(new_preset, {field: (new, preset's)})`` with only the fields whose value changed.
     Raises ``KeyError`` naming a field the preset lacks."""
+    given = {k: v for k, v in changes.items() if v is not None}
+    nested: dict[str, dict[str, Any]] = {}
+    for key in [k for k in changes if "." in k]:
+        head, _, rest = key.partition(".")
+        nested.setdefault(head, {})[rest] = changes[key]
     known = {f.name for f in dataclasses.fields(preset)}
-    unknown = sorted(set(changes) - known)
+    unknown = sorted({k.partition(".")[0] for k in changes} - known)
     if unknown:
         raise KeyError(f"{type(preset).__name__} has no field(s) {unknown}; expected some of {sorted(known)}")
-    given = {k: v for k, v in changes.items() if v is not None}
-    diffs = {k: (v, getattr(preset, k)) for k, v in given.items() if v != getattr(preset, k)}
-    return dataclasses.replace(preset, **given), diffs
+    diffs = {k: (v, getattr(preset, k)) for k, v in given.items() if "." not in k and v != getattr(preset, k)}
+    flat = {k: v for k, v in given.items() if "." not in k}
+    for head, inner in nested.items():
+        flat[head], inner_diffs = override(getattr(preset, head), inner)
+        diffs.update({f"{head}.{k}": v for k, v in inner_diffs.items()})
+    return dataclasses.replace(preset, **flat), diffs
 
 
 def describe_overrides(name: str, diffs: Mapping[str, tuple[Any, Any]]) -> str:

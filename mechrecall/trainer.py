@@ -188,7 +188,11 @@ def select_positions(
 def next_token_loss(model: Model, batch: Batch, loss_positions: str | Sequence[int]) -> torch.Tensor:
     """Mean cross-entropy on the chosen positions (targets == -100 ignored)."""
     logits = model(batch.tokens)
-    rows, labels = select_positions(logits, batch.targets, loss_positions, batch.loss_mask)
+    return rows_loss(*select_positions(logits, batch.targets, loss_positions, batch.loss_mask))
+
+
+def rows_loss(rows: Float[torch.Tensor, "n d_vocab"], labels: Int[torch.Tensor, " n"]) -> torch.Tensor:
+    """Mean cross-entropy of the rows :func:`select_positions` chose (labels == -100 ignored), in float32."""
     return F.cross_entropy(rows.float(), labels, ignore_index=-100)
 
 
@@ -381,20 +385,8 @@ def train(
         return batch.to(device)
 
     def run_evals(step: int) -> None:
-        if not evals or (history["eval"] and history["eval"][-1]["step"] == step):
-            return
-        was_training = model.training
-        model.eval()
-        row: dict[str, Any] = {"step": step}
-        with torch.no_grad():
-            for name, fn in evals.items():
-                value = fn(model)
-                if isinstance(value, Mapping):
-                    row.update({f"{name}.{k}": float(v) for k, v in value.items()})
-                else:
-                    row[name] = float(value)
-        model.train(was_training)
-        history["eval"].append(row)
+        if evals and not (history["eval"] and history["eval"][-1]["step"] == step):
+            history["eval"].append(eval_row(model, evals, step))
 
     def should_eval(step: int) -> bool:
         return step in (0, cfg.steps) or step in cfg.eval_steps or bool(cfg.eval_every and step % cfg.eval_every == 0)
@@ -461,6 +453,23 @@ def train(
     if cfg.steps == start and start > 0:
         run_evals(start)
     return TrainResult(model=model, history=history, step=cfg.steps, resumed_from=resumed_from)
+
+
+def eval_row(model: Model, evals: Mapping[str, EvalFn], step: int) -> dict[str, Any]:
+    """``{"step": step, name: value, ...}``: each ``evals[name](model)`` in eval mode and ``no_grad`` (a dict
+    value gives ``name.key`` entries); the model's train/eval mode is restored."""
+    was_training = model.training
+    model.eval()
+    row: dict[str, Any] = {"step": step}
+    with torch.no_grad():
+        for name, fn in evals.items():
+            value = fn(model)
+            if isinstance(value, Mapping):
+                row.update({f"{name}.{k}": float(v) for k, v in value.items()})
+            else:
+                row[name] = float(value)
+    model.train(was_training)
+    return row
 
 
 #: On a GPU, each step's loss and gradient norm are read back to the host together every this many steps (or

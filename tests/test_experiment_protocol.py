@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -361,6 +362,17 @@ def test_override_and_its_description():
     assert describe_overrides("smoke", {}) == ""
     with pytest.raises(KeyError, match="no field"):
         override(ToyPreset(), {"width": 3})
+
+
+def test_a_dotted_override_changes_a_field_of_a_nested_preset():
+    from analyses.papers.induction_heads.presets import PRESETS
+
+    smoke = PRESETS["smoke"]
+    new, diffs = override(smoke, {"standard.d_model": 512, "standard.lr": None, "standard.steps": smoke.standard.steps})
+    assert new.standard == dataclasses.replace(smoke.standard, d_model=512) and new.demo_steps == smoke.demo_steps
+    assert diffs == {"standard.d_model": (512, smoke.standard.d_model)}
+    with pytest.raises(KeyError, match="no field"):
+        override(smoke, {"standard.width": 3})
 
 
 def test_an_unseeded_part_refuses_another_seed_naming_the_part(tmp_path):

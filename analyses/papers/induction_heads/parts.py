@@ -184,6 +184,7 @@ def part_standard(ctx: Context) -> PartResult:
         batch_size=sizes.batch_size,
         steps=sizes.steps,
         eval_every=sizes.eval_every,
+        lr=sizes.lr,
         n_pairs=p.standard_n_pairs,
         seed=ctx.seed,
     )

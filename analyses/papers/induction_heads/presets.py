@@ -40,6 +40,7 @@ class StandardSizes:
     batch_size: int
     steps: int
     eval_every: int
+    lr: float = 1e-3
 
 
 @dataclass(frozen=True)
