@@ -3,6 +3,7 @@
 
     python -m analyses.paper_scale --probe                    # time every part's paper preset here (~30 min)
     python -m analyses.paper_scale --keep runs/paper --device cpu   # commit a finished run's results
+    python -m analyses.paper_scale --in-flight runs/paper2 --device cpu   # what a run still going has done so far
     python -m analyses.paper_scale --ledger docs/paper-scale.md --update-readme README.md   # render the ledger
 
 The logic lives in ``analyses/report/ledger.py`` (probe, estimates, the ledger) and
@@ -37,6 +38,13 @@ def parser() -> argparse.ArgumentParser:
         "no weights) into analyses/measured/ with their provenance",
     )
     do.add_argument("--ledger", metavar="FILE", help="write the ledger (docs/paper-scale.md) and exit")
+    do.add_argument(
+        "--in-flight",
+        nargs="+",
+        metavar="OUT",
+        help="record what the paper-preset reports in OUT (still running) have started and finished, per part and "
+        "seed, into analyses/measured/running.json: the ledger's status 'running'",
+    )
     p.add_argument(
         "--update-readme",
         metavar="FILE",
@@ -69,6 +77,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             except (OSError, ValueError) as exc:
                 print(f"{prog}: error: {args.update_readme}: {exc}", file=sys.stderr)
                 return 2
+        return 0
+    if args.in_flight:
+        try:
+            print(f"wrote {measured.record_in_flight(args.in_flight, args.device)}")
+        except FileNotFoundError as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
         return 0
     if args.keep:
         try:

@@ -201,6 +201,37 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     )
 
 
+def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished(tmp_path, monkeypatch):
+    monkeypatch.setattr(ledger, "MEASURED", tmp_path)
+    monkeypatch.setattr(measured, "RUNS", tmp_path / "runs")
+    (tmp_path / "gpu_walls.json").write_text(json.dumps({"windows": []}))
+    out = tmp_path / "paper2"
+    (out / "report").mkdir(parents=True)
+    (out / "report" / "progress.log").write_text(
+        "2026-11-28 05:37:58 3 job(s) to run, 0 finished earlier; 0/3 jobs done\n"
+        "2026-11-28 05:37:58 started induction_emergence/seed0:exact; 0/3 jobs done, 1 running\n"
+        "2026-11-28 05:38:58 done induction_emergence/seed0:exact in 60 s; 1/3 jobs done\n"
+        "2026-11-28 05:38:58 started induction_emergence/seed1:exact; 1/3 jobs done, 1 running\n"
+        "2026-11-28 05:38:59 started ic_recall/seed0:sample_complexity/partial-adam-n8-seed3; a sweep cell\n"
+        "2026-11-28 05:39:00 started noisy_icl/seed2:main; 1/3 jobs done, 2 running\n"
+    )
+    assert measured.in_flight([out], "cpu") == [
+        {"part": "induction_emergence:exact", "device": "cpu", "out": "paper2", "seeds_started": [0, 1],
+         "seeds_done": [0]},
+        {"part": "noisy_icl:main", "device": "cpu", "out": "paper2", "seeds_started": [2], "seeds_done": []},
+    ]  # fmt: skip
+    measured.record_in_flight([out], "cpu")
+    _fake_run(tmp_path / "kept", seeds=(0,))  # seed 0 of the exact part is kept already
+    measured.keep(tmp_path / "kept", device="cpu", runs=tmp_path / "runs", name="paper-cpu-x")
+    rows = {line.split(" | ")[0]: line for line in measured.ledger_md().splitlines() if line.startswith("| `")}
+    assert "run (cpu; seeds 0); running (cpu, as of " in rows["| `induction_emergence:exact`"]
+    assert "seeds started 1)" in rows["| `induction_emergence:exact`"]  # seed 0 is kept: not listed again
+    assert "running (cpu, as of" in rows["| `noisy_icl:main`"] and "seeds started 2)" in rows["| `noisy_icl:main`"]
+    assert "running" not in rows["| `ic_recall:sample_complexity`"]  # a sweep cell is not the part's job
+    with pytest.raises(FileNotFoundError, match="no report/progress.log"):
+        measured.in_flight([tmp_path / "nothing"], "cpu")
+
+
 def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headline(tmp_path, monkeypatch):
     from analyses.report import collect, render
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,53 @@ from mechrecall.claims import judge_row, label, over_seeds
 from mechrecall.io import atomic_write_json
 
 RUNS = ledger.MEASURED / "runs"
+#: ``progress.log`` lines of a report's jobs: ``started noisy_icl/seed0:main;`` / ``done noisy_icl/seed0:main in 9 s;``
+#: (a sweep cell, ``...:part/cell``, is not a part's job).
+_JOB = re.compile(r"^\S+ \S+ (started|done) (\w+)/seed(\d+):(\w+)(?=;| in )", re.MULTILINE)
+
+
+def running_path() -> Path:
+    """``analyses/measured/running.json``: the paper-preset runs in flight when it was written (``--in-flight``)."""
+    return ledger.MEASURED / "running.json"
+
+
+def in_flight(outs: Sequence[str | Path], device: str) -> list[dict[str, Any]]:
+    """Per part that the reports in ``outs`` have started: the seeds started and the seeds done, from each report's
+    ``report/progress.log`` (jobs not yet started are not in it).
+
+    Raises:
+        FileNotFoundError: an ``OUT`` without ``report/progress.log`` (not the ``--out`` of ``analyses.reproduce``).
+    """
+    entries = []
+    for out in map(Path, outs):
+        log = out / "report" / "progress.log"
+        if not log.is_file():
+            raise FileNotFoundError(f"{out}: no report/progress.log; expected the --out of analyses.reproduce")
+        seeds: dict[str, dict[str, set[int]]] = {}
+        for event, experiment, seed, part in _JOB.findall(log.read_text()):
+            seeds.setdefault(f"{experiment}:{part}", {"started": set(), "done": set()})[event].add(int(seed))
+        for part, s in seeds.items():
+            entries.append(
+                {"part": part, "device": device, "out": out.name, "seeds_started": sorted(s["started"]),
+                 "seeds_done": sorted(s["done"])}
+            )  # fmt: skip
+    return entries
+
+
+def record_in_flight(outs: Sequence[str | Path], device: str) -> Path:
+    """Write :func:`in_flight` of ``outs`` (as of now) to :func:`running_path`, for the ledger's *status*."""
+    path = running_path()
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    atomic_write_json(path, {"as_of": now, "machine": ledger.machine(), "parts": in_flight(outs, device)})
+    return path
+
+
+def _running() -> tuple[str, dict[str, dict[str, Any]]]:
+    path = running_path()
+    if not path.is_file():
+        return "", {}
+    data = json.loads(path.read_text())
+    return data["as_of"], {e["part"]: e for e in data["parts"]}
 
 
 def _results(out: Path) -> list[tuple[str, Path]]:
@@ -225,11 +273,26 @@ def _gpu_cell(row: Mapping[str, Any], peak: float) -> str:
     return f"{bound}{ledger.duration(ledger.gpu_estimate(cpu['runs'], rest / 10, peak))} (est.)"
 
 
+def _going(part: str, kept: Sequence[int]) -> str:
+    """``running (cpu, as of ...; seeds started 1, 2; done, not kept yet: 1)`` for the seeds beyond ``kept``, or ""."""
+    as_of, flying = _running()
+    entry = flying.get(part)
+    more = [s for s in entry["seeds_started"] if s not in kept] if entry else []
+    if not entry or not more:
+        return ""
+    done = [s for s in entry["seeds_done"] if s not in kept]
+    tail = f"; done, not kept yet: {', '.join(map(str, done))}" if done else ""
+    return f"running ({entry['device']}, as of {as_of}; seeds started {', '.join(map(str, more))}{tail})"
+
+
 def _status(row: Mapping[str, Any]) -> str:
+    kept = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id]["seeds"]})
+    going = _going(row["ref"].id, kept)
     if row["kept"]:
-        seeds = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id]["seeds"]})
         devices = ", ".join(sorted({r["device"] for r in row["kept"]}))
-        return f"run ({devices}; seeds {', '.join(map(str, seeds))})"
+        return f"run ({devices}; seeds {', '.join(map(str, kept))})" + (f"; {going}" if going else "")
+    if going:
+        return going
     cpu = row["probes"].get("cpu")
     if cpu and ledger.fits_here(cpu):
         return "not yet (fits here)"
