@@ -638,10 +638,12 @@ def _fig4_panel(ratio: float, score: float, score_before: float, k: int) -> dict
         "settings": {"n": 8, "m": 64 if k == 2 else 512, "k": k, "T": 0.05 if k == 2 else 0.01, "N": 256,
                      "pretrain_steps": 1500, "weight_decay": 0.1},
         "seeds": [0, 1], "runs": [run], "pretrain_recall": 1.0, "within_pair": 0.05, "across_pairs": 0.2,
+        "across_beyond_crossed": 0.15,
         "pair_score": score, "eos_in_second_step": 0.1, "eos_in_second_step_spread": [0.1, 0.1],
         "first_step_vs_ceiling": ratio, "first_step_vs_ceiling_spread": [ratio - 0.01, ratio + 0.01],
         "subject_subject_cross_terms": 0.6, "cancelled": {"not_applicable": "this panel runs no cancellation"},
         "control": {"pretrain_recall": 0.1, "within_pair": 0.3, "across_pairs": 0.05, "pair_score": score_before,
+                    "across_beyond_crossed": 0.06,
                     "eos_in_second_step": 0.0, "first_step_vs_ceiling": 0.1},
     }  # fmt: skip
 
@@ -661,7 +663,7 @@ def test_fig4_claims_on_fabricated_results():
         return {c.id.removeprefix("x.pretrained_mlp."): c.row() for c in claims}
 
     results = _fig4_panel(0.5, 0.2, 0.01, 2)
-    results["control"]["across_pairs"] = 0.01
+    results["control"]["across_beyond_crossed"] = 0.01
     results["right"] = _fig4_panel(0.6, 0.2, 0.15, 3)
     results["cancelled"] = {"first_step_vs_ceiling": 0.65, "first_step_vs_ceiling_spread": [0.6, 0.7],
                             "uncancelled": 0.5, "subject_subject": 1e-8}  # fmt: skip
@@ -669,7 +671,8 @@ def test_fig4_claims_on_fabricated_results():
     assert r["pair_score"]["verdict"] == "reproduced" and r["pair_score"]["rule_spec"]["lo"] == pytest.approx(0.05)
     assert r["pair_score"]["policy"] == "higher_than" and r["across_pairs"]["verdict"] == "reproduced"
     assert r["right_pair_score"]["verdict"] == "vacuous"  # 0.15 before fine-tuning passes too: not built by it
-    assert r["right_across_pairs"]["verdict"] == "vacuous"  # 0.05 before fine-tuning: the rule cannot tell
+    assert r["right_across_pairs"]["verdict"] == "vacuous"  # 0.06 before fine-tuning: the rule cannot tell
+    assert r["across_pairs"]["ours"] == 0.15 and r["across_pairs"]["control"] == 0.01  # beyond the crossed pairs
     assert r["within_pair"]["verdict"] == "reproduced" and r["within_pair"]["rule_spec"]["hi"] == pytest.approx(0.05)
     assert r["right_within_pair"]["claim"].startswith("Fig 4 right (3-ICL, n=8, m=512, T=0.01, N=256)")
     assert r["right_eos_in_second_step"]["verdict"] == "reproduced"  # q_EoS over the k = 3 answers
@@ -705,10 +708,15 @@ def test_a_stored_micro_run_reads_back_typed_and_a_bad_field_is_named(tmp_path):
     assert isinstance(mlp.cancelled, R.CancelledCrossTerms) and isinstance(mlp.right.cancelled, NotApplicable)
     assert (mlp.settings.k, mlp.right.settings.k, mlp.right.settings.m) == (2, 3, 8)
     stored = run["parts"]["pretrained_mlp"]
-    assert stored["results_schema"] == "PretrainedMLPResults/2"  # 2: the across-pair control is the crossed pairs'
+    assert stored["results_schema"] == "PretrainedMLPResults/3"  # 3: across pairs, beyond the crossed pairs
     rows = {r["id"]: r for r in stored["claims"]}
-    crossed = [r["across_crossed"] for r in stored["results"]["runs"]]
-    assert rows["ic_recall.pretrained_mlp.across_pairs"]["control"] == pytest.approx(sum(crossed) / len(crossed))
+    seeds = stored["results"]["runs"]
+    beyond = [r["across"] - r["across_crossed"] for r in seeds]
+    at_start = [r["control"]["before_finetuning"] for r in seeds]
+    assert rows["ic_recall.pretrained_mlp.across_pairs"]["ours"] == pytest.approx(sum(beyond) / len(beyond))
+    assert rows["ic_recall.pretrained_mlp.across_pairs"]["control"] == pytest.approx(
+        sum(b["across"] - b["across_crossed"] for b in at_start) / len(at_start)
+    )
     assert rows["ic_recall.pretrained_mlp.right_within_pair"]["ours"] == mlp.right.within_pair
     assert rows["ic_recall.pretrained_mlp.cancelled_cross_terms"]["control"] == mlp.cancelled.uncancelled
     assert isinstance(typed["pretrained"], NotRun) and typed["pretrained"].to_json()["model"] == "pythia-14m"

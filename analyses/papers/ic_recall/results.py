@@ -263,6 +263,7 @@ class Fig4Measures(Entry):
     pretrain_recall: float
     within_pair: float
     across_pairs: float
+    across_beyond_crossed: float
     pair_score: float
     eos_in_second_step: float
     first_step_vs_ceiling: float
@@ -294,7 +295,9 @@ class Fig4Panel(Fig4Measures):
 class PretrainedMLPResults(Fig4Panel, Results):
     """pretrained_mlp (Fig 4, §5): the left panel (2-ICL) at the top level, the right panel (3-ICL) under ``right``."""
 
-    schema_version = 2  # 2: control.across_pairs is the crossed pairs' score (1: the model as fine-tuning starts)
+    # 3: across_beyond_crossed (the true pairs' across-pair score minus the crossed pairs'), the across claim's value;
+    # 2: control.across_pairs is the crossed pairs' score (1: the model as fine-tuning starts)
+    schema_version = 3
 
     right: Maybe[Fig4Panel]
 

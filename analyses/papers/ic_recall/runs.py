@@ -920,12 +920,16 @@ def _pretrained_mlp_controls(runs: Sequence[Mapping[str, Any]]) -> dict[str, flo
     """The claims' controls (means over seeds): recall of the untrained model (step 0 of pretraining); the pattern
     as fine-tuning starts (pretrained W^KQ and MLP, step 0 of fine-tuning); the within- and across-pair scores of
     the crossed pairs after fine-tuning (a pattern of the true pairs is equal within them and different across
-    them, and neither on the crossed ones); the fine-tuned attention with the untrained MLP (the memory removed)."""
+    them, and neither on the crossed ones); the true pairs' across-pair score beyond the crossed pairs' as
+    fine-tuning starts; the fine-tuned attention with the untrained MLP (the memory removed)."""
     controls, mean = [r["control"] for r in runs], statistics.mean
     return {
         "pretrain_recall": mean(c["untrained_recall"] for c in controls),
         "within_pair": mean(r["within_crossed"] for r in runs),
         "across_pairs": mean(r["across_crossed"] for r in runs),
+        "across_beyond_crossed": mean(
+            c["before_finetuning"]["across"] - c["before_finetuning"]["across_crossed"] for c in controls
+        ),
         "pair_score": mean(c["before_finetuning"]["score"] for c in controls),
         "eos_in_second_step": mean(_eos_extra(c["before_finetuning"]["q_mean"]) for c in controls),
         "first_step_vs_ceiling": mean(c["untrained_memory"]["acc_relation_exact"] for c in controls)
@@ -971,6 +975,7 @@ def _panel_summary(cfg: PretrainedMLP, seeds: Sequence[int], runs: Sequence[dict
         "pretrain_recall": mean("pretrain_recall"),
         "within_pair": mean("within"),
         "across_pairs": mean("across"),
+        "across_beyond_crossed": statistics.mean(r["across"] - r["across_crossed"] for r in runs),
         "pair_score": mean("score"),
         "eos_in_second_step": statistics.mean(eos_extra),
         "eos_in_second_step_spread": spread(eos_extra),
