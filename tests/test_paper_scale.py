@@ -228,7 +228,7 @@ def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished
     assert "seeds started 1)" in rows["| `induction_emergence:exact`"]  # seed 0 is kept: not listed again
     assert "running (cpu, as of" in rows["| `noisy_icl:main`"] and "seeds started 2)" in rows["| `noisy_icl:main`"]
     assert "running" not in rows["| `ic_recall:sample_complexity`"]  # a sweep cell is not the part's job
-    with pytest.raises(FileNotFoundError, match="no report/progress.log"):
+    with pytest.raises(FileNotFoundError, match=r"no report/progress\.log"):
         measured.in_flight([tmp_path / "nothing"], "cpu")
 
 
