@@ -96,15 +96,7 @@ def train_seeds(
         optimizer.zero_grad(set_to_none=True)
         losses = losses_of(_params(stacked), data, like)
         losses.sum().backward()  # d(sum)/d(loss_s) = 1: each seed's gradients are its own
-        for p, m in masks.items():
-            p.grad.mul_(m)  # the frozen entries' gradient hook (TrainableEntries), on every seed's slice
-        norms = _clip(optimizer, cfg.grad_clip, len(models))
-        kept = {p: p.detach()[:, ~m].clone() for p, m in masks.items()}
-        optimizer.step()
-        with torch.no_grad():
-            for p, values in kept.items():
-                p[:, ~masks[p]] = values
-        scheduler.step()
+        norms = _update(optimizer, scheduler, masks, cfg.grad_clip, len(models))
         for s, (loss, norm) in enumerate(torch.stack([losses.detach(), norms]).T.tolist()):
             if loss != loss or abs(loss) == float("inf"):
                 raise FloatingPointError(f"seed {cfgs[s].seed}: training loss is {loss} at step {step}")
@@ -240,6 +232,27 @@ def _stack_batches(batches: Sequence[Batch], device: torch.device) -> tuple[dict
         k: stack(lambda b, k=k: b.extras[k]) for k, v in first.extras.items() if isinstance(v, torch.Tensor)
     }
     return data, first
+
+
+def _update(
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    masks: Mapping[torch.Tensor, torch.Tensor],
+    max_norm: float | None,
+    seeds: int,
+) -> torch.Tensor:
+    """``trainer._update`` on the stacked weights: frozen entries masked and restored on every seed's slice, each
+    seed clipped by its own norm, one optimiser and schedule step; each seed's gradient norm, ``[S]``."""
+    for p, m in masks.items():
+        p.grad.mul_(m)  # the frozen entries' gradient hook (TrainableEntries)
+    norms = _clip(optimizer, max_norm, seeds)
+    kept = {p: p.detach()[:, ~m].clone() for p, m in masks.items()}
+    optimizer.step()
+    with torch.no_grad():
+        for p, values in kept.items():
+            p[:, ~masks[p]] = values
+    scheduler.step()
+    return norms
 
 
 def _clip(optimizer: torch.optim.Optimizer, max_norm: float | None, seeds: int) -> torch.Tensor:
