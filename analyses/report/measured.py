@@ -351,7 +351,9 @@ def ledger_md() -> str:
         "step (kernel launches), its evaluations at the same rate, and the rest of the part 10× faster than one "
         "core; *measured* is a GPU window's wall time (a kept run, or `analyses/measured/gpu_walls.json` where the "
         "window's results were not brought back). "
-        f"*Fits here*: within {ledger.FITS_HERE_S / 3600:.0f} h on one core. Parts on pretrained models are timed "
+        f"*Fits here*: within {ledger.FITS_HERE_S / 3600:.0f} h on one core. *Running*: a background run at the paper "
+        "preset as `python -m analyses.paper_scale --in-flight OUT` last recorded it (its seeds started and finished, "
+        "not yet kept). Parts on pretrained models are timed "
         "by `benchmarks/bench_pretrained_shapes.py` (the README's *At Pythia's sizes*).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
