@@ -38,7 +38,6 @@ from torch.func import functional_call, vmap
 
 from mechrecall._tl import Model, check_stackable, weight, weight_layout
 from mechrecall.batch import Batch
-from mechrecall.seeds import derive_seed
 from mechrecall.trainer import (
     BatchFn,
     EvalFn,
@@ -46,6 +45,7 @@ from mechrecall.trainer import (
     TrainConfig,
     TrainResult,
     build_optimizer,
+    draw_batch,
     eval_row,
     lr_factor,
     rows_loss,
@@ -82,8 +82,7 @@ def train_seeds(
     histories: list[dict[str, list[dict[str, Any]]]] = [{"train": [], "eval": []} for _ in models]
 
     def batches(step: int) -> tuple[dict[str, Any], Batch]:
-        drawn = [batch_fn(step, torch.Generator().manual_seed(derive_seed(c.seed, step))) for c in cfgs]
-        return _stack_batches(drawn, device)
+        return _stack_batches([draw_batch(batch_fn, c.seed, step) for c in cfgs], device)
 
     with torch.no_grad():  # the data against the loss, before any update
         data, like = batches(0) if cfg.steps else ({}, None)
@@ -220,8 +219,6 @@ def _batch(data: dict[str, Any], like: Batch) -> Batch:
 def _stack_batches(batches: Sequence[Batch], device: torch.device) -> tuple[dict[str, Any], Batch]:
     """The seeds' batches as one pytree of ``[S, ...]`` tensors (vmapped) and seed 0's batch for the rest."""
     first = batches[0]
-    if not all(isinstance(b, Batch) for b in batches):
-        raise ValueError("batch_fn must return a mechrecall.trainer.Batch")
 
     def stack(get: Any) -> torch.Tensor:
         return torch.stack([get(b) for b in batches]).to(device)

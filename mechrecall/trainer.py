@@ -378,11 +378,7 @@ def train(
     device = next(model.parameters()).device
 
     def batch_at(step: int) -> Batch:
-        # Data is drawn on the CPU (same numbers on any device), then moved to the model's device.
-        batch = batch_fn(step, torch.Generator().manual_seed(derive_seed(cfg.seed, step)))
-        if not isinstance(batch, Batch):
-            raise ValueError(f"batch_fn must return a mechrecall.trainer.Batch, got {type(batch).__name__}")
-        return batch.to(device)
+        return draw_batch(batch_fn, cfg.seed, step).to(device)
 
     def run_evals(step: int) -> None:
         if evals and not (history["eval"] and history["eval"][-1]["step"] == step):
@@ -453,6 +449,15 @@ def train(
     if cfg.steps == start and start > 0:
         run_evals(start)
     return TrainResult(model=model, history=history, step=cfg.steps, resumed_from=resumed_from)
+
+
+def draw_batch(batch_fn: BatchFn, seed: int, step: int) -> Batch:
+    """The batch of ``step``: ``batch_fn(step, generator)``, the generator seeded from ``(seed, step)`` and on the CPU
+    (the same numbers on any device; move it to the model's device after)."""
+    batch = batch_fn(step, torch.Generator().manual_seed(derive_seed(seed, step)))
+    if not isinstance(batch, Batch):
+        raise ValueError(f"batch_fn must return a mechrecall.trainer.Batch, got {type(batch).__name__}")
+    return batch
 
 
 def eval_row(model: Model, evals: Mapping[str, EvalFn], step: int) -> dict[str, Any]:
