@@ -29,7 +29,8 @@ def parser() -> argparse.ArgumentParser:
         "--probe",
         action="store_true",
         help="time every training part's paper preset on this machine "
-        "(a few steps per run) into analyses/measured/probe/DEVICE.json; a rerun keeps probed parts",
+        "(a few steps per run) into analyses/measured/probe/DEVICE.json; a rerun keeps probed parts "
+        "but those named by --only",
     )
     do.add_argument(
         "--keep",
@@ -103,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         refs = [r for r in refs if r.id in args.only or r.experiment in args.only]
     path = ledger.PROBES / f"{args.device}.json"
-    ledger.probe_all(path, refs, workers=args.workers, timeout=args.timeout, device=args.device)
+    redo = [r.id for r in refs] if args.only else []
+    ledger.probe_all(path, refs, workers=args.workers, timeout=args.timeout, device=args.device, redo=redo)
     print(f"wrote {path}")
     return 0
 

@@ -32,6 +32,7 @@ option refuses to mix results and names the difference: use another ``--out`` or
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as _dt
 import json
 import logging
@@ -196,6 +197,60 @@ class PartResult:
     scale: Mapping[str, tuple[float, float]] | None = None
 
 
+#: Every experiment's ``--set FIELD=VALUE``: any field of the preset, e.g. the paper's sizes on every axis but one.
+SET_OPTION = Option(
+    "--set",
+    action="append",
+    metavar="FIELD=VALUE",
+    default=None,
+    help="change one preset field (dotted for a nested one; VALUE in JSON, e.g. --set pretrained_mlp.right.m=64); "
+    "repeatable; the claims say what changed",
+)
+
+
+def preset_sets(preset: Preset, name: str, sets: Sequence[str] | None) -> dict[str, Any]:
+    """``--set`` items as ``{field: value}``, each checked against ``preset`` (named ``name``): the field exists
+    and the value has the preset value's type (a JSON list for a tuple; an integer for a float). One
+    :class:`UsageError` line naming the bad item otherwise."""
+    out: dict[str, Any] = {}
+    for item in [sets] if isinstance(sets, str) else sets or ():
+        key, eq, text = item.partition("=")
+        current: Any = preset
+        for part in key.split("."):
+            if (
+                not eq
+                or not dataclasses.is_dataclass(current)
+                or part not in {f.name for f in dataclasses.fields(current)}
+            ):
+                fields = (
+                    sorted(f.name for f in dataclasses.fields(current)) if dataclasses.is_dataclass(current) else []
+                )
+                raise UsageError(
+                    f"--set {item}: expected FIELD=VALUE with FIELD one of preset {name}'s fields"
+                    + (f" (at {part!r}: {', '.join(fields)})" if fields and eq else "")
+                )
+            current = getattr(current, part)
+        out[key] = _set_value(item, text, current)
+    return out
+
+
+def _set_value(item: str, text: str, current: Any) -> Any:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = text
+    if isinstance(current, tuple) and isinstance(value, list):
+        value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    if isinstance(current, float) and type(value) is int:
+        value = float(value)
+    if current is not None and type(value) is not type(current):
+        kind = type(current).__name__
+        raise UsageError(
+            f"--set {item}: expected {'an' if kind[0] in 'aeiou' else 'a'} {kind} like the preset's {current!r}"
+        )
+    return value
+
+
 NOT_COMPARABLE_NOTE = "sizes far below the paper's, not comparable"
 
 
@@ -271,6 +326,8 @@ class Experiment:
     threads: int | None = 1  # --threads' default; None: every core (a real model's forwards, not a toy's steps)
 
     def __post_init__(self) -> None:
+        if all(o.dest != SET_OPTION.dest for o in self.options):
+            object.__setattr__(self, "options", (*self.options, SET_OPTION))
         names = [p.name for p in self.parts]
         if len(set(names)) != len(names):
             raise ValueError(f"experiment {self.name}: duplicate part names {names}")
@@ -611,6 +668,7 @@ class Experiment:
     def _params(self, preset: str, opts: Mapping[str, Any]) -> tuple[Preset, dict[str, tuple[Any, Any]]]:
         table = self.preset_values()
         changes = {o.field: opts[o.dest] for o in self.options if o.field}
+        changes.update(preset_sets(table[preset], preset, opts.get(SET_OPTION.dest)))
         try:
             return override(table[preset], changes)
         except KeyError as exc:  # a declaration bug, not the user's

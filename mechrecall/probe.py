@@ -9,12 +9,12 @@ run (``MECHRECALL_PROBE_STEPS``, default 3, after one warm-up step), times them,
 
 Where a round of evaluations is cheap (:data:`SERIES_EVAL_S`) it also runs after each probed step, so that a part
 reading a series of them finds one. A later run of the same shape (the same parameter shapes, batch shape and
-training config but the seed) is not trained at all: its line says ``"same_as"`` the first one's index and copies
-its rates. The part goes on with
-its barely trained model, so everything else it does (data, evaluations, SVDs) runs at full size and is timed
-by the caller as wall time; the run's estimated cost is ``steps x seconds_per_step + evals x eval_seconds``.
-Nothing a probed part writes is a result: run it into a scratch folder. ``MECHRECALL_PROBE_FIRST=1`` ends the
-process after the first run's line (:class:`ProbeDone`): a benchmark of the training step alone.
+training config but the seed) takes one untimed step: its line says ``"same_as"`` the first one's index and copies
+its rates. The part goes on with its barely trained model, so everything else it does (data, evaluations, SVDs)
+runs at full size and is timed by the caller as wall time; the run's estimated cost is
+``steps x seconds_per_step + evals x eval_seconds``. Nothing a probed part writes is a result: run it into a
+scratch folder. ``MECHRECALL_PROBE_FIRST=1`` ends the process after the first run's line (:class:`ProbeDone`): a
+benchmark of the training step alone.
 """
 
 from __future__ import annotations
@@ -67,17 +67,18 @@ class Probe:
         return None
 
     def stop_at(self, start: int, total: int, key: str) -> int:
-        """The step the probed run stops at: ``start`` for a shape already measured, else a few steps on."""
-        return start if self.seen(key) else min(total, start + WARMUP + self.steps)
+        """The step the probed run stops at: one step on for a shape already measured (untimed: a part reading a
+        series of evaluations still finds two), else a warm-up and a few timed steps on."""
+        return min(total, start + (1 if self.seen(key) else WARMUP + self.steps))
 
     def step(self, seconds: float) -> None:
         self.timings.append(seconds)
 
     def write(self, run: str, key: str, total: int, evals: int, eval_seconds: float, extra: Mapping[str, Any]) -> None:
-        """Append this run's line to the file (the rates of an earlier run of the same shape if it trained none)."""
+        """Append this run's line to the file (the rates of an earlier run of the same shape, if there was one)."""
         earlier = self.seen(key)
         line: dict[str, Any] = {"run": run, "key": key, "steps": total, "evals": evals, **extra}
-        if earlier is not None and not self.timings:
+        if earlier is not None:
             index, record = earlier
             line.update(same_as=index, **{k: record[k] for k in ("seconds_per_step", "flops_per_step", "eval_seconds")})
         else:

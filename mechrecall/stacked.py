@@ -120,6 +120,8 @@ def _check(models: Sequence[Model], cfgs: Sequence[TrainConfig]) -> None:
             raise ValueError(f"train_seeds: the configs differ in {diff}; stacked seeds may differ only in seed")
     if cfgs[0].loss_positions == "mask":
         raise ValueError("train_seeds: loss_positions='mask' cannot be stacked (vmap); use train() per seed")
+    if cfgs[0].compile is not None:
+        raise ValueError(f"train_seeds: TrainConfig.compile={cfgs[0].compile!r} is not stacked; use train() per seed")
     shapes = {n: p.shape for n, p in models[0].named_parameters()}
     for i, m in enumerate(models[1:], 1):
         other = {n: p.shape for n, p in m.named_parameters()}

@@ -344,6 +344,25 @@ def test_an_option_overrides_its_preset_field_and_every_claim_says_so(tmp_path):
     assert same["claims"][0]["note"] == ""
 
 
+def test_set_changes_any_preset_field_and_refuses_a_bad_one_in_one_line(tmp_path, capsys):
+    """``--set FIELD=VALUE`` (every experiment): the paper's sizes but one, say; the claims say what changed, and
+    a rerun with another value is another configuration."""
+    data = TOY.run(tmp_path, preset="paper", parts=["first"], options={"set": ["steps=7", "scale=2"]})
+    assert data["parts"]["first"]["results"]["steps"] == 7
+    assert "changed from preset paper: scale 2.0 (preset 1.0), steps 7 (preset 100)" in data["claims"][0]["note"]
+    assert data["config"]["options"]["set"] == ["steps=7", "scale=2"]
+    for bad, message in [
+        ("width=3", "--set width=3: expected FIELD=VALUE with FIELD one of preset paper's fields (at 'width': "),
+        ("steps", "--set steps: expected FIELD=VALUE"),
+        ("steps=7.5", "--set steps=7.5: expected an int like the preset's 100"),
+        ("scale=wide", "--set scale=wide: expected a float like the preset's 1.0"),
+    ]:
+        assert TOY.main(["--preset", "paper", "--set", bad, "--out", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad").exists()
+
+
 def test_a_strict_bound_and_nan_are_refused_in_one_line():
     lr = Option("--lr", type=float, default=0.1, above=0)
     for bad in (0.0, -1.0, float("nan")):

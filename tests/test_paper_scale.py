@@ -49,7 +49,8 @@ def test_probe_times_a_few_steps_counts_flops_by_closed_form_and_measures_a_shap
     assert probe.estimate_seconds([line]) == pytest.approx(expected)
 
     again = train(Linear(), _batch, TrainConfig(**{**cfg.to_dict(), "seed": 7}), loss_fn=_loss, evals=evals)
-    assert again.step == 0 and again.history["train"] == []  # the same shape: measured once
+    assert again.step == 1 and len(again.history["train"]) == 1  # the same shape: measured once, one step untimed
+    assert [r["step"] for r in again.history["eval"]] == [0, 1]  # still a series
     second = probe.records(file)[1]
     assert second["same_as"] == 0 and second["seconds_per_step"] == line["seconds_per_step"]
 
@@ -87,7 +88,7 @@ def test_the_window_packs_the_longest_jobs_that_fit_and_lets_one_per_lane_run_on
         window.choose(est, 600.0, 0)
 
 
-def _fake_run(root, experiment="induction_emergence", part="exact", seeds=(0, 1)):
+def _fake_run(root, experiment="induction_emergence", part="demo", seeds=(0, 1), options=None):
     """A report folder as a run leaves it: per seed, the experiment's results.json, one part done, one failed."""
     for seed in seeds:
         claims = [
@@ -118,7 +119,7 @@ def _fake_run(root, experiment="induction_emergence", part="exact", seeds=(0, 1)
         ]
         payload = {
             "experiment": experiment,
-            "config": {"preset": "paper", "seed": seed},
+            "config": {"preset": "paper", "seed": seed, "options": options or {}},
             "claims": claims,
             "parts": {
                 part: {"status": "done", "seconds": 12.0, "figures": ["f.png"]},
@@ -136,13 +137,13 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     kept = measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs", name="paper-cpu-x")
     prov = json.loads((kept / "provenance.json").read_text())
     assert prov["preset"] == "paper" and prov["seeds"] == [0, 1] and prov["device"] == "cpu"
-    assert prov["parts"] == {"induction_emergence:exact": {"seeds": [0, 1], "seconds": [12.0, 12.0]}}
+    assert prov["parts"] == {"induction_emergence:demo": {"seeds": [0, 1], "seconds": [12.0, 12.0], "set": []}}
     assert {"commit", "date", "cpu", "torch"} <= set(prov["machine"])
     stored = json.loads((kept / "seed1" / "induction_emergence" / "results.json").read_text())
-    assert list(stored["parts"]) == ["exact"] and stored["figures"] == []
+    assert list(stored["parts"]) == ["demo"] and stored["figures"] == []
     (run,) = measured.kept_runs(tmp_path / "runs")
     rows = measured.kept_rows(run)
-    assert [r["id"] for r in rows] == ["induction_emergence.exact.x"]  # the failed part's claim is not shown
+    assert [r["id"] for r in rows] == ["induction_emergence.demo.x"]  # the failed part's claim is not shown
     assert rows[0]["verdict"] == "reproduced" and rows[0]["per_seed"] and rows[0]["kept"] == "paper-cpu-x"
     with pytest.raises(FileNotFoundError, match="no finished part"):
         measured.keep(tmp_path / "out", runs=tmp_path / "runs", only=["noisy_icl"])
@@ -192,13 +193,30 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     assert "67.7 min" in row and "13 s (est.)" in row and "not yet (fits here)" in row
     theory = next(r for r in text.splitlines() if r.startswith("| `noisy_icl:theory`"))
     assert "9 s (measured, GPU-X 2026-01-01, seed 0; not kept)" in theory and "not probed" in theory
-    exact = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:exact`"))
-    assert "run (cpu; seeds 0, 1)" in exact and "1 reproduced at the paper's scale" in exact
+    demo = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:demo`"))
+    assert "run (cpu; seeds 0, 1 of 3)" in demo and "1 reproduced at the paper's scale" in demo
     assert (
         "1 of the" in text
         and "(their paper claims: 1 reproduced at the paper's scale)" in text
         and "`paper-cpu-x`" in text
+        and "1 fit 2 h on one core of this machine, 0 of them with every seed they need" in text
     )
+    _fake_run(tmp_path / "main", "noisy_icl", "main", seeds=(0, 1, 2))  # the part that fits: its 3 seeds
+    _fake_run(tmp_path / "exact", "induction_emergence", "ode", seeds=(0,))  # no seed
+    for folder in ("main", "exact"):
+        measured.keep(tmp_path / folder, device="cpu", runs=runs, name=f"paper-cpu-{folder}")
+    rows = {line.split(" | ")[0]: line for line in measured.ledger_md().splitlines() if line.startswith("| `")}
+    assert "run (cpu; seeds 0, 1, 2)" in rows["| `noisy_icl:main`"]
+    assert "run (cpu; exact: no seed)" in rows["| `induction_emergence:ode`"]
+    assert "1 fit 2 h on one core of this machine, 1 of them with every seed they need" in measured.ledger_md()
+    assert "3 of the" in measured.ledger_md()
+    reduced = {"set": ["weights.steps=10"]}  # --set: the paper's sizes but one axis
+    _fake_run(tmp_path / "reduced", "induction_emergence", "weights", seeds=(0, 1, 2), options=reduced)
+    measured.keep(tmp_path / "reduced", device="cpu", runs=runs, name="paper-cpu-reduced")
+    text = measured.ledger_md()
+    row = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:weights`"))
+    assert "run (cpu; seeds 0, 1, 2; the paper's sizes but weights.steps=10)" in row
+    assert "3 of the" in text  # not at the paper's sizes: not counted
 
 
 def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished(tmp_path, monkeypatch):
@@ -209,23 +227,23 @@ def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished
     (out / "report").mkdir(parents=True)
     (out / "report" / "progress.log").write_text(
         "2026-11-28 05:37:58 3 job(s) to run, 0 finished earlier; 0/3 jobs done\n"
-        "2026-11-28 05:37:58 started induction_emergence/seed0:exact; 0/3 jobs done, 1 running\n"
-        "2026-11-28 05:38:58 done induction_emergence/seed0:exact in 60 s; 1/3 jobs done\n"
-        "2026-11-28 05:38:58 started induction_emergence/seed1:exact; 1/3 jobs done, 1 running\n"
+        "2026-11-28 05:37:58 started induction_emergence/seed0:demo; 0/3 jobs done, 1 running\n"
+        "2026-11-28 05:38:58 done induction_emergence/seed0:demo in 60 s; 1/3 jobs done\n"
+        "2026-11-28 05:38:58 started induction_emergence/seed1:demo; 1/3 jobs done, 1 running\n"
         "2026-11-28 05:38:59 started ic_recall/seed0:sample_complexity/partial-adam-n8-seed3; a sweep cell\n"
         "2026-11-28 05:39:00 started noisy_icl/seed2:main; 1/3 jobs done, 2 running\n"
     )
     assert measured.in_flight([out], "cpu") == [
-        {"part": "induction_emergence:exact", "device": "cpu", "out": "paper2", "seeds_started": [0, 1],
+        {"part": "induction_emergence:demo", "device": "cpu", "out": "paper2", "seeds_started": [0, 1],
          "seeds_done": [0]},
         {"part": "noisy_icl:main", "device": "cpu", "out": "paper2", "seeds_started": [2], "seeds_done": []},
     ]  # fmt: skip
     measured.record_in_flight([out], "cpu")
-    _fake_run(tmp_path / "kept", seeds=(0,))  # seed 0 of the exact part is kept already
+    _fake_run(tmp_path / "kept", seeds=(0,))  # seed 0 of the demo part is kept already
     measured.keep(tmp_path / "kept", device="cpu", runs=tmp_path / "runs", name="paper-cpu-x")
     rows = {line.split(" | ")[0]: line for line in measured.ledger_md().splitlines() if line.startswith("| `")}
-    assert "run (cpu; seeds 0); running (cpu, as of " in rows["| `induction_emergence:exact`"]
-    assert "seeds started 1)" in rows["| `induction_emergence:exact`"]  # seed 0 is kept: not listed again
+    assert "run (cpu; seeds 0 of 3); running (cpu, as of " in rows["| `induction_emergence:demo`"]
+    assert "seeds started 1)" in rows["| `induction_emergence:demo`"]  # seed 0 is kept: not listed again
     assert "running (cpu, as of" in rows["| `noisy_icl:main`"] and "seeds started 2)" in rows["| `noisy_icl:main`"]
     assert "running" not in rows["| `ic_recall:sample_complexity`"]  # a sweep cell is not the part's job
     with pytest.raises(FileNotFoundError, match=r"no report/progress\.log"):
@@ -240,7 +258,7 @@ def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headlin
     measured.keep(tmp_path / "out", device="cuda", runs=runs, name="paper-cuda-x")
     monkeypatch.setattr(measured, "RUNS", runs)
     rows = collect.kept_rows(["induction_emergence"])
-    assert [r["id"] for r in rows] == ["induction_emergence.exact.x"] and rows[0]["device"] == "cuda"
+    assert [r["id"] for r in rows] == ["induction_emergence.demo.x"] and rows[0]["device"] == "cuda"
     assert collect.kept_rows(["noisy_icl"]) == []
     section = {
         "experiment": "induction_emergence",

@@ -201,6 +201,7 @@ def test_loss_positions_select_the_right_rows():
         (dict(lr=-1.0), None, "lr=-1.0"),
         (dict(param_groups=({"params": ("embed.W_E",), "lr": 1.0},)), None, "matches no trainable parameter"),
         (dict(checkpoint_every=2), None, "needs an out_dir"),
+        (dict(compile="turbo"), None, "compile='turbo'; expected None or a torch.compile backend"),
     ],
 )
 def test_bad_input_fails_before_any_update(cfg_kwargs, batch, message):
@@ -364,3 +365,44 @@ def test_readback_in_groups_gives_each_steps_numbers_and_names_the_diverged_step
         readback.add(11, torch.tensor(float("nan")), torch.tensor(1.0), 0.0)
         readback.flush()
     assert history["train"][-1]["step"] == 11  # step 10 (index 10) was read before the diverged one
+
+
+def test_the_fused_optimiser_is_opt_in_on_the_cpu_and_rounds_like_the_foreach_one():
+    """``TrainConfig.fused``: the CPU keeps the foreach kernel (the numbers every kept run was made with) unless
+    asked; asked, torch's fused kernel takes the same steps up to rounding."""
+    from mechrecall.trainer import build_optimizer
+
+    cfg = TrainConfig(steps=6, optimizer="adamw", lr=1e-2, weight_decay=0.01, progress=False)
+    assert not build_optimizer(small_model(), cfg).defaults["fused"]
+    fused_cfg = TrainConfig(**{**cfg.to_dict(), "fused": True})
+    assert build_optimizer(small_model(), fused_cfg).defaults["fused"]
+    a, b = train(small_model(), batch_fn, cfg).model, train(small_model(), batch_fn, fused_cfg).model
+    for name, value in weights(a).items():
+        torch.testing.assert_close(weights(b)[name], value, rtol=0, atol=1e-6)
+    assert any(not torch.equal(weights(b)[n], v) for n, v in weights(a).items())  # a kernel of its own
+
+
+def test_a_compiled_step_runs_the_loss_through_the_backend_and_keeps_the_numbers():
+    """``TrainConfig.compile``: the forward and loss go through ``torch.compile`` with the named backend (here one
+    that records the graphs it is given and runs them as traced), and train to the eager run's weights."""
+    from torch._dynamo import register_backend, reset
+
+    graphs = []
+
+    def recording(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    def last_token_loss(model, batch):  # the suite's run-time shape checker cannot be traced: a loss without it
+        targets = batch.targets if batch.targets.ndim == 1 else batch.targets[:, -1]
+        return F.cross_entropy(model(batch.tokens)[:, -1], targets)
+
+    register_backend(recording, name="mechrecall_recording")
+    reset()
+    cfg = TrainConfig(steps=4, optimizer="adam", lr=1e-2, progress=False)
+    eager = train(small_model(), batch_fn, cfg, loss_fn=last_token_loss).model
+    compiled_cfg = TrainConfig(**{**cfg.to_dict(), "compile": "mechrecall_recording"})
+    compiled = train(small_model(), batch_fn, compiled_cfg, loss_fn=last_token_loss)
+    assert graphs and any(n.op == "call_function" for g in graphs for n in g.graph.nodes)
+    for name, value in weights(eager).items():
+        torch.testing.assert_close(weights(compiled.model)[name], value, rtol=0, atol=1e-6)

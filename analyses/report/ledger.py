@@ -39,13 +39,15 @@ GPU_FLOPS, GPU_STEP_FLOOR_S = 50e12, 0.004
 @dataclass(frozen=True)
 class PartRef:
     """One part of an experiment's paper preset; ``kind``: ``train`` (toys it trains), ``pretrained`` (reads a
-    real model: timed by ``benchmarks/bench_pretrained_shapes.py`` instead)."""
+    real model: timed by ``benchmarks/bench_pretrained_shapes.py`` instead); ``seeding``: ``seeded`` (one run per
+    seed), ``exact`` (no seed: runs once) or ``trials`` (runs once, over trial seeds of its own)."""
 
     experiment: str
     part: str
     kind: str
     help: str
     sizes: tuple[str, ...] | None = None
+    seeding: str = "seeded"
 
     @property
     def id(self) -> str:
@@ -62,7 +64,8 @@ def paper_parts() -> list[PartRef]:
         exp, s = experiment(name), step("paper", name)
         for part in exp.select_parts(s.parts, s.preset):
             p = next(q for q in exp.parts if q.name == part)
-            refs.append(PartRef(name, part, "pretrained" if p.pretrained else "train", p.help, p.sizes))
+            seeding = "exact" if not p.seeded else "trials" if p.trials else "seeded"
+            refs.append(PartRef(name, part, "pretrained" if p.pretrained else "train", p.help, p.sizes, seeding))
     return refs
 
 
@@ -247,9 +250,10 @@ def probe_all(
     workers: int = 2,
     timeout: float = 900,
     device: str = "cpu",
+    redo: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Probe every training part of ``refs`` (``workers`` at a time, one thread each) and write the probe to
-    ``path``, part by part (a rerun keeps the parts already there)."""
+    ``path``, part by part (a rerun keeps the parts already there, but those in ``redo``)."""
     from mechrecall.io import atomic_write_json
 
     done = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -261,7 +265,7 @@ def probe_all(
         "matmul_flops_one_core": done.get("matmul_flops_one_core") or matmul_rate(1),
     }
     rows = {r["part"]: r for r in data.get("parts", [])}
-    todo = [r for r in refs if r.kind == "train" and r.id not in rows]
+    todo = [r for r in refs if r.kind == "train" and (r.id not in rows or r.id in set(redo))]
     with tempfile.TemporaryDirectory(prefix="probe-") as scratch, ThreadPoolExecutor(workers) as pool:
         for row in pool.map(lambda r: probe_part(r, Path(scratch), preset, 1, timeout), todo):
             rows[row["part"]] = row

@@ -123,7 +123,8 @@ def keep(
         dest.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(dest, kept)
         for part, info in done.items():
-            entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": []})
+            changed = sorted((payload["config"].get("options") or {}).get("set") or [])  # --set: not all the preset's
+            entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": [], "set": changed})
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
     commits = sorted({str(p.get("versions", {}).get("commit")) for _, p in payloads})
@@ -285,12 +286,44 @@ def _going(part: str, kept: Sequence[int]) -> str:
     return f"running ({entry['device']}, as of {as_of}; seeds started {', '.join(map(str, more))}{tail})"
 
 
+#: The seeds a seeded part needs at the paper's sizes before its verdicts count as a reproduction's.
+SEEDS_WANTED = 3
+
+
+def kept_seeds(row: Mapping[str, Any]) -> list[int]:
+    """The seeds of ``row``'s part over its kept runs."""
+    return sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id]["seeds"]})
+
+
+def full_size_seeds(row: Mapping[str, Any]) -> list[int]:
+    """The seeds of ``row``'s part over its kept runs at the paper's own sizes (no ``--set``)."""
+    entries = [r["parts"][row["ref"].id] for r in row["kept"]]
+    return sorted({s for e in entries if not e.get("set") for s in e["seeds"]})
+
+
+def seeds_complete(row: Mapping[str, Any]) -> bool:
+    """Whether ``row``'s part has run at the paper's sizes with the seeds it needs: :data:`SEEDS_WANTED` for a
+    seeded part; one run for an exact part (no seed) or a part over trial seeds of its own."""
+    seeds = full_size_seeds(row)
+    return bool(seeds) and (row["ref"].seeding != "seeded" or len(seeds) >= SEEDS_WANTED)
+
+
+def _seeds_text(ref: ledger.PartRef, kept: Sequence[int]) -> str:
+    if ref.seeding == "exact":
+        return "exact: no seed"
+    if ref.seeding == "trials":
+        return "one run over its own trial seeds"
+    return f"seeds {', '.join(map(str, kept))}" + ("" if len(kept) >= SEEDS_WANTED else f" of {SEEDS_WANTED}")
+
+
 def _status(row: Mapping[str, Any]) -> str:
-    kept = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id]["seeds"]})
+    kept = kept_seeds(row)
     going = _going(row["ref"].id, kept)
     if row["kept"]:
         devices = ", ".join(sorted({r["device"] for r in row["kept"]}))
-        return f"run ({devices}; seeds {', '.join(map(str, kept))})" + (f"; {going}" if going else "")
+        changed = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id].get("set", [])})
+        but = f"; the paper's sizes but {', '.join(changed)}" if changed else ""
+        return f"run ({devices}; {_seeds_text(row['ref'], kept)}{but})" + (f"; {going}" if going else "")
     if going:
         return going
     cpu = row["probes"].get("cpu")
@@ -392,12 +425,15 @@ def ledger_md() -> str:
 def coverage_line(rows: Sequence[Mapping[str, Any]]) -> str:
     """One line: how much of the paper plan has run at the paper's sizes."""
     train = [r for r in rows if r["ref"].kind == "train"]
-    run = [r for r in train if r["kept"]]
+    run = [r for r in train if full_size_seeds(r)]
     fits = [r for r in train if r["probes"].get("cpu") and ledger.fits_here(r["probes"]["cpu"])]
+    done = [r for r in fits if seeds_complete(r)]
     judged = [c for r in rows for c in r["claims"] if c.get("class", "paper") == "paper"]
     return (
         f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes (their "
-        f"paper claims: {_verdicts(judged)}); {len(fits)} fit 2 h on one core of this machine; "
+        f"paper claims: {_verdicts(judged)}); {len(fits)} fit 2 h on one core of this machine, {len(done)} of them "
+        f"with every seed they need ({SEEDS_WANTED} seeds, or one run where the part has no seed or its own trial "
+        "seeds); "
         f"the {len(rows) - len(train)} parts on pretrained models run on real checkpoints (`--model`)."
     )
 
