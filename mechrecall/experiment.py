@@ -665,6 +665,11 @@ class Experiment:
         check_table(specs, [p.name for p in self.parts])
         return specs
 
+    def overrides(self, preset: str, options: Mapping[str, Any] | None = None) -> dict[str, tuple[Any, Any]]:
+        """The fields of ``preset`` that ``options`` change (the options with a ``field``, and ``--set``):
+        ``{field: (new, preset's)}``; ``UsageError`` for an option or a field the experiment does not have."""
+        return self._params(preset, self._options(options))[1]
+
     def _params(self, preset: str, opts: Mapping[str, Any]) -> tuple[Preset, dict[str, tuple[Any, Any]]]:
         table = self.preset_values()
         changes = {o.field: opts[o.dest] for o in self.options if o.field}

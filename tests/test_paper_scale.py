@@ -210,13 +210,18 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     assert "run (cpu; exact: no seed)" in rows["| `induction_emergence:ode`"]
     assert "1 fit 2 h on one core of this machine, 1 of them with every seed they need" in measured.ledger_md()
     assert "3 of the" in measured.ledger_md()
-    reduced = {"set": ["weights.steps=10"]}  # --set: the paper's sizes but one axis
+    reduced = {"set": ["weights_dim=8"]}  # --set: the paper's sizes but one axis
     _fake_run(tmp_path / "reduced", "induction_emergence", "weights", seeds=(0, 1, 2), options=reduced)
     measured.keep(tmp_path / "reduced", device="cpu", runs=runs, name="paper-cpu-reduced")
     text = measured.ledger_md()
     row = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:weights`"))
-    assert "run (cpu; seeds 0, 1, 2; the paper's sizes but weights.steps=10)" in row
+    assert "run (cpu; seeds 0, 1, 2; the paper's sizes but weights_dim=8)" in row
     assert "3 of the" in text  # not at the paper's sizes: not counted
+    _fake_run(tmp_path / "batch", "induction_emergence", "standard", seeds=(0,), options={"batch": 64})  # --batch
+    measured.keep(tmp_path / "batch", device="cpu", runs=runs, name="paper-cpu-batch")
+    row = next(r for r in measured.ledger_md().splitlines() if r.startswith("| `induction_emergence:standard`"))
+    assert "run (cpu; seeds 0 of 3; the paper's sizes but standard.batch_size=64)" in row
+    assert "| the paper's but standard.batch_size 512 (64) |" in row  # the largest run here, field by field
 
 
 def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished(tmp_path, monkeypatch):

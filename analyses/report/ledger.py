@@ -69,7 +69,7 @@ def paper_parts() -> list[PartRef]:
     return refs
 
 
-def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+def flat(value: Any, prefix: str = "") -> dict[str, Any]:
     """A preset as ``{"g.d_model": 256, "pattern.B.m": 64, ...}``: nested dataclasses, mappings, named tuples
     ``(("A", cell), ...)`` and sequences of records joined by dots; numbers and sequences of numbers as leaves."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -89,7 +89,7 @@ def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            out.update(_flat(v, f"{prefix}{k}."))
+            out.update(flat(v, f"{prefix}{k}."))
         return out
     return {prefix[:-1]: value}
 
@@ -121,7 +121,7 @@ def size_differences(experiment: str, here: str, sizes: Sequence[str] | None = N
     table = lookup(experiment).preset_values()
     if "paper" not in table or here not in table or here == "paper":
         return []
-    paper, ours = _flat(table["paper"]), _flat(table[here])
+    paper, ours = flat(table["paper"]), flat(table[here])
     return [
         (k, v, ours.get(k))
         for k, v in paper.items()

@@ -123,7 +123,7 @@ def keep(
         dest.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(dest, kept)
         for part, info in done.items():
-            changed = sorted((payload["config"].get("options") or {}).get("set") or [])  # --set: not all the preset's
+            changed = _changed(payload)
             entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": [], "set": changed})
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
@@ -140,6 +140,15 @@ def keep(
     }
     atomic_write_json(target / "provenance.json", provenance)
     return target
+
+
+def _changed(payload: Mapping[str, Any]) -> list[str]:
+    """The preset fields a run changed (an option with a field, ``--set``) as ``field=value``: not the paper's sizes."""
+    from analyses.registry import experiment
+
+    config = payload["config"]
+    diffs = experiment(payload["experiment"]).overrides(config["preset"], config.get("options") or {})
+    return [f"{k}={json.dumps(new)}" for k, (new, _) in sorted(diffs.items())]
 
 
 def kept_runs(runs: Path | None = None) -> list[dict[str, Any]]:
@@ -186,7 +195,13 @@ def _claims_cell(claims: Sequence[Mapping[str, Any]]) -> str:
     return cell
 
 
-def _sizes(ref: ledger.PartRef, here: str) -> str:
+def _sizes(ref: ledger.PartRef, here: str, changed: Sequence[str] = ()) -> str:
+    if changed:  # kept only with some fields changed (--set, an option): those are the largest run here
+        from analyses.registry import experiment
+
+        paper = ledger.flat(experiment(ref.experiment).preset_values()["paper"])
+        pairs = [c.split("=", 1) for c in changed]
+        return "the paper's but " + ", ".join(f"{k} {_v(paper.get(k))} ({v})" for k, v in pairs)
     diffs = ledger.size_differences(ref.experiment, here, ref.sizes)
     if not diffs:
         return "the paper's" if here == "paper" or ref.sizes == () else "the paper's (no size differs)"
@@ -228,6 +243,8 @@ def ledger_rows() -> list[dict[str, Any]]:
                 "here": "paper" if kept else _smoke_preset(ref.experiment),
             }
         )
+        full = full_size_seeds(rows[-1])
+        rows[-1]["changed"] = [] if full else sorted({c for r in kept for c in r["parts"][ref.id].get("set", [])})
     return rows
 
 
@@ -386,7 +403,10 @@ def ledger_md() -> str:
         "window's results were not brought back). "
         f"*Fits here*: within {ledger.FITS_HERE_S / 3600:.0f} h on one core. *Running*: a background run at the paper "
         "preset as `python -m analyses.paper_scale --in-flight OUT` last recorded it (its seeds started and finished, "
-        "not yet kept). Parts on pretrained models are timed "
+        f"not yet kept). *Run*: kept at the paper preset, with its seeds against the {SEEDS_WANTED} a seeded part "
+        "needs (an exact part has no seed; a part over trial seeds of its own runs once); "
+        "a run that changed a preset field (`--set`, or an option such as `--batch`) reads *the paper's sizes but "
+        "FIELD=VALUE* and does not count as run at the paper's sizes. Parts on pretrained models are timed "
         "by `benchmarks/bench_pretrained_shapes.py` (the README's *At Pythia's sizes*).",
         "",
         "| " + " | ".join(COLUMNS) + " |",
@@ -396,7 +416,7 @@ def ledger_md() -> str:
         ref = row["ref"]
         cells = [
             f"`{ref.id}`",
-            _sizes(ref, row["here"]),
+            _sizes(ref, row["here"], row["changed"]),
             *_cost_cells(row, peak),
             _gpu_cell(row, peak),
             _status(row),
