@@ -134,3 +134,14 @@ def test_the_wheel_holds_every_file_the_code_opens(tmp_path):
     missing = [p.as_posix() for p in files_read() if p.as_posix() not in names]
     assert not missing, f"the wheel lacks {missing}"
     assert "mechrecall/py.typed" in names and "analyses/registry.py" in names
+
+
+def test_the_kept_paper_scale_runs_are_committed_not_ignored():
+    """The kept runs (``analyses/measured/runs/``) are package data the report and the ledger read: a ``runs/``
+    rule in ``.gitignore`` (the default output folder) once kept them out of every clone."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for path in ("analyses/measured/runs/paper-cpu-x/provenance.json", "analyses/measured/probe/cpu.json"):
+        ignored = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT, check=False)
+        assert ignored.returncode == 1, f"{path} is ignored by git"
+    assert subprocess.run(["git", "check-ignore", "-q", "runs/x.json"], cwd=ROOT, check=False).returncode == 0

@@ -137,7 +137,7 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     kept = measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs", name="paper-cpu-x")
     prov = json.loads((kept / "provenance.json").read_text())
     assert prov["preset"] == "paper" and prov["seeds"] == [0, 1] and prov["device"] == "cpu"
-    assert prov["parts"] == {"induction_emergence:demo": {"seeds": [0, 1], "seconds": [12.0, 12.0], "set": []}}
+    assert prov["parts"] == {"induction_emergence:demo": {"seeds": [0, 1], "seconds": [12.0, 12.0], "changed": []}}
     assert {"commit", "date", "cpu", "torch"} <= set(prov["machine"])
     stored = json.loads((kept / "seed1" / "induction_emergence" / "results.json").read_text())
     assert list(stored["parts"]) == ["demo"] and stored["figures"] == []

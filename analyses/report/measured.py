@@ -124,7 +124,7 @@ def keep(
         atomic_write_json(dest, kept)
         for part, info in done.items():
             changed = _changed(payload)
-            entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": [], "set": changed})
+            entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": [], "changed": changed})
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
     commits = sorted({str(p.get("versions", {}).get("commit")) for _, p in payloads})
@@ -244,7 +244,7 @@ def ledger_rows() -> list[dict[str, Any]]:
             }
         )
         full = full_size_seeds(rows[-1])
-        rows[-1]["changed"] = [] if full else sorted({c for r in kept for c in r["parts"][ref.id].get("set", [])})
+        rows[-1]["changed"] = [] if full else sorted({c for r in kept for c in r["parts"][ref.id].get("changed", [])})
     return rows
 
 
@@ -313,9 +313,9 @@ def kept_seeds(row: Mapping[str, Any]) -> list[int]:
 
 
 def full_size_seeds(row: Mapping[str, Any]) -> list[int]:
-    """The seeds of ``row``'s part over its kept runs at the paper's own sizes (no ``--set``)."""
+    """The seeds of ``row``'s part over its kept runs at the paper's own sizes (no preset field changed)."""
     entries = [r["parts"][row["ref"].id] for r in row["kept"]]
-    return sorted({s for e in entries if not e.get("set") for s in e["seeds"]})
+    return sorted({s for e in entries if not e.get("changed") for s in e["seeds"]})
 
 
 def seeds_complete(row: Mapping[str, Any]) -> bool:
@@ -338,7 +338,7 @@ def _status(row: Mapping[str, Any]) -> str:
     going = _going(row["ref"].id, kept)
     if row["kept"]:
         devices = ", ".join(sorted({r["device"] for r in row["kept"]}))
-        changed = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id].get("set", [])})
+        changed = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id].get("changed", [])})
         but = f"; the paper's sizes but {', '.join(changed)}" if changed else ""
         return f"run ({devices}; {_seeds_text(row['ref'], kept)}{but})" + (f"; {going}" if going else "")
     if going:
