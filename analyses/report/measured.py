@@ -123,8 +123,8 @@ def keep(
         dest.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(dest, kept)
         for part, info in done.items():
-            changed = _changed(payload)
-            entry = parts.setdefault(f"{payload['experiment']}:{part}", {"seeds": [], "seconds": [], "changed": changed})
+            fresh = {"seeds": [], "seconds": [], "changed": _changed(payload)}
+            entry = parts.setdefault(f"{payload['experiment']}:{part}", fresh)
             entry["seeds"].append(payload["config"]["seed"])
             entry["seconds"].append(round(float(info.get("seconds") or 0.0), 1))
     commits = sorted({str(p.get("versions", {}).get("commit")) for _, p in payloads})
