@@ -217,8 +217,10 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     row = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:weights`"))
     assert "run (cpu; seeds 0, 1, 2; the paper's sizes but weights_dim=8)" in row
     assert "3 of the" in text  # not at the paper's sizes: not counted
+    coverage = measured.ledger_md().splitlines()[4]
     _fake_run(tmp_path / "batch", "induction_emergence", "standard", seeds=(0,), options={"batch": 64})  # --batch
     measured.keep(tmp_path / "batch", device="cpu", runs=runs, name="paper-cpu-batch")
+    assert measured.ledger_md().splitlines()[4] == coverage  # its claims are not the paper's sizes' either
     row = next(r for r in measured.ledger_md().splitlines() if r.startswith("| `induction_emergence:standard`"))
     assert "run (cpu; seeds 0 of 3; the paper's sizes but standard.batch_size=64)" in row
     assert "| the paper's but standard.batch_size 512 (64) |" in row  # the largest run here, field by field

@@ -448,7 +448,9 @@ def coverage_line(rows: Sequence[Mapping[str, Any]]) -> str:
     run = [r for r in train if full_size_seeds(r)]
     fits = [r for r in train if r["probes"].get("cpu") and ledger.fits_here(r["probes"]["cpu"])]
     done = [r for r in fits if seeds_complete(r)]
-    judged = [c for r in rows for c in r["claims"] if c.get("class", "paper") == "paper"]
+    judged = [  # the claims of the parts run at the paper's sizes (not those of a run with a field changed)
+        c for r in run for c in r["claims"] if c.get("class", "paper") == "paper" and c.get("at_scale") != "reduced"
+    ]
     return (
         f"**Coverage:** {len(run)} of the {len(train)} toy-model parts have run at the paper's sizes (their "
         f"paper claims: {_verdicts(judged)}); {len(fits)} fit 2 h on one core of this machine, {len(done)} of them "
