@@ -42,7 +42,7 @@ SHAPES = {
 }
 
 
-def _model(shape: tuple[int, ...], seed: int):
+def toy_model(shape: tuple[int, ...], seed: int):
     d, layers, vocab, ctx, _ = shape
     cfg = dict(n_layers=layers, n_heads=1, d_model=d, d_head=d, d_mlp=4 * d, d_vocab=vocab, n_ctx=ctx, act_fn="relu")
     return build_toy_model(cfg, [], seed=seed)
@@ -57,10 +57,10 @@ def _runs(shape: tuple[int, ...], seeds: int, steps: int):
         return replace(b, loss_mask=None)
 
     def separate():
-        return [train(_model(shape, c.seed), batch_fn, c).model for c in cfgs]
+        return [train(toy_model(shape, c.seed), batch_fn, c).model for c in cfgs]
 
     def stacked():
-        return [r.model for r in train_seeds([_model(shape, c.seed) for c in cfgs], batch_fn, cfgs)]
+        return [r.model for r in train_seeds([toy_model(shape, c.seed) for c in cfgs], batch_fn, cfgs)]
 
     return separate, stacked
 

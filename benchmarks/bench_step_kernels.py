@@ -28,21 +28,16 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_stacked_seeds import SHAPES as STACKED_SHAPES
+from bench_stacked_seeds import toy_model
 from timing import interleave
 
-from mechrecall import TrainConfig, build_toy_model, train
+from mechrecall import TrainConfig, train
 from mechrecall.sequences import induction_batch
 
-#: name -> (d_model, n_layers, d_vocab, n_ctx, batch), as in ``bench_stacked_seeds.py``: a step that is all
-#: overhead and a smoke-size toy.
-SHAPES = {"d16-L2-batch8": (16, 2, 16, 16, 8), "d64-L2-batch32": (64, 2, 64, 32, 32)}
+#: Two of ``bench_stacked_seeds.py``'s toys: a step that is all overhead and a smoke-size toy.
+SHAPES = {name: STACKED_SHAPES[name] for name in ("d16-L2-batch8", "d64-L2-batch32")}
 KERNELS = {"foreach": {}, "fused": {"fused": True}, "compiled": {"fused": True, "compile": "inductor"}}
-
-
-def _model(shape: tuple[int, ...]):
-    d, layers, vocab, ctx, _ = shape
-    cfg = dict(n_layers=layers, n_heads=1, d_model=d, d_head=d, d_mlp=4 * d, d_vocab=vocab, n_ctx=ctx, act_fn="relu")
-    return build_toy_model(cfg, [], seed=0)
 
 
 def _train(shape: tuple[int, ...], steps: int, kernel: dict) -> tuple[list[float], torch.nn.Module]:
@@ -53,7 +48,7 @@ def _train(shape: tuple[int, ...], steps: int, kernel: dict) -> tuple[list[float
         return replace(induction_batch(batch, ctx, vocab, gen), loss_mask=None)
 
     cfg = TrainConfig(steps=steps, lr=1e-3, loss_positions="all", eval_every=1, progress=False, **kernel)
-    result = train(_model(shape), batch_fn, cfg, evals={"clock": lambda m: time.perf_counter()})
+    result = train(toy_model(shape, 0), batch_fn, cfg, evals={"clock": lambda m: time.perf_counter()})
     clock = [row["clock"] for row in result.history["eval"]]
     return [b - a for a, b in itertools.pairwise(clock)], result.model
 

@@ -217,6 +217,9 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     row = next(r for r in text.splitlines() if r.startswith("| `induction_emergence:weights`"))
     assert "run (cpu; seeds 0, 1, 2; the paper's sizes but weights_dim=8)" in row
     assert "3 of the" in text  # not at the paper's sizes: not counted
+    _fake_run(tmp_path / "unknown", "induction_emergence", "standard", seeds=(0,), options={"turbo": 1})
+    with pytest.raises(ValueError, match=r"induction_emergence \(seed 0\): unknown option\(s\) \['turbo'\]"):
+        measured.keep(tmp_path / "unknown", device="cpu", runs=runs, name="paper-cpu-unknown")
     coverage = measured.ledger_md().splitlines()[4]
     _fake_run(tmp_path / "batch", "induction_emergence", "standard", seeds=(0,), options={"batch": 64})  # --batch
     measured.keep(tmp_path / "batch", device="cpu", runs=runs, name="paper-cpu-batch")

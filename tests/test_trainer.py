@@ -379,7 +379,6 @@ def test_the_fused_optimiser_is_opt_in_on_the_cpu_and_rounds_like_the_foreach_on
     a, b = train(small_model(), batch_fn, cfg).model, train(small_model(), batch_fn, fused_cfg).model
     for name, value in weights(a).items():
         torch.testing.assert_close(weights(b)[name], value, rtol=0, atol=1e-6)
-    assert any(not torch.equal(weights(b)[n], v) for n, v in weights(a).items())  # a kernel of its own
 
 
 def test_a_compiled_step_runs_the_loss_through_the_backend_and_keeps_the_numbers():

@@ -145,9 +145,13 @@ def keep(
 def _changed(payload: Mapping[str, Any]) -> list[str]:
     """The preset fields a run changed (an option with a field, ``--set``) as ``field=value``: not the paper's sizes."""
     from analyses.registry import experiment
+    from mechrecall.errors import UsageError
 
     config = payload["config"]
-    diffs = experiment(payload["experiment"]).overrides(config["preset"], config.get("options") or {})
+    try:
+        diffs = experiment(payload["experiment"]).overrides(config["preset"], config.get("options") or {})
+    except UsageError as exc:  # results of an option this code does not know: not to be kept as if at full size
+        raise ValueError(f"{payload['experiment']} (seed {config.get('seed')}): {exc}") from None
     return [f"{k}={json.dumps(new)}" for k, (new, _) in sorted(diffs.items())]
 
 
