@@ -88,7 +88,7 @@ def test_the_window_packs_the_longest_jobs_that_fit_and_lets_one_per_lane_run_on
         window.choose(est, 600.0, 0)
 
 
-def _fake_run(root, experiment="induction_emergence", part="demo", seeds=(0, 1), options=None):
+def _fake_run(root, experiment="induction_emergence", part="demo", seeds=(0, 1), options=None, ours=1.0):
     """A report folder as a run leaves it: per seed, the experiment's results.json, one part done, one failed."""
     for seed in seeds:
         claims = [
@@ -96,7 +96,7 @@ def _fake_run(root, experiment="induction_emergence", part="demo", seeds=(0, 1),
                 "id": f"{experiment}.{part}.x",
                 "claim": "x",
                 "paper": 1.0,
-                "ours": 1.0 + seed * 1e-3,
+                "ours": ours + seed * 1e-3,
                 "control": 0.0,
                 "rule": "≥ 0.5",
                 "rule_spec": {"kind": "at_least", "lo": 0.5, "hi": None, "partial": None},
@@ -142,7 +142,7 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     stored = json.loads((kept / "seed1" / "induction_emergence" / "results.json").read_text())
     assert list(stored["parts"]) == ["demo"] and stored["figures"] == []
     (run,) = measured.kept_runs(tmp_path / "runs")
-    rows = measured.kept_rows(run)
+    rows = measured.kept_rows([run])
     assert [r["id"] for r in rows] == ["induction_emergence.demo.x"]  # the failed part's claim is not shown
     assert rows[0]["verdict"] == "reproduced" and rows[0]["per_seed"] and rows[0]["kept"] == "paper-cpu-x"
     with pytest.raises(FileNotFoundError, match="no finished part"):
@@ -151,6 +151,25 @@ def test_a_kept_run_has_its_provenance_and_only_the_parts_that_finished(tmp_path
     assert measured.keep(tmp_path / "out", device="cpu", runs=tmp_path / "runs").name == again.name + "-2"
     with pytest.raises(FileNotFoundError, match=r"no <experiment>/results\.json"):
         measured.keep(tmp_path / "empty", runs=tmp_path / "runs")
+
+
+def test_kept_runs_of_one_part_are_judged_together_over_their_seeds(tmp_path):
+    runs = tmp_path / "runs"
+    _fake_run(tmp_path / "first", seeds=(0, 1), ours=0.1)
+    measured.keep(tmp_path / "first", runs=runs, name="paper-cpu-a")
+    _fake_run(tmp_path / "later", seeds=(1, 2), ours=0.9)  # seed 1 again: the later run's stands
+    measured.keep(tmp_path / "later", runs=runs, name="paper-cpu-b")
+    _fake_run(tmp_path / "set", seeds=(0,), options={"set": ["standard.d_model=64"]})
+    measured.keep(tmp_path / "set", runs=runs, name="paper-cpu-c")
+    _fake_run(tmp_path / "twin", experiment="noisy_icl", seeds=(0,))  # another experiment's part of the same name
+    measured.keep(tmp_path / "twin", runs=runs, name="paper-cpu-d")
+    full, changed, twin = measured.kept_rows(measured.kept_runs(runs))
+    assert twin["part"] == "noisy_icl:demo" and twin["seeds"] == [0] and full["part"] == "induction_emergence:demo"
+    assert full["seeds"] == [0, 1, 2] and full["kept"] == "paper-cpu-a, paper-cpu-b" and full["changed"] == []
+    assert [s["ours"] for s in full["per_seed"]] == pytest.approx([0.1, 0.901, 0.902])
+    assert full["passed"] == 2 and full["verdict"] != "reproduced"  # seed 0 misses the rule (≥ 0.5)
+    assert changed["seeds"] == [0] and changed["kept"] == "paper-cpu-c"
+    assert changed["changed"] == ["standard.d_model=64"]
 
 
 def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monkeypatch):
@@ -227,6 +246,10 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     row = next(r for r in measured.ledger_md().splitlines() if r.startswith("| `induction_emergence:standard`"))
     assert "run (cpu; seeds 0 of 3; the paper's sizes but standard.batch_size=64)" in row
     assert "| the paper's but standard.batch_size 512 (64) |" in row  # the largest run here, field by field
+    _fake_run(tmp_path / "more", seeds=(2,))  # the demo part's third seed, in a run of its own
+    measured.keep(tmp_path / "more", device="cpu", runs=runs, name="paper-cpu-more")
+    demo = next(r for r in measured.ledger_md().splitlines() if r.startswith("| `induction_emergence:demo`"))
+    assert "run (cpu; seeds 0, 1, 2)" in demo and demo.endswith("| 1 reproduced at the paper's scale |")
 
 
 def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished(tmp_path, monkeypatch):

@@ -72,9 +72,7 @@ def kept_rows(names: Sequence[str]) -> list[dict[str, Any]]:
     from analyses.report.measured import kept_rows as rows_of
     from analyses.report.measured import kept_runs
 
-    return [
-        row for run in kept_runs() if run["preset"] == "paper" for row in rows_of(run) if row["experiment"] in names
-    ]
+    return [row for row in rows_of([r for r in kept_runs() if r["preset"] == "paper"]) if row["experiment"] in names]
 
 
 def _section(

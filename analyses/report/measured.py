@@ -163,21 +163,37 @@ def kept_runs(runs: Path | None = None) -> list[dict[str, Any]]:
     return out
 
 
-def kept_rows(run: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The claim rows of a kept run's parts that finished, over its seeds, each verdict judged again."""
-    folder = Path(run["folder"])
-    ran = set(run["parts"])
-    by_experiment: dict[str, dict[int, list[Mapping[str, Any]]]] = {}
-    for path in sorted(folder.glob("**/results.json")):
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        name, seed = payload["experiment"], payload["config"]["seed"]
-        claims = [c for c in payload.get("claims", []) if f"{name}:{c['id'].split('.')[1]}" in ran]
-        by_experiment.setdefault(name, {})[seed] = claims
+def kept_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The claim rows of the kept runs' parts that finished: one row per claim and setting of its part (the
+    paper's sizes, or each set of changed fields), merged over the seeds of every run that kept it and judged
+    again. Where two runs kept the same seed of a part, the later one's (by the date it was kept) stands."""
+    groups: dict[tuple[str, tuple[str, ...]], dict[int, dict[str, Mapping[str, Any]]]] = {}
+    sources: dict[tuple[str, tuple[str, ...]], dict[str, str]] = {}
+    for run in sorted(runs, key=lambda r: (r["machine"]["date"], r["name"])):
+        for path in sorted(Path(run["folder"]).glob("**/results.json")):
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            name, seed = payload["experiment"], payload["config"]["seed"]
+            for claim in payload.get("claims", []):
+                entry = run["parts"].get(f"{name}:{claim['id'].split('.')[1]}")
+                if entry is None:  # a part that did not finish, or was not kept from this run
+                    continue
+                key = (f"{name}:{claim['id'].split('.')[1]}", tuple(entry.get("changed", [])))
+                groups.setdefault(key, {}).setdefault(seed, {})[claim["id"]] = claim
+                sources.setdefault(key, {})[run["name"]] = run["device"]
     rows = []
-    for name, by_seed in by_experiment.items():
-        for row in over_seeds(by_seed):
+    for key, by_seed in groups.items():
+        names = sources[key]
+        for row in over_seeds({seed: list(claims.values()) for seed, claims in by_seed.items()}):
             rows.append(
-                {**row, "verdict": judge_row(row), "experiment": name, "kept": run["name"], "device": run["device"]}
+                {
+                    **row,
+                    "verdict": judge_row(row),
+                    "experiment": key[0].split(":")[0],
+                    "part": key[0],
+                    "changed": list(key[1]),
+                    "kept": ", ".join(names),
+                    "device": ", ".join(sorted(set(names.values()))),
+                }
             )
     return rows
 
@@ -190,13 +206,15 @@ def _verdicts(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _claims_cell(claims: Sequence[Mapping[str, Any]]) -> str:
-    """The paper's claims' verdicts, then the extensions' and ablations' (checks aside)."""
-    cell = _verdicts([c for c in claims if c.get("class", "paper") == "paper"]) if claims else "—"
-    for kind in ("extension", "ablation"):
+    """The paper's claims' verdicts, then the extensions', ablations' and checks' (the code against its closed
+    form: not a reproduction)."""
+    paper = [c for c in claims if c.get("class", "paper") == "paper"]
+    cells = [_verdicts(paper)] if paper else []
+    for kind in ("extension", "ablation", "check"):
         rows = [c for c in claims if c.get("class") == kind]
         if rows:
-            cell += f"; {kind}s: {_verdicts(rows)}"
-    return cell
+            cells.append(f"{kind}s: {_verdicts(rows)}")
+    return "; ".join(cells) or "—"
 
 
 def _sizes(ref: ledger.PartRef, here: str, changed: Sequence[str] = ()) -> str:
@@ -237,7 +255,7 @@ def ledger_rows() -> list[dict[str, Any]]:
             dev: next((p for p in pr.get("parts", []) if p["part"] == ref.id), None) for dev, pr in probes.items()
         }
         kept = [r for r in runs if ref.id in r["parts"]]
-        claims = [c for r in kept for c in kept_rows(r) if c["id"].split(".")[1] == ref.part]
+        claims = [c for c in kept_rows(kept) if c["part"] == ref.id]
         rows.append(
             {
                 "ref": ref,
@@ -247,8 +265,10 @@ def ledger_rows() -> list[dict[str, Any]]:
                 "here": "paper" if kept else _smoke_preset(ref.experiment),
             }
         )
-        full = full_size_seeds(rows[-1])
-        rows[-1]["changed"] = [] if full else sorted({c for r in kept for c in r["parts"][ref.id].get("changed", [])})
+        if full_size_seeds(rows[-1]):  # the verdicts at the paper's own sizes, not a run's with a field changed
+            rows[-1]["changed"], rows[-1]["claims"] = [], [c for c in claims if not c["changed"]]
+        else:
+            rows[-1]["changed"] = sorted({c for r in kept for c in r["parts"][ref.id].get("changed", [])})
     return rows
 
 
