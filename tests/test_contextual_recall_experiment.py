@@ -43,6 +43,7 @@ def test_help_lists_the_parts_and_the_entry_presets_and_claims_import_nothing_he
         (["world_r"], {"n_demos": 0}, "--n-demos 0; expected an integer >= 1"),
         (["world_r"], {"n_ctx": 0}, "--n-ctx 0; expected an integer >= 1"),
         (["pretrained"], {"checkpoint": -1}, "--checkpoint -1; expected an integer >= 0"),
+        (["world_r"], {"set": ["r.pt_loss=grammar"]}, "pt_loss='grammar'; expected one of"),
     ],
 )
 def test_inconsistent_configs_fail_naming_the_value_before_training(tmp_path, parts, options, message):
@@ -192,6 +193,32 @@ def test_ft_loss_option_sets_every_finetuning_mix_and_is_named(tmp_path):
     assert "loss positions: attributes" in rows["world_g.ft_iclgrm_attributes_transfers_to_icl"]["note"]
     with pytest.raises(Exception, match="ft_loss='grammar'"):
         EXPERIMENT.run(tmp_path / "bad", preset="micro", parts=["world_g"], options={"ft_loss": "grammar"})
+
+
+@pytest.mark.parametrize("reading", ["all", "attributes"])
+def test_world_r_pretraining_puts_its_loss_where_pt_loss_says(tmp_path, monkeypatch, reading):
+    from dataclasses import replace
+
+    from analyses.papers.contextual_recall import runs as R
+    from analyses.papers.contextual_recall.presets import PRESETS
+
+    first = []
+
+    def spy(model, sample, config, **kwargs):  # the first batch of each training run
+        first.append(sample(0, torch.Generator().manual_seed(0)))
+        return train(model, sample, config, **kwargs)
+
+    train = R.train
+    monkeypatch.setattr(R, "train", spy)
+    run = replace(PRESETS["micro"].run_r(0), pt_loss=reading)
+    tr = R.train_r(run, 0, tmp_path)
+    pt = first[0]  # pretraining's (finetuning's comes second, last-token)
+    is_attribute = tr.world.type_of_token()[pt.targets.clamp(min=0)] >= 0
+    if reading == "all":
+        assert pt.loss_mask.all() and not is_attribute.all()
+    else:  # one attribute after each [sep]: N_tr targets a sequence
+        assert torch.equal(pt.loss_mask, is_attribute)
+        assert pt.loss_mask.sum(1).eq(run.world.n_subseq).all()
 
 
 def test_finetune_g_adds_a_control_finetuning_and_a_finished_run_loads_without_writing(tmp_path):

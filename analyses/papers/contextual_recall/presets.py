@@ -160,6 +160,10 @@ class RunR:
     pt_eval_every: int = 250
     ft_eval_every: int = 50
     checkpoint_every: int = 500
+    #: loss positions of pretraining on PT_rel (``data.LOSS_READINGS``): ``all`` every next token, grammar and
+    #: relation targets included (the literal reading of §4's "next-token prediction objective"); ``attributes`` only
+    #: the attribute after each ``[sep]`` (the one target Props. 1 and 3 are about)
+    pt_loss: str = "all"
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,8 @@ def check_run_r(run: RunR, n_ctx: int | None = None) -> World:
     if len(ho) == 0:
         raise WorldConfigError(f"n_finetune={run.n_finetune} leaves no held-out subject (M={run.world.n_subjects})")
     check_task(world, n_demos=run.n_demos, pools=(ft, ho))
+    if run.pt_loss not in LOSS_READINGS:
+        raise WorldConfigError(f"pt_loss={run.pt_loss!r}; expected one of {LOSS_READINGS}")
     if n_ctx is not None:
         check_task(world, n_ctx=n_ctx, seq_len=world_r_ctx(run.world, run.n_demos))
     return world
@@ -232,8 +234,8 @@ def finetune_g(
 def train_r(
     run: RunR, seed: int, out: Path, *, positions: str = "relative", device: str | None = None, progress: bool = False
 ) -> Trained:
-    """Pretrain Model B (or B′) on PT_rel (all positions, cosine lr), then finetune a copy on ICL_rel over the
-    finetuning subjects with the last-token loss (constant lr)."""
+    """Pretrain Model B (or B′) on PT_rel (cosine lr; the loss on ``run.pt_loss``'s positions, every next token by
+    default), then finetune a copy on ICL_rel over the finetuning subjects with the last-token loss (constant lr)."""
     world = check_run_r(run)
     ft, ho = split_subjects(world, run.n_finetune, seed)
     n_ctx = world_r_ctx(run.world, run.n_demos)
@@ -260,7 +262,13 @@ def train_r(
         seed=seed,
         progress=progress,
     )
-    res = train(model, lambda step, gen: sample_pt_rel(world, run.batch, gen), tc, evals=evals, out_dir=out / "pt")
+    res = train(
+        model,
+        lambda step, gen: with_loss(sample_pt_rel(world, run.batch, gen), world, run.pt_loss),
+        tc,
+        evals=evals,
+        out_dir=out / "pt",
+    )
     m = _copy(model)
     tcf = replace(
         tc, steps=run.ft_steps, lr=run.ft_lr, schedule="constant", eval_every=run.ft_eval_every, seed=seed + 1
