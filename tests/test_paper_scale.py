@@ -250,6 +250,11 @@ def test_the_ledger_lists_every_part_with_its_probe_and_what_ran(tmp_path, monke
     measured.keep(tmp_path / "more", device="cpu", runs=runs, name="paper-cpu-more")
     demo = next(r for r in measured.ledger_md().splitlines() if r.startswith("| `induction_emergence:demo`"))
     assert "run (cpu; seeds 0, 1, 2)" in demo and demo.endswith("| 1 reproduced at the paper's scale |")
+    _fake_run(tmp_path / "narrow", seeds=(0,), options={"set": ["standard.d_model=64"]}, ours=0.0)
+    measured.keep(tmp_path / "narrow", device="cpu", runs=runs, name="paper-cpu-narrow")  # beside the full size
+    demo = next(r for r in measured.ledger_md().splitlines() if r.startswith("| `induction_emergence:demo`"))
+    assert "run (cpu; seeds 0, 1, 2; and the paper's sizes but standard.d_model=64: seeds 0 of 3)" in demo
+    assert demo.endswith("| 1 reproduced at the paper's scale |")  # the verdicts are the paper's sizes' alone
 
 
 def test_a_run_in_flight_shows_as_running_with_the_seeds_it_started_and_finished(tmp_path, monkeypatch):

@@ -336,10 +336,18 @@ def kept_seeds(row: Mapping[str, Any]) -> list[int]:
     return sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id]["seeds"]})
 
 
+def _settings(row: Mapping[str, Any]) -> dict[tuple[str, ...], list[int]]:
+    """The seeds of ``row``'s part over its kept runs, by setting: ``()`` the paper's sizes, else the fields changed."""
+    out: dict[tuple[str, ...], set[int]] = {}
+    for run in row["kept"]:
+        entry = run["parts"][row["ref"].id]
+        out.setdefault(tuple(entry.get("changed", [])), set()).update(entry["seeds"])
+    return {changed: sorted(seeds) for changed, seeds in out.items()}
+
+
 def full_size_seeds(row: Mapping[str, Any]) -> list[int]:
     """The seeds of ``row``'s part over its kept runs at the paper's own sizes (no preset field changed)."""
-    entries = [r["parts"][row["ref"].id] for r in row["kept"]]
-    return sorted({s for e in entries if not e.get("changed") for s in e["seeds"]})
+    return _settings(row).get((), [])
 
 
 def seeds_complete(row: Mapping[str, Any]) -> bool:
@@ -362,9 +370,15 @@ def _status(row: Mapping[str, Any]) -> str:
     going = _going(row["ref"].id, kept)
     if row["kept"]:
         devices = ", ".join(sorted({r["device"] for r in row["kept"]}))
-        changed = sorted({s for r in row["kept"] for s in r["parts"][row["ref"].id].get("changed", [])})
-        but = f"; the paper's sizes but {', '.join(changed)}" if changed else ""
-        return f"run ({devices}; {_seeds_text(row['ref'], kept)}{but})" + (f"; {going}" if going else "")
+        settings = _settings(row)
+        full = settings.pop((), [])
+        texts = [_seeds_text(row["ref"], full)] if full else []
+        for changed, seeds in sorted(settings.items()):
+            but = f"the paper's sizes but {', '.join(changed)}"
+            texts.append(
+                f"and {but}: {_seeds_text(row['ref'], seeds)}" if full else f"{_seeds_text(row['ref'], seeds)}; {but}"
+            )
+        return f"run ({devices}; {'; '.join(texts)})" + (f"; {going}" if going else "")
     if going:
         return going
     cpu = row["probes"].get("cpu")
