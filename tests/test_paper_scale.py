@@ -163,7 +163,7 @@ def test_kept_runs_of_one_part_are_judged_together_over_their_seeds(tmp_path):
     measured.keep(tmp_path / "set", runs=runs, name="paper-cpu-c")
     _fake_run(tmp_path / "twin", experiment="noisy_icl", seeds=(0,))  # another experiment's part of the same name
     measured.keep(tmp_path / "twin", runs=runs, name="paper-cpu-d")
-    full, changed, twin = measured.kept_rows(measured.kept_runs(runs))
+    full, twin, changed = measured.kept_rows(measured.kept_runs(runs))  # the paper's sizes first
     assert twin["part"] == "noisy_icl:demo" and twin["seeds"] == [0] and full["part"] == "induction_emergence:demo"
     assert full["seeds"] == [0, 1, 2] and full["kept"] == "paper-cpu-a, paper-cpu-b" and full["changed"] == []
     assert [s["ours"] for s in full["per_seed"]] == pytest.approx([0.1, 0.901, 0.902])
@@ -298,6 +298,10 @@ def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headlin
     rows = collect.kept_rows(["induction_emergence"])
     assert [r["id"] for r in rows] == ["induction_emergence.demo.x"] and rows[0]["device"] == "cuda"
     assert collect.kept_rows(["noisy_icl"]) == []
+    _fake_run(tmp_path / "narrow", seeds=(0,), options={"set": ["standard.d_model=64"]}, ours=0.0)
+    measured.keep(tmp_path / "narrow", device="cpu", runs=runs, name="paper-cpu-y")
+    rows = collect.kept_rows(["induction_emergence"])
+    assert [r["kept"] for r in rows] == ["paper-cuda-x", "paper-cpu-y"]
     section = {
         "experiment": "induction_emergence",
         "paper": "P",
@@ -322,8 +326,11 @@ def test_the_report_shows_kept_rows_beside_the_fresh_ones_with_their_own_headlin
     md = render.markdown(report)
     assert render.KEPT_TITLE in md and "paper-cuda-x" in md
     assert (
-        "Kept runs at the paper's sizes (committed, not re-run): paper claims at the paper's scale: 1 reproduced" in md
+        "Kept runs at the paper's sizes (committed, not re-run): paper claims at the paper's scale: 1 reproduced;"
+        " at reduced scale: no claims. Kept runs with a preset field changed: paper claims at the paper's scale:"
+        " 1 not reproduced" in md
     )
+    assert "| paper-cpu-y (the paper's sizes but standard.d_model=64) | cpu |" in md
     page = render.html_page(report, tmp_path)
     assert 'class="kept"' in page and "paper-cuda-x" in page
     assert render.kept_line({**report, "kept": []}) == ""

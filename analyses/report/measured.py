@@ -174,14 +174,15 @@ def kept_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             payload = json.loads(path.read_text(encoding="utf-8"))
             name, seed = payload["experiment"], payload["config"]["seed"]
             for claim in payload.get("claims", []):
-                entry = run["parts"].get(f"{name}:{claim['id'].split('.')[1]}")
+                part = f"{name}:{claim['id'].split('.')[1]}"
+                entry = run["parts"].get(part)
                 if entry is None:  # a part that did not finish, or was not kept from this run
                     continue
-                key = (f"{name}:{claim['id'].split('.')[1]}", tuple(entry.get("changed", [])))
+                key = (part, tuple(entry.get("changed", [])))
                 groups.setdefault(key, {}).setdefault(seed, {})[claim["id"]] = claim
                 sources.setdefault(key, {})[run["name"]] = run["device"]
     rows = []
-    for key, by_seed in groups.items():
+    for key, by_seed in sorted(groups.items(), key=lambda kv: bool(kv[0][1])):  # the paper's sizes first
         names = sources[key]
         for row in over_seeds({seed: list(claims.values()) for seed, claims in by_seed.items()}):
             rows.append(

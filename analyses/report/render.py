@@ -78,6 +78,8 @@ def _cell(row: Mapping[str, Any], column: str) -> str:
         return scale_words(row)
     if column == "class":
         return row_class(row)
+    if column == "kept" and row.get("changed"):  # a run at the paper's sizes but for these fields
+        return f"{value} (the paper's sizes but {', '.join(row['changed'])})"
     return "" if value is None else str(value)
 
 
@@ -154,9 +156,12 @@ CHECKS_TITLE = (
 
 
 def kept_line(report: Mapping[str, Any]) -> str:
-    """`` Kept runs at the paper's sizes (committed, not re-run): …`` — or nothing without kept rows."""
+    """`` Kept runs at the paper's sizes (committed, not re-run): …`` (and the rows of kept runs with a preset field
+    changed, counted apart) — or nothing without kept rows."""
     kept = report.get("kept") or []
-    return f" Kept runs at the paper's sizes (committed, not re-run): {headline(kept)}." if kept else ""
+    full, changed = [r for r in kept if not r.get("changed")], [r for r in kept if r.get("changed")]
+    line = f" Kept runs at the paper's sizes (committed, not re-run): {headline(full)}." if full else ""
+    return line + (f" Kept runs with a preset field changed: {headline(changed)}." if changed else "")
 
 
 def _kept(report: Mapping[str, Any], name: str) -> list[Mapping[str, Any]]:
