@@ -348,6 +348,11 @@ def test_a_slurm_job_that_ends_without_a_result_or_outlives_its_limit_is_retried
     }
     cluster = FakeSlurm(tmp_path, fates, accounting)
     monkeypatch.setattr(SlurmExecutor, "run_command", staticmethod(cluster))
+    srun = tmp_path / "bin" / "srun"  # submitit's executor wants srun on PATH; the fake cluster answers every call
+    srun.parent.mkdir()
+    srun.write_text("#!/bin/sh\nexit 1\n")
+    srun.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{srun.parent}{os.pathsep}{os.environ['PATH']}")
     executor = SlurmExecutor(tmp_path, minutes=1, poll_seconds=2, grace_seconds=3, margin_seconds=30)
     executor.executor, executor.clock, executor.sleep = cluster, lambda: cluster.now, cluster.sleep
     states = "sacct" if accounting else "squeue: accounting is off"
